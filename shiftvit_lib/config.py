@@ -1,0 +1,238 @@
+"""Model and training configuration: one dataclass, presets as data.
+
+A ShiftViT is fully described by a :class:`ShiftViTConfig`. Presets are plain
+dictionaries of the fields that differ from the defaults, so adding a model size
+means adding data, not code (the timm / SPACH way)::
+
+    >>> from shiftvit_lib import preset
+    >>> cfg = preset("seed")
+    >>> cfg.depths
+    (2, 4, 8, 2)
+    >>> preset("quick", epochs=3).epochs
+    3
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+ShiftKind = Literal["official", "keras_io", "none"]
+NormKind = Literal["layer", "group"]
+DropPathSchedule = Literal["network", "per_stage"]
+
+
+@dataclass(frozen=True)
+class ShiftViTConfig:
+    """Every hyperparameter of a ShiftViT model and of its training recipe.
+
+    The defaults are the keras-io ShiftViT example's values; presets override a few.
+    """
+
+    name: str = "custom"
+
+    # --- data -------------------------------------------------------------------
+    input_shape: tuple[int, int, int] = (32, 32, 3)
+    num_classes: int = 10
+
+    # --- input pipeline inside the model ---------------------------------------
+    # Images are resized to `resize_to`, then cropped to `image_size`: a random crop
+    # while training, the centre crop at inference (so `predict` is deterministic).
+    augment: bool = True
+    resize_to: int = 52
+    image_size: int = 48
+    flip: bool = True
+
+    # --- architecture -------------------------------------------------------------
+    patch_size: int = 4
+    projected_dim: int = 96
+    depths: tuple[int, ...] = (2, 4, 8, 2)
+    num_div: int = 12
+    shift_pixel: int = 1
+    shift: ShiftKind = "official"
+    mlp_ratio: float = 2.0
+    mlp_dropout: float = 0.2
+    drop_path_rate: float = 0.2
+    # "network": rates rise linearly over all blocks (official SPACH);
+    # "per_stage": they restart from 0 in every stage (the keras-io example).
+    drop_path_schedule: DropPathSchedule = "network"
+    norm: NormKind = "layer"
+    layer_norm_epsilon: float = 1e-5
+    patch_norm: bool = False
+    final_norm: bool = False
+
+    # --- training recipe ---------------------------------------------------------
+    batch_size: int = 256
+    epochs: int = 100
+    lr_start: float = 1e-5
+    lr_max: float = 1e-3
+    warmup_fraction: float = 0.15
+    weight_decay: float = 1e-4
+    label_smoothing: float = 0.0
+    early_stopping_patience: int | None = 5
+
+    def __post_init__(self) -> None:
+        # Lists from JSON or from a user become tuples so the config stays hashable.
+        object.__setattr__(self, "depths", tuple(int(d) for d in self.depths))
+        object.__setattr__(self, "input_shape", tuple(int(d) for d in self.input_shape))
+        self.validate()
+
+    # ------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first field that cannot work."""
+        problems = []
+        if len(self.input_shape) != 3:
+            problems.append(f"input_shape must be (height, width, channels), got {self.input_shape}")
+        if not self.depths or any(d < 1 for d in self.depths):
+            problems.append(f"depths must be a non-empty list of positive ints, got {self.depths}")
+        if self.num_div < 4:
+            problems.append(f"num_div must be >= 4 (four groups move), got {self.num_div}")
+        if self.projected_dim < self.num_div:
+            problems.append(
+                f"projected_dim ({self.projected_dim}) must be >= num_div ({self.num_div}) "
+                "so that every shifted group holds at least one channel"
+            )
+        if self.shift_pixel < 1:
+            problems.append(f"shift_pixel must be >= 1, got {self.shift_pixel}")
+        if self.image_size > self.resize_to:
+            problems.append(
+                f"image_size ({self.image_size}) cannot be larger than resize_to ({self.resize_to})"
+            )
+        if self.image_size % self.patch_size:
+            problems.append(
+                f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"
+            )
+        if self.shift != "none" and self.shift_pixel >= min(self.stage_resolutions):
+            problems.append(
+                f"shift_pixel ({self.shift_pixel}) must be smaller than the last stage's "
+                f"resolution {self.stage_resolutions}: use fewer stages, a larger image or "
+                "a smaller patch_size"
+            )
+        if self.shift not in ("official", "keras_io", "none"):
+            problems.append(f"shift must be 'official', 'keras_io' or 'none', got {self.shift!r}")
+        if self.norm not in ("layer", "group"):
+            problems.append(f"norm must be 'layer' or 'group', got {self.norm!r}")
+        if self.drop_path_schedule not in ("network", "per_stage"):
+            problems.append(
+                f"drop_path_schedule must be 'network' or 'per_stage', got {self.drop_path_schedule!r}"
+            )
+        if not 0.0 <= self.drop_path_rate < 1.0 or not 0.0 <= self.mlp_dropout < 1.0:
+            problems.append("drop_path_rate and mlp_dropout must lie in [0, 1)")
+        if not 0.0 <= self.warmup_fraction < 1.0:
+            problems.append(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
+        if problems:
+            raise ValueError(f"Invalid ShiftViTConfig {self.name!r}: " + "; ".join(problems))
+
+    # ------------------------------------------------------------------------------
+    @property
+    def stage_dims(self) -> tuple[int, ...]:
+        """Channels of each stage: patch merging doubles them from stage to stage."""
+        return tuple(self.projected_dim * 2**i for i in range(len(self.depths)))
+
+    @property
+    def stage_resolutions(self) -> tuple[int, ...]:
+        """Feature-map side length of each stage (merging halves it)."""
+        # Patch projection and merging use "same" padding, hence the ceilings.
+        side = -(-self.image_size // self.patch_size)
+        sides = []
+        for _ in self.depths:
+            sides.append(side)
+            side = -(-side // 2)
+        return tuple(sides)
+
+    def replace(self, **changes: Any) -> ShiftViTConfig:
+        """A copy with some fields changed (the config itself is immutable)."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict (saved next to every training run)."""
+        data = dataclasses.asdict(self)
+        data["depths"] = list(self.depths)
+        data["input_shape"] = list(self.input_shape)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ShiftViTConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error, not silently dropped."""
+        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
+        return cls(**data)
+
+
+# Presets hold only what differs from the defaults above.
+PRESETS: dict[str, dict[str, Any]] = {
+    # The keras-io example's recipe, with the shift fixed. Its drop-path schedule
+    # restarts in every stage, so we keep that to compare like with like.
+    "seed": dict(drop_path_schedule="per_stage"),
+    # The same recipe with the example's (broken) shift, for the ablation.
+    "seed_keras_io_shift": dict(drop_path_schedule="per_stage", shift="keras_io"),
+    # Tiny and fast: CPU tests, CI and the quick mode of every lesson.
+    "quick": dict(
+        resize_to=36,
+        image_size=32,
+        projected_dim=24,
+        depths=(1, 2, 1),
+        num_div=12,
+        mlp_dropout=0.0,
+        drop_path_rate=0.1,
+        batch_size=64,
+        epochs=5,
+        warmup_fraction=0.1,
+        lr_max=2e-3,
+        early_stopping_patience=None,
+    ),
+    # Official SPACH sizes (registry names shiftvit_light_tiny and shiftvit_r2_tiny),
+    # with their normalisation placement: a norm after the stem and before the head,
+    # GroupNorm(1) in the blocks. Defined for ImageNet (224 px, 1000 classes).
+    "shiftvit_light_tiny": dict(
+        input_shape=(224, 224, 3),
+        num_classes=1000,
+        augment=False,
+        resize_to=224,
+        image_size=224,
+        depths=(2, 2, 6, 2),
+        mlp_ratio=4.0,
+        mlp_dropout=0.0,
+        norm="group",
+        patch_norm=True,
+        final_norm=True,
+    ),
+    "shiftvit_r2_tiny": dict(
+        input_shape=(224, 224, 3),
+        num_classes=1000,
+        augment=False,
+        resize_to=224,
+        image_size=224,
+        depths=(6, 8, 18, 6),
+        mlp_ratio=2.0,
+        mlp_dropout=0.0,
+        norm="group",
+        patch_norm=True,
+        final_norm=True,
+    ),
+}
+
+
+def list_presets() -> list[str]:
+    """Names accepted by :func:`preset`."""
+    return sorted(PRESETS)
+
+
+def preset(name: str, **overrides: Any) -> ShiftViTConfig:
+    """Look up a preset by name, optionally overriding fields.
+
+    Raises:
+        KeyError: if ``name`` is not a preset (the message lists the valid names).
+    """
+    if name not in PRESETS:
+        raise KeyError(f"Unknown preset {name!r}; choose one of {list_presets()}")
+    fields: dict[str, Any] = {"name": name, **PRESETS[name], **overrides}
+    return ShiftViTConfig(**fields)
+
+
+__all__ = ["ShiftViTConfig", "PRESETS", "preset", "list_presets"]

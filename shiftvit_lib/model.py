@@ -1,0 +1,120 @@
+"""Assemble a ShiftViT from a config (taught in lesson 04).
+
+    images (32x32x3, pixels 0..255)
+      -> ImagePreprocessing   resize, crop, flip, rescale (random only in training)
+      -> patch projection     Conv2D, kernel = stride = patch_size
+      -> stage 1 .. stage N   ShiftViT blocks, patch merging between stages
+      -> global average pool
+      -> classifier           Dense -> logits
+
+The builder returns a functional ``keras.Model`` so ``summary()`` shows every
+stage and the model saves and loads as a ``.keras`` file.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import keras
+from keras import layers
+
+from shiftvit_lib.config import ShiftViTConfig
+from shiftvit_lib.layers import ImagePreprocessing, ShiftViTStage, drop_path_rates, make_norm
+
+
+def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.Model:
+    """Build the ShiftViT described by ``config``; the output is logits (no softmax).
+
+    Args:
+        config: a :class:`ShiftViTConfig`, e.g. ``preset("seed")``.
+        seed: seed for the random crop, flip and drop-path layers (weights follow
+            ``keras.utils.set_random_seed``).
+    """
+    if not isinstance(config, ShiftViTConfig):
+        raise TypeError(
+            f"build_shiftvit expects a ShiftViTConfig (e.g. preset('seed')), got {type(config).__name__}"
+        )
+    inputs = keras.Input(shape=config.input_shape, name="images")
+    x = ImagePreprocessing(
+        resize_to=config.resize_to,
+        crop_size=config.image_size,
+        flip=config.flip,
+        augment=config.augment,
+        seed=seed,
+        name="preprocessing",
+    )(inputs)
+    x = layers.Conv2D(
+        config.projected_dim,
+        config.patch_size,
+        strides=config.patch_size,
+        padding="same",
+        name="patch_projection",
+    )(x)
+    if config.patch_norm:
+        x = make_norm(config.norm, config.layer_norm_epsilon, name="patch_norm")(x)
+
+    rates = drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
+    last = len(config.depths) - 1
+    for index, stage_rates in enumerate(rates):
+        x = ShiftViTStage(
+            drop_path_rates=stage_rates,
+            merge=index < last,
+            num_div=config.num_div,
+            shift_pixel=config.shift_pixel,
+            shift=config.shift,
+            mlp_ratio=config.mlp_ratio,
+            mlp_dropout=config.mlp_dropout,
+            norm=config.norm,
+            epsilon=config.layer_norm_epsilon,
+            name=f"stage_{index + 1}",
+        )(x)
+
+    if config.final_norm:
+        x = make_norm(config.norm, config.layer_norm_epsilon, name="final_norm")(x)
+    x = layers.GlobalAveragePooling2D(name="pool")(x)
+    # Logits stay float32 under mixed precision, so the loss is computed accurately.
+    outputs = layers.Dense(config.num_classes, dtype="float32", name="classifier")(x)
+    return keras.Model(inputs, outputs, name=f"shiftvit_{config.name}")
+
+
+def count_macs(config: ShiftViTConfig) -> dict[str, int]:
+    """Multiply-accumulates of one forward pass, per part of the network.
+
+    Counted analytically from the config: convolutions and dense layers only
+    (norms, GELU, the shift and pooling are comparatively free). Papers' "FLOPs"
+    for Swin/ShiftViT are such MAC counts.
+    """
+    side = math.ceil(config.image_size / config.patch_size)
+    channels = config.projected_dim
+    macs = {"patch_projection": side * side * config.patch_size**2 * config.input_shape[-1] * channels}
+    last = len(config.depths) - 1
+    for index, depth in enumerate(config.depths):
+        hidden = int(channels * config.mlp_ratio)
+        stage = depth * side * side * 2 * channels * hidden
+        if index < last:
+            side = math.ceil(side / 2)
+            stage += side * side * 4 * channels * 2 * channels
+            channels *= 2
+        macs[f"stage_{index + 1}"] = stage
+    macs["classifier"] = channels * config.num_classes
+    macs["total"] = sum(macs.values())
+    return macs
+
+
+def stage_table(model: keras.Model) -> list[dict[str, Any]]:
+    """One row per top-level layer: name, output shape and parameters (for lessons)."""
+    rows = []
+    for layer in model.layers:
+        shape = getattr(layer, "output", None)
+        rows.append(
+            {
+                "layer": layer.name,
+                "output_shape": tuple(shape.shape) if shape is not None else None,
+                "parameters": layer.count_params() if layer.built else 0,
+            }
+        )
+    return rows
+
+
+__all__ = ["build_shiftvit", "count_macs", "stage_table"]

@@ -1,0 +1,207 @@
+"""The shift operation: ShiftViT's parameter-free replacement for attention.
+
+Lesson 02 teaches this module. A feature map ``x`` of shape ``(batch, H, W, C)`` is
+cut into channel groups of ``g = C // num_div`` channels:
+
+===========  =============================  ============================
+channels     what happens                   official SPACH line (NCHW)
+===========  =============================  ============================
+[0, g)       content moves one step left    ``out[..., :-1] = x[..., 1:]``
+[g, 2g)      content moves right            ``out[..., 1:] = x[..., :-1]``
+[2g, 3g)     content moves up               ``out[..., :-1, :] = x[..., 1:, :]``
+[3g, 4g)     content moves down             ``out[..., 1:, :] = x[..., :-1, :]``
+[4g, C)      unchanged                      ``out[:, 4g:] = x[:, 4g:]``
+===========  =============================  ============================
+
+Pixels pushed over the border are dropped and the emptied row/column is filled
+with zeros. Everything is written with ``keras.ops`` so it runs on TensorFlow,
+JAX and PyTorch.
+
+The module also keeps :func:`keras_io_shift`, a faithful copy of what the keras-io
+example computes. It crops and pads with the *same* offsets, so nothing moves: it
+only zeroes one border row or column of four 12-channel groups. Lesson 02 shows the
+difference; lesson 07 measures what it costs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from keras import ops
+
+# Order of the moving groups, shared by the reference, the animation and the docs.
+SHIFT_DIRECTIONS = ("left", "right", "up", "down")
+
+
+def _static_dims(x: Any) -> tuple[Any, ...]:
+    shape = tuple(x.shape)
+    if len(shape) != 4:
+        raise ValueError(
+            f"shift expects a 4-D NHWC tensor (batch, height, width, channels); "
+            f"got shape {shape}. Add a batch axis with x[None] for a single image."
+        )
+    return shape
+
+
+def check_shift_arguments(shape: tuple[Any, ...], num_div: int, shift_pixel: int) -> int:
+    """Validate the shift's arguments for a tensor of ``shape``; return the group size g."""
+    _, height, width, channels = shape
+    if num_div < 4:
+        raise ValueError(f"num_div must be >= 4 because four channel groups move; got {num_div}.")
+    if channels is None:
+        raise ValueError("the channel axis must have a known size to split it into groups.")
+    if channels < num_div:
+        raise ValueError(
+            f"the input has {channels} channels but num_div is {num_div}: each group would be "
+            f"empty. Use num_div <= {channels} or more channels."
+        )
+    if shift_pixel < 1:
+        raise ValueError(f"shift_pixel must be >= 1, got {shift_pixel}.")
+    for name, size in (("height", height), ("width", width)):
+        if size is not None and shift_pixel >= size:
+            raise ValueError(
+                f"shift_pixel ({shift_pixel}) must be smaller than the feature map's {name} "
+                f"({size}), otherwise a moving group would be all zeros."
+            )
+    return channels // num_div
+
+
+def shift_channels(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
+    """Shift four channel groups of an NHWC tensor left, right, up and down.
+
+    Args:
+        x: tensor of shape ``(batch, height, width, channels)``.
+        num_div: the channels are cut into ``num_div`` parts of ``g = C // num_div``;
+            the first four parts move, so ``4 / num_div`` of the channels move.
+            ``C`` need not be a multiple of ``num_div``: the leftover channels stay put.
+        shift_pixel: how many pixels each group moves.
+
+    Returns:
+        A tensor of the same shape and dtype; vacated pixels are zero.
+
+    Raises:
+        ValueError: for a non-4-D input, ``num_div < 4``, ``C < num_div``, or a
+            ``shift_pixel`` that is < 1 or not smaller than the height and width.
+    """
+    g = check_shift_arguments(_static_dims(x), num_div, shift_pixel)
+    s = shift_pixel
+    no_pad = (0, 0)
+    # Slice what survives the move, then pad zeros on the side it moved away from.
+    left = ops.pad(x[:, :, s:, 0:g], [no_pad, no_pad, (0, s), no_pad])
+    right = ops.pad(x[:, :, :-s, g : 2 * g], [no_pad, no_pad, (s, 0), no_pad])
+    up = ops.pad(x[:, s:, :, 2 * g : 3 * g], [no_pad, (0, s), no_pad, no_pad])
+    down = ops.pad(x[:, :-s, :, 3 * g : 4 * g], [no_pad, (s, 0), no_pad, no_pad])
+    return ops.concatenate([left, right, up, down, x[..., 4 * g :]], axis=-1)
+
+
+def shift_channels_roll(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
+    """Same result as :func:`shift_channels`, computed with ``roll`` and a border mask.
+
+    Rolling wraps pixels around; multiplying by a 0/1 mask zeroes the wrapped ones.
+    It touches the whole tensor instead of slicing, which some compilers fuse
+    better. ``benchmarks/`` measures both; the model uses the faster one.
+    """
+    g = check_shift_arguments(_static_dims(x), num_div, shift_pixel)
+    s = shift_pixel
+    height, width = x.shape[1], x.shape[2]
+    rows = ops.arange(height)[:, None]
+    cols = ops.arange(width)[None, :]
+    keep = {  # where each moved group still has real (not wrapped) content
+        "left": cols < width - s,
+        "right": cols >= s,
+        "up": rows < height - s,
+        "down": rows >= s,
+    }
+    moves = {"left": (-s, 2), "right": (s, 2), "up": (-s, 1), "down": (s, 1)}
+    parts = []
+    for index, direction in enumerate(SHIFT_DIRECTIONS):
+        group = x[..., index * g : (index + 1) * g]
+        amount, axis = moves[direction]
+        mask = ops.cast(ops.broadcast_to(keep[direction], (height, width)), x.dtype)
+        parts.append(ops.roll(group, amount, axis=axis) * mask[None, :, :, None])
+    parts.append(x[..., 4 * g :])
+    return ops.concatenate(parts, axis=-1)
+
+
+def keras_io_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
+    """What the keras-io ShiftViT example computes (kept to study its bug).
+
+    The example calls ``split(x, C // num_div)``, which makes ``C // num_div``
+    groups of ``num_div`` channels each, so its four "moving" groups always hold 12
+    channels (48 in total) whatever the stage width. Each group is then cropped and
+    padded back with the *same* offsets, which leaves the content in place and only
+    zeroes a border strip:
+
+    - "left": the last ``shift_pixel`` columns become zero;
+    - "right": the first columns become zero;
+    - "up": the last rows become zero;
+    - "down": the first rows become zero.
+
+    Nothing moves, so no information flows between neighbouring positions.
+    """
+    _, height, width, channels = _static_dims(x)
+    check_shift_arguments(x.shape, num_div, shift_pixel)
+    sections = channels // num_div
+    if channels % sections:
+        raise ValueError(
+            f"the keras-io split needs C ({channels}) divisible by C // num_div ({sections})."
+        )
+    if sections < 4:
+        raise ValueError(f"the keras-io split of {channels} channels gives fewer than 4 groups.")
+    groups = ops.split(x, sections, axis=-1)
+    for index, direction in enumerate(SHIFT_DIRECTIONS):
+        groups[index] = _keras_io_crop_then_pad(groups[index], direction, shift_pixel, height, width)
+    return ops.concatenate(groups, axis=-1)
+
+
+def _keras_io_crop_then_pad(group: Any, direction: str, s: int, height: int, width: int) -> Any:
+    # The example's offset table: (top offset, left offset, rows removed, cols removed).
+    # Crop and pad reuse the same top/left offsets, which is the bug.
+    top, left, cut_rows, cut_cols = {
+        "left": (0, 0, 0, s),
+        "right": (0, s, 0, s),
+        "up": (0, 0, s, 0),
+        "down": (s, 0, s, 0),
+    }[direction]
+    cropped = ops.image.crop_images(
+        group,
+        top_cropping=top,
+        left_cropping=left,
+        target_height=height - cut_rows,
+        target_width=width - cut_cols,
+    )
+    return ops.image.pad_images(
+        cropped, top_padding=top, left_padding=left, target_height=height, target_width=width
+    )
+
+
+def no_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
+    """The identity, for the "no shift at all" ablation (arguments are ignored)."""
+    del num_div, shift_pixel
+    return x
+
+
+SHIFT_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "official": shift_channels,
+    "keras_io": keras_io_shift,
+    "none": no_shift,
+}
+
+
+def get_shift_function(kind: str) -> Callable[..., Any]:
+    """The shift used by a block: ``"official"``, ``"keras_io"`` or ``"none"``."""
+    try:
+        return SHIFT_FUNCTIONS[kind]
+    except KeyError:
+        raise ValueError(f"Unknown shift {kind!r}; choose one of {sorted(SHIFT_FUNCTIONS)}") from None
+
+
+__all__ = [
+    "SHIFT_DIRECTIONS",
+    "shift_channels",
+    "shift_channels_roll",
+    "keras_io_shift",
+    "no_shift",
+    "get_shift_function",
+    "check_shift_arguments",
+]
