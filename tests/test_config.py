@@ -1,0 +1,66 @@
+"""Presets are data; bad configs fail early with a message naming the field."""
+
+import json
+
+import pytest
+
+from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset
+
+
+def test_seed_preset_has_the_keras_io_hyperparameters():
+    cfg = preset("seed")
+    assert (cfg.resize_to, cfg.image_size, cfg.patch_size, cfg.projected_dim) == (52, 48, 4, 96)
+    assert cfg.depths == (2, 4, 8, 2)
+    assert (cfg.num_div, cfg.shift_pixel, cfg.mlp_ratio) == (12, 1, 2.0)
+    assert (cfg.mlp_dropout, cfg.drop_path_rate, cfg.weight_decay) == (0.2, 0.2, 1e-4)
+    assert (cfg.lr_start, cfg.lr_max, cfg.warmup_fraction, cfg.batch_size) == (1e-5, 1e-3, 0.15, 256)
+    assert (cfg.epochs, cfg.early_stopping_patience) == (100, 5)
+    assert cfg.shift == "official"
+
+
+def test_every_preset_builds_a_valid_config():
+    for name in list_presets():
+        assert preset(name).name == name
+    assert {"seed", "quick", "shiftvit_light_tiny"} <= set(PRESETS)
+
+
+def test_overrides_and_json_round_trip():
+    cfg = preset("quick", epochs=2, depths=[1, 1, 1])
+    assert cfg.epochs == 2 and cfg.depths == (1, 1, 1)
+    again = ShiftViTConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+    assert again == cfg
+
+
+def test_stage_geometry():
+    cfg = preset("seed")
+    assert cfg.stage_dims == (96, 192, 384, 768)
+    assert cfg.stage_resolutions == (12, 6, 3, 2)
+
+
+def test_unknown_preset_lists_choices():
+    with pytest.raises(KeyError, match="seed"):
+        preset("gigantic")
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(num_div=3), "num_div must be >= 4"),
+        (dict(projected_dim=8), "projected_dim"),
+        (dict(image_size=60), "cannot be larger than resize_to"),
+        (dict(image_size=46), "multiple of patch_size"),
+        (dict(shift="sideways"), "shift must be"),
+        (dict(shift_pixel=2), "last stage's resolution"),
+        (dict(drop_path_schedule="random"), "drop_path_schedule"),
+    ],
+)
+def test_invalid_configs_are_rejected(changes, message):
+    with pytest.raises(ValueError, match=message):
+        preset("seed", **changes)
+
+
+def test_unknown_fields_are_an_error():
+    with pytest.raises(TypeError, match="colour"):
+        preset("seed").replace(colour="blue")
+    with pytest.raises(TypeError, match="colour"):
+        ShiftViTConfig.from_dict({"colour": "blue"})

@@ -1,0 +1,140 @@
+"""Layers: shapes, behaviour in training vs. inference, config round trips."""
+
+import numpy as np
+import pytest
+from keras import layers as keras_layers
+from keras import ops
+from reference import shift_nhwc
+
+from shiftvit_lib.layers import (
+    MLP,
+    DropPath,
+    ImagePreprocessing,
+    PatchMerging,
+    ShiftViTBlock,
+    ShiftViTStage,
+    drop_path_rates,
+)
+
+ALL_LAYERS = [
+    ImagePreprocessing(resize_to=10, crop_size=8, seed=3),
+    MLP(mlp_ratio=2.0, dropout=0.1),
+    DropPath(0.3, seed=1),
+    ShiftViTBlock(num_div=4, shift="keras_io", mlp_ratio=3.0, drop_path_rate=0.1, norm="group"),
+    PatchMerging(norm="layer", epsilon=1e-6),
+    ShiftViTStage(drop_path_rates=[0.0, 0.1], merge=True, num_div=4),
+]
+
+
+@pytest.mark.parametrize("layer", ALL_LAYERS, ids=lambda layer: type(layer).__name__)
+def test_get_config_round_trip(layer):
+    clone = type(layer).from_config(layer.get_config())
+    assert clone.get_config() == layer.get_config()
+
+
+def test_preprocessing_is_deterministic_at_inference_and_random_in_training():
+    images = np.random.default_rng(0).integers(0, 256, (6, 8, 8, 3)).astype("uint8")
+    layer = ImagePreprocessing(resize_to=12, crop_size=10, seed=0)
+    first = ops.convert_to_numpy(layer(images, training=False))
+    assert first.shape == (6, 10, 10, 3) and 0.0 <= first.min() and first.max() <= 1.0
+    np.testing.assert_array_equal(first, ops.convert_to_numpy(layer(images, training=False)))
+    trained = [ops.convert_to_numpy(layer(images, training=True)) for _ in range(3)]
+    assert trained[0].shape == (6, 10, 10, 3)
+    assert not all(np.array_equal(trained[0], t) for t in trained[1:])
+
+
+def test_preprocessing_random_crop_is_a_real_crop_of_the_resized_image():
+    # Without resizing (resize_to = input size) every random crop must be a window of the input.
+    images = np.arange(2 * 6 * 6 * 1, dtype="float32").reshape(2, 6, 6, 1)
+    layer = ImagePreprocessing(resize_to=6, crop_size=4, flip=False, seed=5)
+    crops = ops.convert_to_numpy(layer(images, training=True)) * 255.0
+    for image, crop in zip(images, crops):
+        windows = [image[r : r + 4, c : c + 4] for r in range(3) for c in range(3)]
+        assert any(np.allclose(crop, w, atol=1e-3) for w in windows)
+    centre = ops.convert_to_numpy(layer(images, training=False)) * 255.0
+    np.testing.assert_allclose(centre, images[:, 1:5, 1:5], atol=1e-3)
+
+
+def test_preprocessing_without_augment_is_deterministic_in_training():
+    images = np.random.default_rng(0).integers(0, 256, (2, 8, 8, 3)).astype("uint8")
+    layer = ImagePreprocessing(resize_to=10, crop_size=8, augment=False)
+    np.testing.assert_array_equal(layer(images, training=True), layer(images, training=False))
+
+
+def test_mlp_shape_and_width():
+    mlp = MLP(mlp_ratio=2.0)
+    y = mlp(np.zeros((2, 3, 3, 16), "float32"))
+    assert tuple(y.shape) == (2, 3, 3, 16)
+    assert mlp.count_params() == (16 * 32 + 32) + (32 * 16 + 16)
+
+
+def test_drop_path_identity_at_inference_and_per_sample_in_training():
+    x = np.ones((2000, 3), "float32")
+    layer = DropPath(0.25, seed=0)
+    np.testing.assert_array_equal(ops.convert_to_numpy(layer(x, training=False)), x)
+    y = ops.convert_to_numpy(layer(x, training=True))
+    assert np.all(y == y[:, :1])  # a whole sample is kept or dropped, never single entries
+    np.testing.assert_allclose(np.unique(y), [0.0, 1 / 0.75], rtol=1e-6)
+    assert abs((y[:, 0] == 0).mean() - 0.25) < 0.05
+    with pytest.raises(ValueError, match="rate"):
+        DropPath(1.0)
+
+
+def test_block_equals_shift_then_residual_mlp():
+    x = np.random.default_rng(0).normal(size=(2, 5, 5, 24)).astype("float32")
+    block = ShiftViTBlock(num_div=12, mlp_ratio=2.0)
+    y = ops.convert_to_numpy(block(x, training=False))
+    shifted = shift_nhwc(x, 12)
+    expected = shifted + ops.convert_to_numpy(block.mlp(block.norm(shifted)))
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+    assert block.count_params() == 4 * 24 * 24 + 5 * 24  # norm + two dense layers
+
+
+def test_block_shift_kinds_differ():
+    x = np.random.default_rng(0).normal(size=(1, 6, 6, 48)).astype("float32")
+    outputs = {}
+    for kind in ("official", "keras_io", "none"):
+        block = ShiftViTBlock(num_div=4, shift=kind)
+        block.build(x.shape)
+        outputs[kind] = block
+    for kind in ("keras_io", "none"):
+        outputs[kind].set_weights(outputs["official"].get_weights())
+    results = {k: ops.convert_to_numpy(b(x)) for k, b in outputs.items()}
+    assert not np.allclose(results["official"], results["none"])
+    assert not np.allclose(results["official"], results["keras_io"])
+    with pytest.raises(ValueError, match="Unknown shift"):
+        ShiftViTBlock(shift="diagonal")
+
+
+def test_patch_merging_halves_size_and_doubles_channels():
+    merge = PatchMerging()
+    y = merge(np.zeros((2, 6, 6, 8), "float32"))
+    assert tuple(y.shape) == (2, 3, 3, 16)
+    assert tuple(merge(np.zeros((1, 3, 3, 8), "float32")).shape) == (1, 2, 2, 16)
+    assert merge.count_params() == 2 * 8 + 2 * 2 * 8 * 16  # norm + conv without bias
+
+
+def test_stage_output_and_block_rates():
+    stage = ShiftViTStage(drop_path_rates=[0.0, 0.05, 0.1], merge=True, num_div=4)
+    y = stage(np.zeros((1, 8, 8, 16), "float32"))
+    assert tuple(y.shape) == (1, 4, 4, 32)
+    assert [b.drop_path.rate for b in stage.blocks] == [0.0, 0.05, 0.1]
+    last = ShiftViTStage(drop_path_rates=[0.0], merge=False, num_div=4)
+    assert tuple(last(np.zeros((1, 4, 4, 16), "float32")).shape) == (1, 4, 4, 16)
+
+
+def test_drop_path_schedules():
+    assert drop_path_rates([2, 4, 8, 2], 0.2)[-1][-1] == pytest.approx(0.2)
+    flat = sum(drop_path_rates([2, 4, 8, 2], 0.2), [])
+    assert len(flat) == 16 and np.all(np.diff(flat) > 0)
+    per_stage = drop_path_rates([2, 4, 8, 2], 0.2, "per_stage")
+    assert [rates[0] for rates in per_stage] == [0.0] * 4
+    assert [rates[-1] for rates in per_stage] == [pytest.approx(0.2)] * 4
+    with pytest.raises(ValueError, match="schedule"):
+        drop_path_rates([1], 0.1, "cubic")
+
+
+def test_group_norm_option_normalises_over_positions_and_channels():
+    block = ShiftViTBlock(num_div=4, norm="group")
+    block.build((1, 4, 4, 8))
+    assert isinstance(block.norm, keras_layers.GroupNormalization)

@@ -1,0 +1,105 @@
+"""The full model: parameter count, shapes, inputs, determinism, saving."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from shiftvit_lib import build_shiftvit, count_macs, preset
+from shiftvit_lib.model import stage_table
+
+
+def test_seed_preset_matches_the_keras_io_parameter_count():
+    # The shift has no parameters, so the faithful architecture must match exactly.
+    assert build_shiftvit(preset("seed")).count_params() == 11_690_602
+
+
+def test_keras_io_and_no_shift_variants_have_the_same_parameters():
+    counts = {kind: build_shiftvit(preset("quick", shift=kind)).count_params() for kind in ("official", "keras_io", "none")}
+    assert len(set(counts.values())) == 1
+
+
+@pytest.fixture(scope="module")
+def quick_model():
+    keras.utils.set_random_seed(0)
+    return build_shiftvit(preset("quick"), seed=0)
+
+
+def test_quick_model_shapes(quick_model):
+    images = np.random.default_rng(0).integers(0, 256, (3, 32, 32, 3)).astype("uint8")
+    logits = quick_model.predict(images, verbose=0)
+    assert logits.shape == (3, 10) and logits.dtype == np.float32
+    shapes = {row["layer"]: row["output_shape"] for row in stage_table(quick_model)}
+    assert shapes["preprocessing"] == (None, 32, 32, 3)
+    assert shapes["stage_1"] == (None, 4, 4, 48) and shapes["stage_3"] == (None, 2, 2, 96)
+
+
+def test_uint8_and_float_inputs_agree_and_predict_is_deterministic(quick_model):
+    images = np.random.default_rng(1).integers(0, 256, (4, 32, 32, 3)).astype("uint8")
+    a = quick_model.predict(images, verbose=0)
+    b = quick_model.predict(images.astype("float32"), verbose=0)
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(a, quick_model.predict(images, verbose=0))
+
+
+def test_keras_save_and_safe_load_give_identical_logits(quick_model, tmp_path):
+    images = np.random.default_rng(2).integers(0, 256, (4, 32, 32, 3)).astype("uint8")
+    path = tmp_path / "quick.keras"
+    quick_model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_array_equal(loaded.predict(images, verbose=0), quick_model.predict(images, verbose=0))
+
+
+def test_model_config_round_trip(quick_model):
+    clone = keras.Model.from_config(quick_model.get_config())
+    assert clone.count_params() == quick_model.count_params()
+    assert [layer.name for layer in clone.layers] == [layer.name for layer in quick_model.layers]
+
+
+def test_official_sizes_have_norms_and_about_the_paper_size():
+    model = build_shiftvit(preset("shiftvit_light_tiny"))
+    names = [layer.name for layer in model.layers]
+    assert "patch_norm" in names and "final_norm" in names
+    assert 19e6 < model.count_params() < 21e6  # the paper reports about 20M
+    assert 2.8e9 < count_macs(preset("shiftvit_light_tiny"))["total"] < 3.2e9  # about 3.0G
+
+
+def test_count_macs_breakdown_adds_up():
+    macs = count_macs(preset("seed"))
+    assert macs["total"] == sum(v for k, v in macs.items() if k != "total")
+    assert macs["patch_projection"] == 12 * 12 * 4 * 4 * 3 * 96
+
+
+def test_builder_rejects_non_configs():
+    with pytest.raises(TypeError, match="ShiftViTConfig"):
+        build_shiftvit({"depths": [2, 2]})
+
+
+def test_model_runs_and_round_trips_on_jax():
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed")
+    script = textwrap.dedent(
+        """
+        import numpy as np, keras, tempfile, os
+        from shiftvit_lib import build_shiftvit, preset
+        model = build_shiftvit(preset("quick"))
+        x = np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3)).astype("uint8")
+        a = model.predict(x, verbose=0)
+        path = os.path.join(tempfile.mkdtemp(), "m.keras")
+        model.save(path)
+        b = keras.saving.load_model(path, safe_mode=True).predict(x, verbose=0)
+        np.testing.assert_array_equal(a, b)
+        model(x, training=True)
+        print("OK", a.shape)
+        """
+    )
+    repo = os.path.dirname(os.path.dirname(__file__))
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": repo}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "OK (2, 10)" in result.stdout, result.stderr[-2000:]
