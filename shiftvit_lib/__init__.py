@@ -1,12 +1,35 @@
 """shiftvit_lib: the helper library of the "ShiftViT, step by step" lessons.
 
-The modules mirror the lessons: ``config`` (presets), ``shift`` (lesson 02),
-``layers`` (03), ``model`` (04), ``schedules`` and ``train`` (05),
-``inference`` and ``plots`` (06), ``vit`` (07) and ``data`` (01).
+The modules mirror the lessons:
+
+=================  ======================================================
+lesson             module
+=================  ======================================================
+01 data            ``data`` (CIFAR-10 loading, the split, input pipelines)
+02 shift           ``shift`` (the shift operation, and the keras-io variant)
+03 blocks          ``layers`` (MLP, DropPath, block, patch merging, stage)
+04 model           ``config`` (presets) and ``model`` (the builder)
+05 training        ``schedules`` and ``train``
+06 inference       ``inference`` and ``plots``
+07 attention       ``vit`` (ViT, Shifted Patch Tokenization, LSA)
+=================  ======================================================
 """
 
-from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset
-from shiftvit_lib.layers import (
+from shiftvit_lib._startup import import_backend_quietly
+
+import_backend_quietly()
+
+# The imports below need the backend loaded (quietly) first.
+from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset  # noqa: E402
+from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, load_cifar10, make_dataset  # noqa: E402
+from shiftvit_lib.inference import (  # noqa: E402
+    export_saved_model,
+    load_model,
+    predict_folder,
+    predict_images,
+    save_model,
+)
+from shiftvit_lib.layers import (  # noqa: E402
     MLP,
     DropPath,
     ImagePreprocessing,
@@ -15,9 +38,11 @@ from shiftvit_lib.layers import (
     ShiftViTStage,
     drop_path_rates,
 )
-from shiftvit_lib.model import build_shiftvit, count_macs
-from shiftvit_lib.schedules import WarmUpCosine
-from shiftvit_lib.shift import keras_io_shift, shift_channels
+from shiftvit_lib.model import build_shiftvit, count_macs  # noqa: E402
+from shiftvit_lib.schedules import WarmUpCosine  # noqa: E402
+from shiftvit_lib.shift import keras_io_shift, shift_channels  # noqa: E402
+from shiftvit_lib.train import evaluate, train  # noqa: E402
+from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -26,6 +51,15 @@ __all__ = [
     "ShiftViTConfig",
     "list_presets",
     "preset",
+    "CIFAR10_CLASSES",
+    "DataSplits",
+    "load_cifar10",
+    "make_dataset",
+    "export_saved_model",
+    "load_model",
+    "predict_folder",
+    "predict_images",
+    "save_model",
     "MLP",
     "DropPath",
     "ImagePreprocessing",
@@ -38,4 +72,9 @@ __all__ = [
     "WarmUpCosine",
     "keras_io_shift",
     "shift_channels",
+    "evaluate",
+    "train",
+    "ViTConfig",
+    "build_vit",
+    "vit_preset",
 ]

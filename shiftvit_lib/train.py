@@ -212,6 +212,13 @@ def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
 
 
 # --------------------------------------------------------------------------- train
+def default_builder(config: Any) -> Callable[..., keras.Model]:
+    """The builder of a config: ``build_vit`` for a ViTConfig, else ``build_shiftvit``."""
+    from shiftvit_lib.vit import ViTConfig, build_vit
+
+    return build_vit if isinstance(config, ViTConfig) else build_shiftvit
+
+
 @dataclass
 class TrainingRun:
     """What :func:`train` returns: the model, its history and the run's files."""
@@ -227,7 +234,7 @@ class TrainingRun:
 
 
 def train(
-    config: ShiftViTConfig,
+    config: ShiftViTConfig | Any,
     data: DataSplits,
     out_dir: str | os.PathLike[str],
     *,
@@ -244,7 +251,8 @@ def train(
     """Train a model with ``config``'s recipe on ``data``; resumable and logged.
 
     Args:
-        config: the recipe (and, unless ``build_model`` is given, the architecture).
+        config: the recipe and the architecture: a ShiftViTConfig, or a ViTConfig
+            (then the model is built with :func:`shiftvit_lib.vit.build_vit`).
         data: splits from :func:`shiftvit_lib.data.load_cifar10`.
         out_dir: where ``best.keras``, ``history.csv``, ``run.json`` and the backup go.
             Running again with the same ``out_dir`` after an interruption resumes
@@ -268,7 +276,7 @@ def train(
     previous_history = read_history_csv(out / HISTORY_CSV)
     resumed_from = len(previous_history.get("epoch", []))
 
-    builder = build_model or (lambda cfg: build_shiftvit(cfg, seed=seed))
+    builder = build_model or (lambda cfg: default_builder(cfg)(cfg, seed=seed))
     with distribution_scope(distribute, devices) as strategy, precision_policy(mixed_precision):
         replicas = _replica_count(strategy)
         model = builder(config)
@@ -367,6 +375,7 @@ __all__ = [
     "read_history_csv",
     "TrainingRun",
     "train",
+    "default_builder",
     "evaluate",
     "logits_metrics",
 ]

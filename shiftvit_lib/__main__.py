@@ -1,0 +1,131 @@
+"""Command line: ``python -m shiftvit_lib {train,evaluate,predict,presets}``.
+
+Examples::
+
+    python -m shiftvit_lib train --preset quick --data sample --epochs 2 --out runs/quick
+    python -m shiftvit_lib evaluate --model runs/quick/best.keras --data sample
+    python -m shiftvit_lib predict --model runs/quick/best.keras path/to/images/
+
+Errors that a user can fix (a missing folder, a wrong model file, an unknown
+preset) are printed as one clear line and the exit status is 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # keep TensorFlow's start-up chatter out
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m shiftvit_lib", description="Train, evaluate and use ShiftViT models."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train a preset and save best.keras, history.csv, run.json")
+    train.add_argument("--preset", default="quick", help="preset name (see the 'presets' command)")
+    train.add_argument("--data", default="auto", help="'auto', 'keras', 'sample', or a class-folder dir/archive")
+    train.add_argument("--epochs", type=int, default=None, help="override the preset's number of epochs")
+    train.add_argument("--batch-size", type=int, default=None, help="override the preset's batch size")
+    train.add_argument("--out", default="runs/latest", help="output folder; re-run with it to resume")
+    train.add_argument("--limit", type=int, default=None, help="at most this many images per class")
+    train.add_argument("--mixed-precision", default=None, help="e.g. mixed_bfloat16 or mixed_float16")
+    train.add_argument("--no-jit", action="store_true", help="disable XLA compilation")
+    train.add_argument("--seed", type=int, default=42)
+
+    evaluate = commands.add_parser("evaluate", help="top-1/top-5 accuracy of a saved model on the test split")
+    evaluate.add_argument("--model", required=True, help="a .keras file or a SavedModel directory")
+    evaluate.add_argument("--data", default="auto")
+    evaluate.add_argument("--batch-size", type=int, default=256)
+
+    predict = commands.add_parser("predict", help="classify every image in a folder")
+    predict.add_argument("--model", required=True, help="a .keras file or a SavedModel directory")
+    predict.add_argument("folder", help="folder of images (jpg, png, ... any size)")
+    predict.add_argument("--top-k", type=int, default=3)
+    predict.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    commands.add_parser("presets", help="list the presets")
+    return parser
+
+
+def _train(args: argparse.Namespace) -> int:
+    from shiftvit_lib.config import preset
+    from shiftvit_lib.data import load_cifar10
+    from shiftvit_lib.train import train
+
+    overrides = {"batch_size": args.batch_size} if args.batch_size else {}
+    config = preset(args.preset, **overrides)
+    data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
+    print(data.summary(), flush=True)
+    run = train(
+        config,
+        data,
+        args.out,
+        epochs=args.epochs,
+        jit_compile=False if args.no_jit else "auto",
+        mixed_precision=args.mixed_precision,
+        seed=args.seed,
+        verbose=1,
+    )
+    test = run.record["test"]
+    print(
+        f"test top-1 {test['accuracy']:.2%}  top-5 {test['top5']:.2%}  "
+        f"({run.record['epochs_run']} epochs; best model: {run.best_model_path})"
+    )
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from shiftvit_lib.data import load_cifar10
+    from shiftvit_lib.inference import load_model
+    from shiftvit_lib.train import evaluate
+
+    model = load_model(args.model)
+    data = load_cifar10(args.data)
+    metrics = evaluate(model, data, batch_size=args.batch_size)
+    print(data.source)
+    print(f"test top-1 {metrics['accuracy']:.2%}  top-5 {metrics['top5']:.2%}  "
+          f"loss {metrics['loss']:.4f}  ({metrics['images']:,} images)")
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from shiftvit_lib.inference import load_model, predict_folder
+
+    model = load_model(args.model)
+    result = predict_folder(model, args.folder, top_k=args.top_k)
+    if args.json:
+        print(json.dumps(result.to_rows(), indent=2))
+    else:
+        print(result.format())
+    return 0
+
+
+def _presets(_: argparse.Namespace) -> int:
+    from shiftvit_lib.config import PRESETS, preset
+
+    for name in sorted(PRESETS):
+        cfg = preset(name)
+        print(f"{name:22} dim {cfg.projected_dim:3}  depths {list(cfg.depths)}  "
+              f"input {cfg.input_shape[0]} px -> {cfg.image_size} px  shift {cfg.shift}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handlers = {"train": _train, "evaluate": _evaluate, "predict": _predict, "presets": _presets}
+    try:
+        return handlers[args.command](args)
+    except (FileNotFoundError, ValueError, KeyError, TypeError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""What every lesson notebook does first: pick the run mode, seed, describe the machine.
+
+Each lesson runs in one of two modes:
+
+* **quick**: the bundled CIFAR-10 sample (2,000 train / 500 test images) and the
+  tiny ``quick`` preset, a few epochs. The whole series runs on a 2-core CPU in
+  minutes; the numbers it prints are a smoke test, *not* results.
+* **full**: the whole CIFAR-10 and the ``seed`` recipe. Meant for a GPU.
+
+The mode comes from the environment variable ``SHIFTVIT_QUICK`` (``1`` quick,
+``0`` full); when it is unset, lessons run quick unless a GPU or TPU is found.
+``SHIFTVIT_DATA`` chooses the data of a full run (default ``auto``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import keras
+
+QUICK_ENV = "SHIFTVIT_QUICK"
+DATA_ENV = "SHIFTVIT_DATA"
+
+
+@dataclass(frozen=True)
+class LessonSettings:
+    """The mode a lesson runs in and what follows from it."""
+
+    quick: bool
+    reason: str
+    data_source: str
+    preset_name: str
+    seed: int
+
+    @property
+    def mode(self) -> str:
+        return "quick" if self.quick else "full"
+
+    def describe(self) -> str:
+        """One paragraph saying which mode, data and preset produced the outputs."""
+        if self.quick:
+            what = (
+                "QUICK mode: the bundled CIFAR-10 sample and the tiny 'quick' preset, a short CPU-sized "
+                "run. Its numbers are a smoke test, not the recipe's results."
+            )
+        else:
+            what = f"FULL mode: data source {self.data_source!r}, preset {self.preset_name!r}."
+        return f"{what}\n(mode chosen because {self.reason}; set {QUICK_ENV}=0 or 1 to choose)"
+
+
+def choose_mode(environ: dict[str, str] | None = None, accelerator: bool | None = None) -> tuple[bool, str]:
+    """Return ``(quick, reason)`` from ``SHIFTVIT_QUICK`` or the presence of a GPU."""
+    environ = dict(os.environ if environ is None else environ)
+    value = environ.get(QUICK_ENV, "").strip().lower()
+    if value in ("1", "true", "yes"):
+        return True, f"{QUICK_ENV}={environ[QUICK_ENV]}"
+    if value in ("0", "false", "no"):
+        return False, f"{QUICK_ENV}={environ[QUICK_ENV]}"
+    if value:
+        raise ValueError(f"{QUICK_ENV} must be 1 (quick) or 0 (full), got {environ[QUICK_ENV]!r}")
+    if accelerator is None:
+        from shiftvit_lib.train import has_accelerator
+
+        accelerator = has_accelerator()
+    return (False, "a GPU/TPU was found") if accelerator else (True, "no GPU/TPU was found")
+
+
+def setup_lesson(seed: int = 42) -> LessonSettings:
+    """Seed every random generator and decide the lesson's mode (see module doc)."""
+    keras.utils.set_random_seed(seed)
+    quick, reason = choose_mode()
+    return LessonSettings(
+        quick=quick,
+        reason=reason,
+        data_source="sample" if quick else os.environ.get(DATA_ENV, "auto"),
+        preset_name="quick" if quick else "seed",
+        seed=seed,
+    )
+
+
+def environment_report() -> dict[str, Any]:
+    """Backend, versions and devices, for the overview lesson's environment check."""
+    from shiftvit_lib.train import describe_machine
+
+    return describe_machine()
+
+
+def animation_path(name: str) -> Any:
+    """Path of a rendered animation GIF shipped with the package (e.g. ``"shift_operation"``)."""
+    folder = resources.files("shiftvit_lib") / "assets" / "animations"
+    path = folder / f"{name}.gif"
+    if not path.is_file():
+        available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif")) if folder.is_dir() else []
+        raise FileNotFoundError(
+            f"no animation named {name!r}; available: {available}. Render them with "
+            "`python animations/render.py`."
+        )
+    return path
+
+
+def show_animation(name: str) -> Any:
+    """The GIF as an IPython image, embedded in the notebook so it plays on GitHub and Colab."""
+    from IPython.display import Image
+
+    return Image(data=animation_path(name).read_bytes(), format="gif")
+
+
+__all__ = ["LessonSettings", "choose_mode", "setup_lesson", "environment_report", "animation_path", "show_animation"]
