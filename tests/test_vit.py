@@ -1,0 +1,714 @@
+"""Tests for shiftvit_lib.vit: the vanilla ViT and its SPT + LSA variant (lesson 07).
+
+Everything that runs a whole model uses the tiny ``vit_quick`` presets, except one
+forward pass (and a parameter count) of each CIFAR preset. Numerical checks
+compare against plain NumPy written independently of the implementation.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import pkgutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import shiftvit_lib
+from shiftvit_lib import vit
+from shiftvit_lib.vit import (
+    DIAGONAL_DIRECTIONS,
+    VIT_PRESETS,
+    ClassifierHead,
+    MultiHeadSelfAttention,
+    PatchTokenizer,
+    PositionEmbedding,
+    ShiftedPatchTokenizer,
+    TransformerBlock,
+    ViTConfig,
+    build_vit,
+    count_vit_macs,
+    diagonal_shifts,
+    extract_patches,
+    list_vit_presets,
+    vit_preset,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+QUICK_PRESETS = ["vit_quick", "vit_spt_lsa_quick"]
+
+
+# -------------------------------------------------------------------------------------
+# NumPy references (deliberately written differently from the implementation)
+# -------------------------------------------------------------------------------------
+def np_diagonal_shifts(x: np.ndarray, s: int) -> dict[str, np.ndarray]:
+    """Hand-written slicing with zero fill; out[i, j] = x[i + dy, j + dx]."""
+    h, w = x.shape[1:3]
+    out = {d: np.zeros_like(x) for d in DIAGONAL_DIRECTIONS}
+    # content moves left and up: the top-left (h-s)x(w-s) block comes from x[s:, s:]
+    out["left_up"][:, : h - s, : w - s] = x[:, s:, s:]
+    # left and down: rows move down by s, columns left by s
+    out["left_down"][:, s:, : w - s] = x[:, : h - s, s:]
+    # right and up
+    out["right_up"][:, : h - s, s:] = x[:, s:, : w - s]
+    # right and down
+    out["right_down"][:, s:, s:] = x[:, : h - s, : w - s]
+    return out
+
+
+def np_patches(x: np.ndarray, p: int) -> np.ndarray:
+    """Loop over patch positions, row-major; flatten each patch (row, col, channel)."""
+    b, h, w, _ = x.shape
+    rows = []
+    for i in range(0, h, p):
+        for j in range(0, w, p):
+            rows.append(x[:, i : i + p, j : j + p, :].reshape(b, -1))
+    return np.stack(rows, axis=1)
+
+
+def np_layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(-1, keepdims=True)
+    var = x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def np_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def np_attention(x, w, num_heads, key_dim, temperature=None, mask_diagonal=False):
+    """softmax(Q K^T / T) V per head, heads concatenated, then the output projection."""
+    b, n, _ = x.shape
+    outs, all_weights = [], []
+    for h in range(num_heads):
+        cols = slice(h * key_dim, (h + 1) * key_dim)
+        q = x @ w["q"][:, cols] + w["bq"][cols]
+        k = x @ w["k"][:, cols] + w["bk"][cols]
+        v = x @ w["v"][:, cols] + w["bv"][cols]
+        t = math.sqrt(key_dim) if temperature is None else temperature
+        logits = np.einsum("bid,bjd->bij", q, k) / t
+        if mask_diagonal:
+            logits = logits + np.where(np.eye(n, dtype=bool), -np.inf, 0.0)
+        a = np_softmax(logits)
+        all_weights.append(a)
+        outs.append(a @ v)
+    concat = np.concatenate(outs, axis=-1)
+    return concat @ w["o"] + w["bo"], np.stack(all_weights, axis=1)
+
+
+def random_attention_weights(layer: MultiHeadSelfAttention, dim: int, seed: int = 0) -> dict:
+    """Assign random weights to a built attention layer; return them as NumPy."""
+    rng = np.random.default_rng(seed)
+    inner = layer.num_heads * layer.key_dim
+    w = {
+        "q": rng.normal(size=(dim, inner)),
+        "bq": rng.normal(size=inner),
+        "k": rng.normal(size=(dim, inner)),
+        "bk": rng.normal(size=inner),
+        "v": rng.normal(size=(dim, inner)),
+        "bv": rng.normal(size=inner),
+        "o": rng.normal(size=(inner, dim)),
+        "bo": rng.normal(size=dim),
+    }
+    w = {k: (v * 0.5).astype("float32") for k, v in w.items()}
+    for dense, kk, bb in (
+        (layer.query_dense, "q", "bq"),
+        (layer.key_dense, "k", "bk"),
+        (layer.value_dense, "v", "bv"),
+        (layer.output_dense, "o", "bo"),
+    ):
+        dense.kernel.assign(w[kk])
+        dense.bias.assign(w[bb])
+    return w
+
+
+def tokens(b=2, n=7, d=12, seed=0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(b, n, d)).astype("float32")
+
+
+def images(b=2, size=32, seed=0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, size=(b, size, size, 3)).astype("uint8")
+
+
+# -------------------------------------------------------------------------------------
+# diagonal_shifts and extract_patches
+# -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "shape, shift",
+    [((2, 8, 8, 3), 2), ((1, 12, 12, 3), 3), ((3, 6, 10, 2), 1), ((1, 5, 7, 1), 4), ((2, 4, 4, 3), 0)],
+)
+def test_diagonal_shifts_match_numpy(shape, shift):
+    x = np.random.default_rng(1).normal(size=shape).astype("float32")
+    got = diagonal_shifts(x, shift)
+    want = np_diagonal_shifts(x, shift)
+    assert len(got) == 4
+    for direction, g in zip(DIAGONAL_DIRECTIONS, got, strict=True):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(g), want[direction], err_msg=direction)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    c=st.integers(1, 4),
+    data=st.data(),
+)
+def test_diagonal_shifts_match_numpy_property(h, w, c, data):
+    shift = data.draw(st.integers(0, min(h, w) - 1))
+    x = np.arange(2 * h * w * c, dtype="float32").reshape(2, h, w, c) + 1.0
+    got = diagonal_shifts(x, shift)
+    want = np_diagonal_shifts(x, shift)
+    for direction, g in zip(DIAGONAL_DIRECTIONS, got, strict=True):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(g), want[direction])
+
+
+def test_diagonal_shifts_move_a_pixel_the_named_way():
+    x = np.zeros((1, 9, 9, 1), "float32")
+    x[0, 4, 4, 0] = 1.0
+    expected = {"left_up": (2, 2), "left_down": (6, 2), "right_up": (2, 6), "right_down": (6, 6)}
+    for direction, g in zip(DIAGONAL_DIRECTIONS, diagonal_shifts(x, 2), strict=True):
+        g = keras.ops.convert_to_numpy(g)
+        assert g.sum() == 1.0
+        assert tuple(np.argwhere(g[0, :, :, 0])[0]) == expected[direction], direction
+
+
+def test_diagonal_shifts_rejects_bad_input():
+    with pytest.raises(ValueError, match="4-D"):
+        diagonal_shifts(np.zeros((8, 8, 3), "float32"), 1)
+    with pytest.raises(ValueError, match="shift"):
+        diagonal_shifts(np.zeros((1, 8, 8, 3), "float32"), -1)
+
+
+@pytest.mark.parametrize("shape, p", [((2, 8, 8, 3), 4), ((1, 12, 6, 15), 3), ((2, 4, 4, 1), 1)])
+def test_extract_patches_matches_numpy(shape, p):
+    x = np.random.default_rng(2).normal(size=shape).astype("float32")
+    got = keras.ops.convert_to_numpy(extract_patches(x, p))
+    np.testing.assert_array_equal(got, np_patches(x, p))
+
+
+def test_extract_patches_rejects_non_multiple():
+    with pytest.raises(ValueError, match="multiple"):
+        extract_patches(np.zeros((1, 10, 10, 3), "float32"), 4)
+
+
+# -------------------------------------------------------------------------------------
+# Tokenizers and position embedding
+# -------------------------------------------------------------------------------------
+def test_patch_tokenizer_shape_and_value():
+    x = np.random.default_rng(3).normal(size=(2, 16, 16, 3)).astype("float32")
+    layer = PatchTokenizer(4, 10)
+    out = keras.ops.convert_to_numpy(layer(x))
+    assert out.shape == (2, 16, 10)
+    want = np_patches(x, 4) @ layer.projection.kernel.numpy() + layer.projection.bias.numpy()
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    assert layer.count_params() == 4 * 4 * 3 * 10 + 10
+
+
+def test_shifted_patch_tokenizer_matches_numpy():
+    x = np.random.default_rng(4).uniform(size=(2, 16, 16, 3)).astype("float32")
+    layer = ShiftedPatchTokenizer(4, 10, layer_norm_epsilon=1e-6)
+    out = keras.ops.convert_to_numpy(layer(x))
+    assert out.shape == (2, 16, 10)
+    assert layer.shift == 2  # half a patch by default
+    # gamma/beta are 1/0 at init; make them non-trivial so the check sees them.
+    rng = np.random.default_rng(5)
+    layer.norm.gamma.assign(rng.normal(size=layer.norm.gamma.shape).astype("float32"))
+    layer.norm.beta.assign(rng.normal(size=layer.norm.beta.shape).astype("float32"))
+    out = keras.ops.convert_to_numpy(layer(x))
+
+    shifted = np_diagonal_shifts(x, 2)
+    stacked = np.concatenate([x] + [shifted[d] for d in DIAGONAL_DIRECTIONS], axis=-1)
+    assert stacked.shape[-1] == 15
+    patches = np_patches(stacked, 4)  # (2, 16, 4*4*15)
+    normed = np_layer_norm(patches, layer.norm.gamma.numpy(), layer.norm.beta.numpy(), 1e-6)
+    want = normed @ layer.projection.kernel.numpy() + layer.projection.bias.numpy()
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    assert layer.projection.kernel.shape == (4 * 4 * 15, 10)
+
+
+def test_tokenizers_reject_non_multiple_image():
+    for layer in (PatchTokenizer(4, 8), ShiftedPatchTokenizer(4, 8)):
+        with pytest.raises(ValueError, match="multiple"):
+            layer(np.zeros((1, 10, 10, 3), "float32"))
+
+
+def test_position_embedding_adds_one_learned_vector_per_position():
+    layer = PositionEmbedding()
+    x = tokens(3, 5, 8)
+    out = keras.ops.convert_to_numpy(layer(x))
+    table = layer.embedding.numpy()
+    assert table.shape == (5, 8)
+    assert [w.name for w in layer.trainable_weights] == ["embedding"]
+    np.testing.assert_allclose(out, x + table[None], rtol=1e-6)
+
+
+# -------------------------------------------------------------------------------------
+# Attention: vanilla and LSA
+# -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("num_heads, key_dim", [(1, 4), (2, 3), (4, 12)])
+def test_vanilla_attention_matches_numpy(num_heads, key_dim):
+    x = tokens(2, 7, 12)
+    layer = MultiHeadSelfAttention(num_heads, key_dim)
+    layer.build(x.shape)
+    w = random_attention_weights(layer, 12)
+    out, weights = layer(x, return_attention_scores=True)
+    want, want_weights = np_attention(x.astype("float64"), w, num_heads, key_dim)
+    assert out.shape == x.shape and weights.shape == (2, num_heads, 7, 7)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(weights), want_weights, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out), want, rtol=1e-4, atol=1e-4)
+
+
+def test_lsa_matches_numpy_with_mask_and_learned_temperature():
+    x = tokens(2, 6, 8, seed=7)
+    layer = MultiHeadSelfAttention(2, 4, locality=True)
+    layer.build(x.shape)
+    w = random_attention_weights(layer, 8, seed=3)
+    np.testing.assert_allclose(layer.temperature.numpy(), math.sqrt(4))  # initial value
+    layer.temperature.assign(0.7)  # the forward pass must use the *variable*
+    out, weights = layer(x, return_attention_scores=True)
+    want, want_weights = np_attention(x.astype("float64"), w, 2, 4, temperature=0.7, mask_diagonal=True)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(weights), want_weights, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out), want, rtol=1e-4, atol=1e-4)
+
+
+def test_lsa_attention_weights_have_zero_diagonal():
+    x = tokens(2, 9, 8)
+    lsa = MultiHeadSelfAttention(2, 4, locality=True)
+    vanilla = MultiHeadSelfAttention(2, 4, locality=False)
+    _, w_lsa = lsa(x, return_attention_scores=True)
+    _, w_van = vanilla(x, return_attention_scores=True)
+    w_lsa, w_van = keras.ops.convert_to_numpy(w_lsa), keras.ops.convert_to_numpy(w_van)
+    diag = np.diagonal(w_lsa, axis1=-2, axis2=-1)
+    np.testing.assert_array_equal(diag, 0.0)
+    np.testing.assert_allclose(w_lsa.sum(-1), 1.0, rtol=1e-5)  # still a distribution
+    assert np.all(np.diagonal(w_van, axis1=-2, axis2=-1) > 0)  # vanilla does attend to itself
+
+
+@pytest.mark.parametrize("locality", [True, False])
+def test_lsa_token_output_ignores_its_own_value(locality):
+    """Behavioural check of the mask, independent of the returned weights.
+
+    With a zero query projection every logit is equal, so token i's output is
+    ``Wo . mean(v_j)`` over the tokens it may attend to. Under LSA that set excludes
+    i itself, so changing token i's input cannot change token i's output (but does
+    change everyone else's). Without the mask it does change: the test of the
+    vanilla layer proves the check would catch a missing mask.
+    """
+    x = tokens(1, 6, 8, seed=11)
+    layer = MultiHeadSelfAttention(2, 4, locality=locality)
+    layer.build(x.shape)
+    random_attention_weights(layer, 8)
+    layer.query_dense.kernel.assign(np.zeros_like(layer.query_dense.kernel.numpy()))
+    layer.query_dense.bias.assign(np.zeros_like(layer.query_dense.bias.numpy()))
+
+    i = 2
+    x2 = x.copy()
+    x2[0, i] += np.random.default_rng(0).normal(size=8).astype("float32") * 3.0
+    out1 = keras.ops.convert_to_numpy(layer(x))
+    out2 = keras.ops.convert_to_numpy(layer(x2))
+    others = [j for j in range(6) if j != i]
+    assert not np.allclose(out1[0, others], out2[0, others], atol=1e-4)
+    if locality:
+        np.testing.assert_allclose(out1[0, i], out2[0, i], atol=1e-5)
+    else:
+        assert not np.allclose(out1[0, i], out2[0, i], atol=1e-4)
+
+
+def test_lsa_temperature_is_trainable_and_learns():
+    lsa = MultiHeadSelfAttention(2, 4, locality=True)
+    vanilla = MultiHeadSelfAttention(2, 4, locality=False)
+    lsa.build((None, 5, 8))
+    vanilla.build((None, 5, 8))
+    assert any(w is lsa.temperature for w in lsa.trainable_weights)
+    assert lsa.temperature.shape == ()
+    # Vanilla has no temperature: exactly one parameter fewer.
+    assert vanilla.temperature is None
+    assert lsa.count_params() == vanilla.count_params() + 1
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((5, 8))
+    model = keras.Model(inputs, MultiHeadSelfAttention(2, 4, locality=True, name="lsa")(inputs))
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", run_eagerly=True)
+    layer = model.get_layer("lsa")
+    before = float(layer.temperature.numpy())
+    x = tokens(4, 5, 8)
+    model.train_on_batch(x, 2.0 * x[:, ::-1])
+    after = float(layer.temperature.numpy())
+    assert before == pytest.approx(2.0)
+    assert after != pytest.approx(before, abs=1e-7)
+
+
+def test_lsa_temperature_changes_the_sharpness():
+    x = tokens(1, 6, 8, seed=2)
+    layer = MultiHeadSelfAttention(1, 8, locality=True)
+    layer.build(x.shape)
+    random_attention_weights(layer, 8)
+    layer.temperature.assign(1e6)  # very hot: uniform over the 5 other tokens
+    _, w = layer(x, return_attention_scores=True)
+    w = keras.ops.convert_to_numpy(w)[0, 0]
+    np.testing.assert_allclose(w, (1 - np.eye(6)) / 5, atol=1e-4)
+
+
+def test_attention_dropout_only_in_training():
+    x = tokens(2, 5, 8)
+    layer = MultiHeadSelfAttention(2, 4, dropout=0.5)
+    a = keras.ops.convert_to_numpy(layer(x, training=False))
+    b = keras.ops.convert_to_numpy(layer(x, training=False))
+    np.testing.assert_array_equal(a, b)
+    c = keras.ops.convert_to_numpy(layer(x, training=True))
+    assert not np.allclose(a, c)
+
+
+# -------------------------------------------------------------------------------------
+# Block and head
+# -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("locality", [False, True])
+def test_transformer_block_shape_and_params(locality):
+    x = tokens(2, 9, 16)
+    block = TransformerBlock(num_heads=4, key_dim=8, mlp_ratio=2.0, dropout=0.1, locality=locality)
+    out = block(x)
+    assert out.shape == (2, 9, 16)
+    d, inner, hidden = 16, 4 * 8, 32
+    expected = (
+        2 * 2 * d  # two LayerNorms
+        + 3 * (d * inner + inner)  # q, k, v
+        + inner * d
+        + d  # output projection
+        + d * hidden
+        + hidden
+        + hidden * d
+        + d  # MLP
+        + (1 if locality else 0)  # LSA temperature
+    )
+    assert block.count_params() == expected
+
+
+def test_transformer_block_is_residual():
+    """Zero the two branch outputs and the block must be the identity (pre-norm)."""
+    x = tokens(2, 4, 8)
+    block = TransformerBlock(2, 4, dropout=0.0)
+    block.build(x.shape)
+    for dense in (block.attention.output_dense, block.mlp_out):
+        dense.kernel.assign(np.zeros(dense.kernel.shape, "float32"))
+        dense.bias.assign(np.zeros(dense.bias.shape, "float32"))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(block(x)), x, atol=1e-6)
+
+
+def test_classifier_head_shape_and_params():
+    x = tokens(3, 6, 4)
+    head = ClassifierHead(num_classes=7, hidden_units=(11, 5), dropout=0.5)
+    assert head(x).shape == (3, 7)
+    assert head.count_params() == 2 * 4 + (24 * 11 + 11) + (11 * 5 + 5) + (5 * 7 + 7)
+    # dropout is off at inference
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(head(x)), keras.ops.convert_to_numpy(head(x)))
+
+
+# -------------------------------------------------------------------------------------
+# get_config round trips of every layer
+# -------------------------------------------------------------------------------------
+LAYER_CASES = [
+    (lambda: PatchTokenizer(4, 8, name="pt"), (2, 8, 8, 3)),
+    (lambda: ShiftedPatchTokenizer(4, 8, shift=1, layer_norm_epsilon=1e-5, name="spt"), (2, 8, 8, 3)),
+    (lambda: PositionEmbedding(initializer_stddev=0.1, name="pos"), (2, 4, 8)),
+    (lambda: MultiHeadSelfAttention(2, 3, locality=True, dropout=0.1, name="lsa"), (2, 4, 8)),
+    (lambda: MultiHeadSelfAttention(2, 3, name="mhsa"), (2, 4, 8)),
+    (lambda: TransformerBlock(2, 4, mlp_ratio=1.5, dropout=0.2, locality=True, name="blk"), (2, 4, 8)),
+    (lambda: ClassifierHead(5, hidden_units=(6,), dropout=0.3, name="head"), (2, 4, 8)),
+]
+
+
+@pytest.mark.parametrize("make, shape", LAYER_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_every_layer_round_trips_through_get_config(make, shape):
+    layer = make()
+    x = np.random.default_rng(0).uniform(size=shape).astype("float32")
+    y = keras.ops.convert_to_numpy(layer(x))
+    config = layer.get_config()
+    # Through the registry, as a .keras file does it.
+    clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+    assert type(clone) is type(layer)
+    assert clone.get_config() == config
+    if not clone.built:  # the serialized build_config normally rebuilds it already
+        clone.build(shape)
+    # and the plain from_config path
+    assert type(layer).from_config(config).get_config() == config
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(clone(x)), y, rtol=1e-6, atol=1e-6)
+
+
+def test_registered_names_are_ours_after_importing_every_module():
+    """Another module registering a class of the same name would hijack loading."""
+    for info in pkgutil.iter_modules(shiftvit_lib.__path__):
+        try:
+            importlib.import_module(f"shiftvit_lib.{info.name}")
+        except ImportError:  # optional dependencies (plots, manim...) are not our concern
+            pass
+    for cls in (
+        PatchTokenizer,
+        ShiftedPatchTokenizer,
+        PositionEmbedding,
+        MultiHeadSelfAttention,
+        TransformerBlock,
+        ClassifierHead,
+    ):
+        key = f"shiftvit_lib>{cls.__name__}"
+        assert keras.saving.get_registered_object(key) is cls, key
+
+
+# -------------------------------------------------------------------------------------
+# Config and presets
+# -------------------------------------------------------------------------------------
+def test_presets_are_data_and_valid():
+    assert {"vit_cifar", "vit_spt_lsa_cifar", "vit_quick"} <= set(list_vit_presets())
+    assert all(isinstance(v, dict) for v in VIT_PRESETS.values())
+    for name in list_vit_presets():
+        cfg = vit_preset(name)
+        assert cfg.name == name
+        assert hash(cfg) is not None  # frozen and hashable
+
+
+def test_cifar_presets_follow_keras_io_and_the_shiftvit_pipeline():
+    van, ours = vit_preset("vit_cifar"), vit_preset("vit_spt_lsa_cifar")
+    for cfg in (van, ours):
+        assert cfg.input_shape == (32, 32, 3) and cfg.num_classes == 10
+        assert (cfg.resize_to, cfg.image_size, cfg.augment, cfg.flip) == (52, 48, True, True)
+        assert (cfg.patch_size, cfg.num_tokens) == (4, 144)
+        assert (cfg.projection_dim, cfg.num_heads, cfg.head_key_dim, cfg.depth) == (64, 4, 64, 8)
+        assert cfg.mlp_ratio == 2.0 and cfg.dropout == 0.1
+        assert cfg.head_units == (2048, 1024) and cfg.head_dropout == 0.5
+        assert cfg.layer_norm_epsilon == 1e-6
+        assert (cfg.batch_size, cfg.lr_max, cfg.weight_decay) == (256, 1e-3, 1e-4)
+    assert (van.use_spt, van.use_lsa) == (False, False)
+    assert (ours.use_spt, ours.use_lsa) == (True, True)
+    assert (van.model_name, ours.model_name) == ("vit", "vit_spt_lsa")
+
+
+def test_training_fields_mirror_shiftvit_seed():
+    from shiftvit_lib.config import preset
+
+    seed, cfg = preset("seed"), vit_preset("vit_cifar")
+    for field in (
+        "input_shape",
+        "num_classes",
+        "augment",
+        "resize_to",
+        "image_size",
+        "flip",
+        "patch_size",
+        "batch_size",
+        "epochs",
+        "lr_start",
+        "lr_max",
+        "warmup_fraction",
+        "weight_decay",
+        "label_smoothing",
+        "early_stopping_patience",
+    ):
+        assert getattr(cfg, field) == getattr(seed, field), field
+
+
+def test_vit_preset_overrides_and_errors():
+    cfg = vit_preset("vit_quick", use_lsa=True, head_units=[8, 4])
+    assert cfg.use_lsa and cfg.head_units == (8, 4)
+    assert vit_preset("vit_quick").use_lsa is False  # presets are not mutated
+    with pytest.raises(KeyError, match="vit_cifar"):
+        vit_preset("nope")
+    with pytest.raises(TypeError, match="bogus"):
+        vit_preset("vit_quick", bogus=1)
+    with pytest.raises(ValueError, match="multiple of patch_size"):
+        vit_preset("vit_quick", patch_size=5)
+    with pytest.raises(ValueError, match="resize_to"):
+        vit_preset("vit_quick", image_size=64)
+    with pytest.raises(TypeError):
+        cfg.replace(nope=1)
+    with pytest.raises(dataclass_frozen_error()):
+        cfg.depth = 3  # type: ignore[misc]
+    assert ViTConfig.from_dict(cfg.to_dict()) == cfg
+    assert cfg.replace(depth=3).depth == 3
+
+
+def dataclass_frozen_error():
+    import dataclasses
+
+    return dataclasses.FrozenInstanceError
+
+
+# -------------------------------------------------------------------------------------
+# Whole models
+# -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def quick_models():
+    keras.utils.set_random_seed(0)
+    return {name: build_vit(vit_preset(name)) for name in QUICK_PRESETS}
+
+
+@pytest.mark.parametrize("name", QUICK_PRESETS)
+def test_quick_model_forward(quick_models, name):
+    model = quick_models[name]
+    cfg = vit_preset(name)
+    assert model.name == cfg.model_name
+    assert model.input_shape == (None, 32, 32, 3) and model.output_shape == (None, 10)
+    x = images(3)
+    logits = keras.ops.convert_to_numpy(model(x, training=False))
+    assert logits.shape == (3, 10) and np.all(np.isfinite(logits))
+    # uint8 and float pixels give the same logits
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(model(x.astype("float32"), training=False)), logits, rtol=1e-5, atol=1e-5
+    )
+    # training mode (random crop + flip) runs and keeps the shape
+    assert model(x, training=True).shape == (3, 10)
+    assert model.get_layer("preprocessing").crop_size == cfg.image_size
+    # the right layers are in the graph
+    layer_types = {type(layer).__name__ for layer in model.layers}
+    if cfg.use_spt:
+        assert "ShiftedPatchTokenizer" in layer_types and "PatchTokenizer" not in layer_types
+    else:
+        assert "PatchTokenizer" in layer_types and "ShiftedPatchTokenizer" not in layer_types
+    blocks = [layer for layer in model.layers if isinstance(layer, TransformerBlock)]
+    assert len(blocks) == cfg.depth and all(b.locality == cfg.use_lsa for b in blocks)
+
+
+def test_quick_models_are_small(quick_models):
+    counts = {name: m.count_params() for name, m in quick_models.items()}
+    assert all(c < 30_000 for c in counts.values()), counts
+    # SPT + LSA costs a wider first projection, one LayerNorm and one scalar per block.
+    cfg = vit_preset("vit_quick")
+    p, c, d = cfg.patch_size, 3, cfg.projection_dim
+    extra = (p * p * 5 * c - p * p * c) * d + 2 * p * p * 5 * c + cfg.depth
+    assert counts["vit_spt_lsa_quick"] - counts["vit_quick"] == extra
+
+
+def test_mixed_precision_keeps_float32_logits():
+    policy = keras.config.dtype_policy()
+    try:
+        keras.config.set_dtype_policy("mixed_float16")
+        model = build_vit(vit_preset("vit_spt_lsa_quick"))
+        logits = model(images(2), training=False)
+        assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+        assert np.isfinite(keras.ops.convert_to_numpy(logits)).all()
+    finally:
+        keras.config.set_dtype_policy(policy)
+
+
+def test_quick_model_trains_one_step():
+    keras.utils.set_random_seed(0)
+    model = build_vit(vit_preset("vit_spt_lsa_quick"))
+    model.compile(
+        optimizer=keras.optimizers.AdamW(1e-3, weight_decay=1e-4),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        run_eagerly=True,  # one step: tracing a graph would cost more than it saves
+    )
+    x, y = images(8), np.arange(8) % 10
+    temps = [b.attention.temperature.numpy().item() for b in model.layers if isinstance(b, TransformerBlock)]
+    loss = model.train_on_batch(x, y)
+    assert np.isfinite(loss)
+    after = [b.attention.temperature.numpy().item() for b in model.layers if isinstance(b, TransformerBlock)]
+    assert all(a != t for a, t in zip(after, temps, strict=True))
+
+
+@pytest.mark.parametrize("name", QUICK_PRESETS)
+def test_keras_save_load_round_trip(quick_models, name, tmp_path):
+    model = quick_models[name]
+    path = tmp_path / f"{name}.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    x = images(4, seed=3)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(loaded(x, training=False)),
+        keras.ops.convert_to_numpy(model(x, training=False)),
+    )
+    assert loaded.name == model.name and loaded.count_params() == model.count_params()
+
+
+def expected_cifar_params(cfg: ViTConfig) -> int:
+    """Closed-form parameter count, so lesson 07 can explain where they live."""
+    p, c, d, n = cfg.patch_size, cfg.input_shape[-1], cfg.projection_dim, cfg.num_tokens
+    patch_dim = p * p * c * (5 if cfg.use_spt else 1)
+    tokenizer = patch_dim * d + d + (2 * patch_dim if cfg.use_spt else 0)
+    inner, hidden = cfg.num_heads * cfg.head_key_dim, int(cfg.mlp_ratio * d)
+    block = 4 * d + 3 * (d * inner + inner) + inner * d + d + d * hidden + hidden + hidden * d + d
+    block += 1 if cfg.use_lsa else 0
+    head, width = 2 * d, n * d
+    for u in cfg.head_units:
+        head += width * u + u
+        width = u
+    head += width * cfg.num_classes + cfg.num_classes
+    return tokenizer + n * d + cfg.depth * block + head
+
+
+@pytest.mark.parametrize("name", ["vit_cifar", "vit_spt_lsa_cifar"])
+def test_cifar_model_forward_and_param_count(name):
+    cfg = vit_preset(name)
+    model = build_vit(cfg)
+    assert model.output_shape == (None, 10)
+    assert model.count_params() == expected_cifar_params(cfg)
+    assert 20_000_000 < model.count_params() < 23_000_000  # keras-io's ~21.6 M, mostly the head
+    out = model(images(2), training=False)
+    assert out.shape == (2, 10)
+
+
+def test_count_vit_macs():
+    cfg = vit_preset("vit_cifar")
+    macs = count_vit_macs(cfg)
+    # 144 tokens: one block's Q K^T is 4 heads * 144 * 144 * 64.
+    assert macs["attention_matmuls"] == 8 * 2 * 4 * 144 * 144 * 64
+    assert macs["patch_projection"] == 144 * 48 * 64
+    assert macs["classifier"] == 144 * 64 * 2048 + 2048 * 1024 + 1024 * 10
+    assert macs["total"] == sum(v for k, v in macs.items() if k != "total")
+    spt = count_vit_macs(vit_preset("vit_spt_lsa_cifar"))
+    assert spt["patch_projection"] == 5 * macs["patch_projection"]
+    assert spt["total"] - macs["total"] == 4 * macs["patch_projection"]
+
+
+def test_build_vit_rejects_other_configs():
+    from shiftvit_lib.config import preset
+
+    with pytest.raises(TypeError, match="ViTConfig"):
+        build_vit(preset("quick"))
+
+
+# -------------------------------------------------------------------------------------
+# Other backends (in a subprocess: the backend is fixed at import time)
+# -------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_forward_pass_on_other_backends(backend):
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+    code = textwrap.dedent(
+        """
+        import os
+        import numpy as np, keras
+        from shiftvit_lib.vit import build_vit, vit_preset
+        assert keras.backend.backend() == os.environ["KERAS_BACKEND"]
+        model = build_vit(vit_preset("vit_spt_lsa_quick"))
+        x = np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3)).astype("uint8")
+        y = keras.ops.convert_to_numpy(model(x, training=False))
+        assert y.shape == (2, 10) and np.isfinite(y).all(), y
+        assert model(x, training=True).shape == (2, 10)
+        print("OK")
+        """
+    )
+    env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_module_is_documented_for_the_lesson():
+    """The lesson shows this module with inspect.getsource: every public piece teaches."""
+    for name in vit.__all__:
+        obj = getattr(vit, name)
+        if callable(obj):
+            assert obj.__doc__ and len(obj.__doc__.strip()) > 30, name
