@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 ShiftKind = Literal["official", "keras_io", "none"]
+ShiftImplementation = Literal["slice", "roll"]
 NormKind = Literal["layer", "group"]
 DropPathSchedule = Literal["network", "per_stage"]
 
@@ -51,6 +52,9 @@ class ShiftViTConfig:
     num_div: int = 12
     shift_pixel: int = 1
     shift: ShiftKind = "official"
+    # How the official shift is computed: slicing + zero padding, or roll + border
+    # mask. Same numbers; benchmarks/ measures which is faster on a device.
+    shift_implementation: ShiftImplementation = "slice"
     mlp_ratio: float = 2.0
     mlp_dropout: float = 0.2
     drop_path_rate: float = 0.2
@@ -111,6 +115,10 @@ class ShiftViTConfig:
             )
         if self.shift not in ("official", "keras_io", "none"):
             problems.append(f"shift must be 'official', 'keras_io' or 'none', got {self.shift!r}")
+        if self.shift_implementation not in ("slice", "roll"):
+            problems.append(
+                f"shift_implementation must be 'slice' or 'roll', got {self.shift_implementation!r}"
+            )
         if self.norm not in ("layer", "group"):
             problems.append(f"norm must be 'layer' or 'group', got {self.norm!r}")
         if self.drop_path_schedule not in ("network", "per_stage"):

@@ -15,7 +15,8 @@ the resolution and doubles the channels for the next stage.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -190,6 +191,7 @@ class ShiftViTBlock(layers.Layer):
         num_div, shift_pixel: see :func:`shiftvit_lib.shift.shift_channels`.
         shift: ``"official"`` (correct), ``"keras_io"`` (the example's, moves
             nothing) or ``"none"`` (identity), for ablations.
+        shift_implementation: ``"slice"`` or ``"roll"`` (same result, speed differs).
         mlp_ratio, mlp_dropout: the MLP's width factor and dropout.
         drop_path_rate: this block's stochastic-depth rate.
         norm, epsilon: normalisation kind and epsilon.
@@ -203,6 +205,7 @@ class ShiftViTBlock(layers.Layer):
         mlp_ratio: float = 2.0,
         mlp_dropout: float = 0.0,
         drop_path_rate: float = 0.0,
+        shift_implementation: str = "slice",
         norm: str = "layer",
         epsilon: float = 1e-5,
         **kwargs: Any,
@@ -211,7 +214,8 @@ class ShiftViTBlock(layers.Layer):
         self.num_div = num_div
         self.shift_pixel = shift_pixel
         self.shift = shift
-        self.shift_function = get_shift_function(shift)
+        self.shift_implementation = shift_implementation
+        self.shift_function = get_shift_function(shift, shift_implementation)
         self.mlp_ratio = mlp_ratio
         self.mlp_dropout = mlp_dropout
         self.drop_path_rate = drop_path_rate
@@ -235,6 +239,7 @@ class ShiftViTBlock(layers.Layer):
             "num_div": self.num_div,
             "shift_pixel": self.shift_pixel,
             "shift": self.shift,
+            "shift_implementation": self.shift_implementation,
             "mlp_ratio": self.mlp_ratio,
             "mlp_dropout": self.mlp_dropout,
             "drop_path_rate": self.drop_path_rate,
@@ -296,6 +301,7 @@ class ShiftViTStage(layers.Layer):
         mlp_dropout: float = 0.0,
         norm: str = "layer",
         epsilon: float = 1e-5,
+        shift_implementation: str = "slice",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -305,6 +311,7 @@ class ShiftViTStage(layers.Layer):
             num_div=num_div,
             shift_pixel=shift_pixel,
             shift=shift,
+            shift_implementation=shift_implementation,
             mlp_ratio=mlp_ratio,
             mlp_dropout=mlp_dropout,
             norm=norm,

@@ -63,6 +63,7 @@ def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.
             num_div=config.num_div,
             shift_pixel=config.shift_pixel,
             shift=config.shift,
+            shift_implementation=config.shift_implementation,
             mlp_ratio=config.mlp_ratio,
             mlp_dropout=config.mlp_dropout,
             norm=config.norm,

@@ -25,7 +25,8 @@ difference; lesson 07 measures what it costs.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from keras import ops
 
@@ -188,8 +189,16 @@ SHIFT_FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
-def get_shift_function(kind: str) -> Callable[..., Any]:
-    """The shift used by a block: ``"official"``, ``"keras_io"`` or ``"none"``."""
+def get_shift_function(kind: str, implementation: str = "slice") -> Callable[..., Any]:
+    """The shift used by a block: ``"official"``, ``"keras_io"`` or ``"none"``.
+
+    ``implementation`` picks how the official shift is computed (``"slice"`` or
+    ``"roll"``); both give identical results.
+    """
+    if implementation not in ("slice", "roll"):
+        raise ValueError(f"Unknown shift implementation {implementation!r}; use 'slice' or 'roll'")
+    if kind == "official" and implementation == "roll":
+        return shift_channels_roll
     try:
         return SHIFT_FUNCTIONS[kind]
     except KeyError:

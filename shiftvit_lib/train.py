@@ -22,9 +22,10 @@ import json
 import os
 import platform
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import keras
 import numpy as np

@@ -103,3 +103,11 @@ def test_model_runs_and_round_trips_on_jax():
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": repo}
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "OK (2, 10)" in result.stdout, result.stderr[-2000:]
+
+
+def test_roll_implementation_gives_the_same_model_output():
+    slice_model = build_shiftvit(preset("quick"))
+    roll_model = build_shiftvit(preset("quick", shift_implementation="roll"))
+    roll_model.set_weights(slice_model.get_weights())
+    images = np.random.default_rng(3).integers(0, 256, (2, 32, 32, 3)).astype("uint8")
+    np.testing.assert_allclose(roll_model.predict(images, verbose=0), slice_model.predict(images, verbose=0), rtol=1e-5, atol=1e-5)

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# ShiftViT, step by step: set up and run the main job or the tests.
+#
+#   bash run.sh main   set up, execute every lesson on the bundled CIFAR-10 sample (quick mode)
+#                      into build/lessons/ (notebooks + HTML), and render the Manim animations
+#   bash run.sh test   set up, then run the library, animation and notebook (nbval) tests
+#   bash run.sh setup  only set up
+#
+# Set-up: Debian's pango/cairo headers for Manim (installed with apt-get when missing),
+# a virtual environment in .venv (it sees packages already installed system-wide, so a
+# machine that has TensorFlow does not download it again), and this project in it.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PYTHON=${PYTHON:-python3}
+VENV=${SHIFTVIT_VENV:-.venv}
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "error: need root (or sudo) to run: $*" >&2; exit 1; fi
+}
+
+apt_install() {
+  echo "==> installing Debian packages: $*"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "$@"
+}
+
+setup_system() {
+  # Manim renders text with Pango and draws with Cairo; pycairo and ManimPango build against them.
+  local missing=()
+  command -v pkg-config >/dev/null || missing+=(pkg-config)
+  if ! pkg-config --exists pangocairo 2>/dev/null; then missing+=(libpango1.0-dev libcairo2-dev); fi
+  command -v gcc >/dev/null || missing+=(gcc)
+  fc-list 2>/dev/null | grep -qi "DejaVu Sans" || missing+=(fonts-dejavu-core)
+  if [ ${#missing[@]} -gt 0 ]; then
+    command -v apt-get >/dev/null || { echo "error: please install: ${missing[*]}" >&2; exit 1; }
+    apt_install "${missing[@]}"
+  fi
+}
+
+setup_python() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    echo "==> creating $VENV"
+    if ! "$PYTHON" -m venv --system-site-packages "$VENV" 2>/dev/null; then
+      rm -rf "$VENV"
+      apt_install python3-venv  # Debian ships venv's pip bootstrap separately
+      "$PYTHON" -m venv --system-site-packages "$VENV"
+    fi
+  fi
+  echo "==> installing shiftvit_lib with its dev, anim and jax extras into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[dev,anim,jax]"
+}
+
+setup() {
+  setup_system
+  setup_python
+}
+
+main_job() {
+  export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
+  "$VENV/bin/python" scripts/run_lessons.py --out build/lessons
+  "$VENV/bin/python" animations/render.py --quality low --out build/animations
+}
+
+run_tests() {
+  export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
+  "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider "$@"
+}
+
+case "${1:-}" in
+  setup) setup ;;
+  main) setup; main_job ;;
+  test) shift; setup; run_tests "$@" ;;
+  *) echo "usage: bash run.sh {main|test|setup}" >&2; exit 2 ;;
+esac
