@@ -1,0 +1,756 @@
+"""CIFAR-10 loading, the train/validation/test split, and the input pipeline.
+
+``load_cifar10`` returns a :class:`DataSplits`: uint8 NHWC images, integer
+labels, and a ``source`` sentence that says exactly which data was loaded.
+That sentence matters because the same name, "CIFAR-10", can mean the
+original release (``keras.datasets``), a JPEG re-encoding of it (slightly
+different pixels), or the small sample bundled with this package.
+
+Sources:
+
+* ``"keras"``: ``keras.datasets.cifar10`` (original release; downloaded once
+  and cached by Keras in ``~/.keras/datasets``).
+* a directory, ``.tar.gz``/``.tgz``/``.tar`` or ``.zip`` archive laid out as
+  ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` (PNG works too).
+  Archives are read directly, without extracting them to disk.
+* ``"sample"``: 2,000 train + 500 test real CIFAR-10 images (JPEG q75)
+  bundled in ``shiftvit_lib/assets/cifar10_sample.zip``; works offline.
+* ``"auto"``: ``"keras"`` when the data is cached or its download host
+  answers, otherwise ``"sample"``, with a :class:`DataSourceFallbackWarning`
+  that says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+import os
+import socket
+import tarfile
+import threading
+import urllib.parse
+import urllib.request
+import warnings
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+from PIL import Image
+
+CIFAR10_CLASSES: tuple[str, ...] = (
+    "airplane", "automobile", "bird", "cat", "deer",
+    "dog", "frog", "horse", "ship", "truck",
+)
+CIFAR10_IMAGE_SHAPE = (32, 32, 3)
+NAMED_SOURCES = ("auto", "keras", "sample")
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+SPLIT_FOLDERS = ("train", "test")
+DEFAULT_SEED = 42
+
+KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+# The file name keras.datasets.cifar10 (Keras 3) gives its cached download.
+_KERAS_CACHE_NAMES = ("cifar-10-batches-py-target_archive",)
+SAMPLE_ARCHIVE_NAME = "cifar10_sample.zip"
+
+_VALID_SOURCES_TEXT = (
+    "'auto', 'keras', 'sample', or the path of a directory or "
+    ".tar.gz/.tgz/.tar/.zip archive with train/<class>/ and test/<class>/ image folders"
+)
+
+
+class DataSourceFallbackWarning(UserWarning):
+    """``load_cifar10("auto")`` used the bundled sample instead of the full data."""
+
+
+# --------------------------------------------------------------------------
+# The result type
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class DataSplits:
+    """Train/validation/test images and labels, plus where they came from.
+
+    Images are uint8 arrays of shape (N, 32, 32, 3) with pixel values in
+    [0, 255]; labels are int64 arrays of shape (N,) indexing ``class_names``.
+    ``source`` is a sentence describing exactly which data this is.
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    class_names: tuple[str, ...]
+    source: str
+
+    def __post_init__(self) -> None:
+        for split in ("train", "val", "test"):
+            x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
+            _check_images_and_labels(x, y, len(self.class_names), where=f"{split} split")
+
+    def split_sizes(self) -> dict[str, int]:
+        """Number of images per split, e.g. ``{"train": 40000, ...}``."""
+        return {"train": len(self.y_train), "val": len(self.y_val), "test": len(self.y_test)}
+
+    def class_counts(self) -> dict[str, np.ndarray]:
+        """Images per class for each split (arrays of length ``len(class_names)``)."""
+        n = len(self.class_names)
+        return {
+            "train": np.bincount(self.y_train, minlength=n),
+            "val": np.bincount(self.y_val, minlength=n),
+            "test": np.bincount(self.y_test, minlength=n),
+        }
+
+    def summary(self) -> str:
+        """A few lines: the source, then the size of each split."""
+        lines = [self.source]
+        counts = self.class_counts()
+        for split, size in self.split_sizes().items():
+            lines.append(f"  {split + ':':6} {size:>6,} images ({_describe_counts(counts[split])})")
+        height, width, channels = self.x_train.shape[1:]
+        lines.append(
+            f"  images: {height}x{width}x{channels} {self.x_train.dtype}, "
+            f"labels: {len(self.class_names)} classes ({', '.join(self.class_names)})"
+        )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{k}={v:,}" for k, v in self.split_sizes().items())
+        return f"DataSplits({sizes}, source={self.source!r})"
+
+
+def _describe_counts(counts: np.ndarray) -> str:
+    if len(counts) and counts.min() == counts.max():
+        return f"{counts[0]:,} per class"
+    return f"{counts.min():,} to {counts.max():,} per class"
+
+
+def _check_images_and_labels(x: np.ndarray, y: np.ndarray, num_classes: int, where: str) -> None:
+    """Raise ValueError unless x is (N, H, W, 3) uint8 and y is (N,) ints in range."""
+    if not isinstance(x, np.ndarray) or x.ndim != 4 or x.shape[-1] != 3 or x.dtype != np.uint8:
+        raise ValueError(
+            f"{where}: images must be a uint8 array of shape (N, height, width, 3); got "
+            f"{type(x).__name__} {getattr(x, 'dtype', '')} {getattr(x, 'shape', '')}"
+        )
+    if not isinstance(y, np.ndarray) or y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(
+            f"{where}: labels must be a 1-D integer array; got "
+            f"{type(y).__name__} {getattr(y, 'dtype', '')} {getattr(y, 'shape', '')}"
+        )
+    if len(x) != len(y):
+        raise ValueError(f"{where}: {len(x)} images but {len(y)} labels")
+    if len(y) and (y.min() < 0 or y.max() >= num_classes):
+        raise ValueError(f"{where}: labels must lie in [0, {num_classes - 1}]; "
+                         f"found {y.min()}..{y.max()}")
+
+
+# --------------------------------------------------------------------------
+# load_cifar10
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _RawData:
+    """Train and test data as loaded, before the validation split."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    description: str
+    image_formats: str = ""  # e.g. "JPEG q75"; empty for keras.datasets arrays
+
+
+def load_cifar10(
+    source: str | os.PathLike[str] = "auto",
+    *,
+    val_fraction: float = 0.2,
+    seed: int = DEFAULT_SEED,
+    limit: int | None = None,
+) -> DataSplits:
+    """Load CIFAR-10 and split it into train / validation / test.
+
+    The validation set is a stratified (class-balanced) ``val_fraction`` of
+    the training images, as in the keras-io ShiftViT example: 40,000 train /
+    10,000 val / 10,000 test with the defaults. The test set is kept as is.
+
+    Args:
+        source: ``"auto"``, ``"keras"``, ``"sample"``, or a path (str or
+            ``pathlib.Path``) to a class-folder directory or archive; see the
+            module docstring.
+        val_fraction: share of each class's training images moved to the
+            validation split, in [0, 1).
+        seed: seeds the validation split, the shuffling of the train and
+            validation order, and the ``limit`` subsampling.
+        limit: keep at most this many images per class in the training pool
+            (before the validation split) and in the test set; for quick runs.
+
+    Returns:
+        A :class:`DataSplits`; ``print(splits)`` shows its source and sizes.
+    """
+    if not 0.0 <= val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in [0, 1); got {val_fraction}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer))
+                              or limit < 1):
+        raise ValueError(f"limit must be a positive integer (images per class) or None; got {limit!r}")
+    rng = np.random.default_rng(seed)
+    raw = _load_raw(source, limit=limit, rng=rng)
+
+    train_idx, val_idx = stratified_split_indices(raw.y_train, val_fraction, rng)
+    description = raw.description
+    if limit is not None:
+        description += f" (at most {limit:,} images per class kept, seed {seed})"
+    return DataSplits(
+        x_train=raw.x_train[train_idx], y_train=raw.y_train[train_idx],
+        x_val=raw.x_train[val_idx], y_val=raw.y_train[val_idx],
+        x_test=raw.x_test, y_test=raw.y_test,
+        class_names=CIFAR10_CLASSES, source=description,
+    )
+
+
+def stratified_split_indices(
+    labels: np.ndarray, val_fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split indices so each class sends the same share to validation.
+
+    Returns ``(train_indices, val_indices)``, each in shuffled order so that
+    classes are interleaved (handy for plotting the first few images).
+    """
+    train_parts, val_parts = [], []
+    for class_index in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == class_index))
+        # Round half up (Python's round() rounds 2.5 to 2).
+        n_val = int(math.floor(len(members) * val_fraction + 0.5))
+        if val_fraction > 0 and not 0 < n_val < len(members):
+            raise ValueError(
+                f"class {class_index} has {len(members)} training images: too few to move "
+                f"{val_fraction:.0%} to validation and keep some for training. "
+                "Use a larger limit or val_fraction=0."
+            )
+        val_parts.append(members[:n_val])
+        train_parts.append(members[n_val:])
+    train = rng.permutation(np.concatenate(train_parts)) if train_parts else np.zeros(0, int)
+    val = rng.permutation(np.concatenate(val_parts)) if val_parts else np.zeros(0, int)
+    return train, val
+
+
+def _load_raw(source: Any, *, limit: int | None, rng: np.random.Generator) -> _RawData:
+    """Dispatch on ``source``; ``limit`` is applied before decoding where possible."""
+    if isinstance(source, str) and source in NAMED_SOURCES:
+        if source == "auto":
+            return _load_auto(limit, rng)
+        if source == "keras":
+            try:
+                return _cap_raw(_load_from_keras(), limit, rng)
+            # get_file raises a bare Exception when the download fails.
+            except Exception as error:  # noqa: BLE001
+                raise RuntimeError(
+                    f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
+                    "source='sample', a local copy (directory or archive), or source='auto', "
+                    "which falls back to the sample by itself."
+                ) from error
+        return _load_sample(limit, rng)
+    path = _existing_source_path(source)
+    if path.is_dir():
+        return _load_class_folders(_scan_directory(path), str(path), f"directory {path}", limit, rng)
+    if _is_archive(path):
+        return _load_class_folders(
+            _scan_archive(path), path.name, f"archive {path.name}", limit, rng
+        )
+    raise ValueError(
+        f"{path} is a file but not a supported archive; expected a directory or a file "
+        f"ending in {', '.join(ARCHIVE_SUFFIXES)}"
+    )
+
+
+def _existing_source_path(source: Any) -> Path:
+    """Turn a path-like source into an existing Path, or explain what is wrong."""
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"source must be a string or a path; got {type(source).__name__}. "
+                        f"Valid sources: {_VALID_SOURCES_TEXT}")
+    path = Path(source).expanduser()
+    if path.exists():
+        return path
+    text = os.fspath(source)
+    looks_like_path = (
+        isinstance(source, os.PathLike) or "/" in text or os.sep in text
+        or _is_archive(path) or text.startswith((".", "~"))
+    )
+    if not looks_like_path:
+        raise ValueError(f"unknown data source {text!r}. Valid sources: {_VALID_SOURCES_TEXT}")
+    raise FileNotFoundError(
+        f"data source {text!r} does not exist (resolved to {path.resolve()}). Check the path, "
+        "or use source='sample' for the small dataset bundled with shiftvit_lib."
+    )
+
+
+def _is_archive(path: Path) -> bool:
+    return path.name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+# --------------------------------------------------------------------------
+# Named sources: keras, sample, auto
+# --------------------------------------------------------------------------
+
+
+def _load_from_keras() -> _RawData:
+    """The original release via keras.datasets (downloads 170 MB on first use)."""
+    (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
+    # Keras returns NCHW when image_data_format is "channels_first".
+    if x_train.shape[-1] != 3:
+        x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
+    return _RawData(
+        np.ascontiguousarray(x_train), y_train.reshape(-1).astype(np.int64),
+        np.ascontiguousarray(x_test), y_test.reshape(-1).astype(np.int64),
+        description=(
+            f"CIFAR-10 via keras.datasets.cifar10 (original release): "
+            f"{len(x_train):,} train / {len(x_test):,} test images"
+        ),
+    )
+
+
+def sample_archive_path() -> Path:
+    """Path of the bundled sample archive (raises if the package lacks it)."""
+    path = Path(__file__).with_name("assets") / SAMPLE_ARCHIVE_NAME
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the bundled CIFAR-10 sample is missing ({path}). Reinstall shiftvit_lib, or "
+            "rebuild it with `python scripts/make_sample.py`."
+        )
+    return path
+
+
+def _load_sample(limit: int | None, rng: np.random.Generator) -> _RawData:
+    path = sample_archive_path()
+    raw = _load_class_folders(_scan_archive(path), path.name, "archive", limit, rng)
+    raw.description = (
+        f"bundled CIFAR-10 sample ({path.name}): {len(raw.y_train):,} train / "
+        f"{len(raw.y_test):,} test images, {raw.image_formats}; "
+        "pixels differ slightly from the original release"
+    )
+    return raw
+
+
+def _load_auto(limit: int | None, rng: np.random.Generator) -> _RawData:
+    """Prefer keras.datasets; fall back to the sample, loudly, when it is out of reach."""
+    available, reason = keras_cifar10_available()
+    if available:
+        try:
+            return _cap_raw(_load_from_keras(), limit, rng)
+        # get_file raises a bare Exception for download failures; any failure
+        # here should lead to the fallback, and the message says what it was.
+        except Exception as error:  # noqa: BLE001
+            reason = f"keras.datasets.cifar10.load_data() failed: {error}"
+    warnings.warn(
+        "load_cifar10('auto'): using the small bundled CIFAR-10 sample "
+        f"(2,000 train / 500 test images) instead of the full dataset, because {reason}. "
+        "Pass source='keras' once you are online, or the path of a local copy.",
+        DataSourceFallbackWarning,
+        stacklevel=4,
+    )
+    raw = _load_sample(limit, rng)
+    raw.description += f" (source='auto' fell back to the sample: {reason})"
+    return raw
+
+
+def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
+    """Can ``keras.datasets.cifar10.load_data()`` succeed right now?
+
+    True when the download is already cached, or when the download host (or
+    the configured HTTPS proxy) accepts a connection within ``timeout_s``.
+    Returns ``(available, reason)``; the reason is a short human sentence.
+    """
+    cached = _keras_cached_files()
+    if cached:
+        return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
+    url = urllib.parse.urlsplit(KERAS_CIFAR10_URL)
+    proxy = urllib.request.getproxies().get("https")
+    if proxy:
+        proxy_url = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        host, port = proxy_url.hostname or "", proxy_url.port or 80
+    else:
+        host, port = url.hostname or "", url.port or 443
+    return _can_connect(host, port, timeout_s)
+
+
+def _keras_cached_files() -> list[Path]:
+    """Existing cached CIFAR-10 downloads, where keras.utils.get_file keeps them."""
+    homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
+    candidates = [home / "datasets" / name for home in homes for name in _KERAS_CACHE_NAMES]
+    return [path for path in candidates if path.is_file()]
+
+
+def _can_connect(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
+    """Try a TCP connection in a thread, so a slow DNS lookup cannot hang us either."""
+    outcome: dict[str, BaseException | bool] = {}
+
+    def attempt() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                outcome["ok"] = True
+        except OSError as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(timeout_s + 0.5)
+    if outcome.get("ok"):
+        return True, f"{host}:{port} is reachable"
+    if "error" in outcome:
+        return False, f"keras.datasets cannot reach {host}:{port} ({outcome['error']})"
+    return False, f"keras.datasets got no answer from {host}:{port} within {timeout_s:g} s"
+
+
+# --------------------------------------------------------------------------
+# Class-folder trees: directories and archives
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _ClassFolderListing:
+    """What a directory or archive holds: relative POSIX names, and a reader."""
+
+    file_names: list[str]
+    dir_names: list[str]
+    read_bytes: Callable[[str], bytes]
+
+
+def _scan_directory(root: Path) -> _ClassFolderListing:
+    """List train/ and test/ under ``root`` (not the rest of root, which may be large)."""
+    missing = [s for s in SPLIT_FOLDERS if not (root / s).is_dir()]
+    if missing:
+        raise ValueError(_missing_splits_message(str(root), missing))
+    file_names, dir_names = [], []
+    for split in SPLIT_FOLDERS:
+        for folder, subfolders, files in os.walk(root / split):
+            relative = Path(folder).relative_to(root).as_posix()
+            dir_names.extend(f"{relative}/{d}" for d in subfolders)
+            file_names.extend(f"{relative}/{f}" for f in files)
+    return _ClassFolderListing(file_names, dir_names, lambda name: (root / name).read_bytes())
+
+
+def _scan_archive(path: Path) -> _ClassFolderListing:
+    """Read a .zip or tar archive's images into memory, without extracting to disk.
+
+    CIFAR-10 is small (60,000 files, ~55 MB as JPEG), and a compressed tar
+    cannot be read at random cheaply, so every file is read in one pass.
+    """
+    contents: dict[str, bytes] = {}
+    dirs: list[str] = []
+    if path.name.lower().endswith(".zip"):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                for info in archive.infolist():
+                    name = info.filename.rstrip("/")
+                    if info.is_dir():
+                        dirs.append(name)
+                    elif not _is_hidden(name):
+                        contents[name] = archive.read(info)
+        except (zipfile.BadZipFile, OSError) as error:
+            raise ValueError(f"{path} is not a readable zip archive ({error})") from error
+    else:
+        try:
+            with tarfile.open(path, "r:*") as tar:
+                for member in tar:
+                    name = member.name.removeprefix("./").rstrip("/")
+                    if member.isdir():
+                        dirs.append(name)
+                    elif member.isfile() and not _is_hidden(name):
+                        extracted = tar.extractfile(member)
+                        contents[name] = extracted.read() if extracted else b""
+        except (tarfile.TarError, EOFError, OSError) as error:
+            raise ValueError(f"{path} is not a readable tar archive ({error})") from error
+    prefix = _archive_root_prefix(list(contents) + dirs)
+    return _ClassFolderListing(
+        [f.removeprefix(prefix) for f in contents if f.startswith(prefix)],
+        [d.removeprefix(prefix) for d in dirs if d.startswith(prefix)],
+        lambda name: contents[prefix + name],
+    )
+
+
+def _archive_root_prefix(names: Sequence[str]) -> str:
+    """"" if train/ and test/ are at the top, or "wrapper/" if all sit in one folder."""
+    tops = {n.split("/", 1)[0] for n in names if n and not _is_hidden(n)}
+    if tops & set(SPLIT_FOLDERS) or len(tops) != 1:
+        return ""
+    return f"{tops.pop()}/"
+
+
+def _is_hidden(name: str) -> bool:
+    """Hidden files and macOS zip metadata (.DS_Store, __MACOSX/) are not data."""
+    return any(part.startswith(".") or part == "__MACOSX" for part in name.split("/"))
+
+
+def _missing_splits_message(where: str, missing: Sequence[str]) -> str:
+    return (
+        f"{where} has no {' and '.join(m + '/' for m in missing)} folder"
+        f"{'s' if len(missing) > 1 else ''}. Expected train/<class>/*.jpg and "
+        f"test/<class>/*.jpg with <class> one of: {', '.join(CIFAR10_CLASSES)}"
+    )
+
+
+def _group_by_split_and_class(
+    listing: _ClassFolderListing, where: str
+) -> dict[str, dict[str, list[str]]]:
+    """Validate the layout; return ``{split: {class: sorted file names}}``."""
+    layout: dict[str, dict[str, list[str]]] = {s: {} for s in SPLIT_FOLDERS}
+    seen_splits: set[str] = set()
+
+    def class_folder(split: str, class_name: str) -> list[str]:
+        if class_name not in CIFAR10_CLASSES:
+            raise ValueError(
+                f"{where}: folder {split}/{class_name}/ is not a CIFAR-10 class. Class "
+                f"folders must be named {', '.join(CIFAR10_CLASSES)}; rename or remove it."
+            )
+        return layout[split].setdefault(class_name, [])
+
+    for name in sorted(set(listing.dir_names)):
+        parts = name.split("/")
+        if parts[0] in SPLIT_FOLDERS and not _is_hidden(name):
+            seen_splits.add(parts[0])
+            if len(parts) == 2:
+                class_folder(parts[0], parts[1])
+    for name in sorted(listing.file_names):
+        parts = name.split("/")
+        if parts[0] not in SPLIT_FOLDERS or _is_hidden(name):
+            continue  # anything outside train/ and test/ (a README, a licence) is ignored
+        seen_splits.add(parts[0])
+        if len(parts) != 3:
+            raise ValueError(
+                f"{where}: {name} is not inside a class folder; images must be at "
+                f"{parts[0]}/<class>/<file>. Move or remove it."
+            )
+        if not parts[2].lower().endswith(IMAGE_SUFFIXES):
+            raise ValueError(
+                f"{where}: {name} is not a .jpg/.jpeg/.png image; remove it from the class folder."
+            )
+        class_folder(parts[0], parts[1]).append(name)
+
+    missing_splits = [s for s in SPLIT_FOLDERS if s not in seen_splits]
+    if missing_splits:
+        raise ValueError(_missing_splits_message(where, missing_splits))
+    for split in SPLIT_FOLDERS:
+        missing = [c for c in CIFAR10_CLASSES if c not in layout[split]]
+        if missing:
+            raise ValueError(f"{where}: {split}/ has no folder for class(es) {', '.join(missing)}; "
+                             "every split needs all 10 class folders.")
+        empty = [c for c in CIFAR10_CLASSES if not layout[split][c]]
+        if empty:
+            raise ValueError(f"{where}: class folder(s) {', '.join(f'{split}/{c}/' for c in empty)} "
+                             "hold no images; add images or check the copy is complete.")
+    return layout
+
+
+def _load_class_folders(
+    listing: _ClassFolderListing,
+    where: str,
+    what: str,
+    limit: int | None,
+    rng: np.random.Generator,
+) -> _RawData:
+    """Decode the images of a validated class-folder listing."""
+    layout = _group_by_split_and_class(listing, where)
+    arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    format_counts: Counter[str] = Counter()
+    for split in SPLIT_FOLDERS:
+        names = [n for c in CIFAR10_CLASSES for n in layout[split][c]]
+        labels = np.array(
+            [i for i, c in enumerate(CIFAR10_CLASSES) for _ in layout[split][c]], dtype=np.int64
+        )
+        keep = cap_per_class(labels, limit, rng)
+        images = np.empty((len(keep), *CIFAR10_IMAGE_SHAPE), dtype=np.uint8)
+        for row, index in enumerate(keep):
+            images[row], image_format = _decode_cifar_image(
+                listing.read_bytes(names[index]), f"{where}:{names[index]}"
+            )
+            format_counts[image_format] += 1
+        arrays[split] = images, labels[keep]
+    formats = ", ".join(
+        fmt if len(format_counts) == 1 else f"{count:,} {fmt}"
+        for fmt, count in format_counts.most_common()
+    )
+    (x_train, y_train), (x_test, y_test) = arrays["train"], arrays["test"]
+    return _RawData(
+        x_train, y_train, x_test, y_test,
+        description=(
+            f"CIFAR-10 class folders from {what}: {len(y_train):,} train / "
+            f"{len(y_test):,} test images, {formats}"
+        ),
+        image_formats=formats,
+    )
+
+
+def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generator) -> np.ndarray:
+    """Indices keeping at most ``limit`` random items per class, in original order."""
+    if limit is None:
+        return np.arange(len(labels))
+    kept = [
+        rng.permutation(np.flatnonzero(labels == c))[:limit] for c in np.unique(labels)
+    ]
+    return np.sort(np.concatenate(kept)) if kept else np.zeros(0, dtype=int)
+
+
+def _cap_raw(raw: _RawData, limit: int | None, rng: np.random.Generator) -> _RawData:
+    train, test = cap_per_class(raw.y_train, limit, rng), cap_per_class(raw.y_test, limit, rng)
+    return dataclasses.replace(
+        raw, x_train=raw.x_train[train], y_train=raw.y_train[train],
+        x_test=raw.x_test[test], y_test=raw.y_test[test],
+    )
+
+
+def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
+    """Decode one 32x32 image to uint8 RGB; also return e.g. "JPEG q75" or "PNG"."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image_format = image.format or "unknown format"
+            if image_format == "JPEG":
+                quality = jpeg_quality(image)
+                image_format = f"JPEG q{quality}" if quality else "JPEG (non-standard tables)"
+            rgb = image.convert("RGB")  # also forces the full decode
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
+        raise ValueError(f"cannot decode image {name}: {error}. Replace or remove the file.") from error
+    if rgb.size != CIFAR10_IMAGE_SHAPE[:2]:
+        raise ValueError(
+            f"{name} is {rgb.width}x{rgb.height} pixels, but CIFAR-10 images are 32x32. "
+            "Resize it (e.g. shiftvit_lib.inference.load_image(path, 32)) or remove it."
+        )
+    return np.asarray(rgb, dtype=np.uint8), image_format
+
+
+def jpeg_quality(image: Image.Image) -> int | None:
+    """The libjpeg quality (1..100) whose standard tables the JPEG uses, else None."""
+    tables = getattr(image, "quantization", None)
+    if not tables:
+        return None
+    return _standard_jpeg_tables().get(_table_key(tables))
+
+
+def _table_key(tables: dict[int, Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(tables[i]) for i in sorted(tables))
+
+
+@lru_cache(maxsize=1)
+def _standard_jpeg_tables() -> dict[tuple[tuple[int, ...], ...], int]:
+    """Quantisation tables of Pillow/libjpeg at every quality, keyed by tables."""
+    lookup = {}
+    for quality in range(100, 0, -1):  # low qualities win ties (tables saturate at 255)
+        buffer = io.BytesIO()
+        Image.new("RGB", (8, 8)).save(buffer, "JPEG", quality=quality)
+        with Image.open(buffer) as encoded:
+            lookup[_table_key(encoded.quantization)] = quality
+    return lookup
+
+
+# --------------------------------------------------------------------------
+# Input pipeline
+# --------------------------------------------------------------------------
+
+
+def make_dataset(
+    x: np.ndarray,
+    y: np.ndarray,
+    batch_size: int,
+    *,
+    shuffle: bool,
+    seed: int | None = None,
+    drop_remainder: bool = False,
+) -> Any:
+    """Batches of (images, labels) for ``model.fit`` / ``model.evaluate``.
+
+    On the TensorFlow backend this is a ``tf.data.Dataset`` (shuffle with
+    ``seed``, batch, prefetch). On JAX or PyTorch it is a
+    :class:`NumpyBatches` (a ``keras.utils.PyDataset`` yielding NumPy batches),
+    so no TensorFlow is needed there.
+
+    Images are NOT converted to float: the model rescales (and augments)
+    inside, so the saved model takes raw [0, 255] pixels at inference time,
+    and uint8 batches use a quarter of the memory of float32 ones.
+
+    With ``shuffle=True`` the order changes every epoch; the same ``seed``
+    gives the same sequence of orders. ``seed=None`` is random.
+    """
+    x, y = _check_batch_inputs(x, y, batch_size)
+    if keras.backend.backend() != "tensorflow":
+        return NumpyBatches(x, y, batch_size, shuffle=shuffle, seed=seed,
+                            drop_remainder=drop_remainder)
+    import tensorflow as tf  # only on the TensorFlow backend
+
+    dataset = tf.data.Dataset.from_tensor_slices((x, y))
+    if shuffle:
+        # A buffer as big as the data gives a uniform shuffle (CIFAR fits in memory).
+        dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def _check_batch_inputs(x: Any, y: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    x, y = np.asarray(x), np.asarray(y)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+    if len(x) != len(y):
+        raise ValueError(f"x has {len(x)} items but y has {len(y)}")
+    if len(x) == 0:
+        raise ValueError("cannot make a dataset from zero images")
+    return x, y
+
+
+class NumpyBatches(keras.utils.PyDataset):
+    """Backend-neutral batches of NumPy arrays, reshuffled after every epoch.
+
+    Keras calls ``on_epoch_end`` after each epoch; a seeded
+    ``numpy.random.Generator`` makes the sequence of orders reproducible.
+    """
+
+    def __init__(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        batch_size: int,
+        *,
+        shuffle: bool,
+        seed: int | None = None,
+        drop_remainder: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.x, self.y = _check_batch_inputs(x, y, batch_size)
+        self.batch_size = int(batch_size)
+        self.shuffle = shuffle
+        self.drop_remainder = drop_remainder
+        self._rng = np.random.default_rng(seed)
+        self._order = self._rng.permutation(len(self.x)) if shuffle else np.arange(len(self.x))
+
+    def __len__(self) -> int:
+        if self.drop_remainder:
+            return len(self.x) // self.batch_size
+        return math.ceil(len(self.x) / self.batch_size)
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        if not 0 <= index < len(self):
+            raise IndexError(f"batch index {index} out of range for {len(self)} batches")
+        rows = self._order[index * self.batch_size:(index + 1) * self.batch_size]
+        return self.x[rows], self.y[rows]
+
+    def on_epoch_end(self) -> None:
+        if self.shuffle:
+            self._order = self._rng.permutation(len(self.x))
+
+
+def iterate_batches(dataset: Any) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+    """Yield NumPy (images, labels) batches from either kind of make_dataset result."""
+    if isinstance(dataset, keras.utils.PyDataset):
+        for index in range(len(dataset)):
+            yield dataset[index]
+        return
+    yield from dataset.as_numpy_iterator()

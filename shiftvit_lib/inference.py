@@ -1,0 +1,525 @@
+"""Using a trained model: predictions on image files, evaluation helpers, saving.
+
+* :func:`load_image` reads any image Pillow can open and resizes it.
+* :func:`predict_folder` classifies every image in a folder; files that cannot
+  be read are reported with a reason instead of stopping the batch.
+* :func:`predict_images` / :func:`predict_probabilities` work on arrays.
+* :func:`confusion_matrix` and :func:`most_confused_pairs` summarise errors.
+* :func:`save_model`, :func:`export_saved_model`, :func:`load_model`.
+
+The models here output LOGITS (unnormalised scores); the functions that
+report confidences apply the softmax themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import io
+import warnings
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import keras
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from shiftvit_lib.data import CIFAR10_CLASSES
+
+Fit = Literal["crop", "stretch"]
+# Modules that register custom Keras objects; imported before loading .keras files.
+_MODULES_WITH_CUSTOM_OBJECTS = (
+    "shiftvit_lib.shift", "shiftvit_lib.layers", "shiftvit_lib.model", "shiftvit_lib.schedules",
+)
+
+
+# --------------------------------------------------------------------------
+# Reading images
+# --------------------------------------------------------------------------
+
+
+class ImageReadError(ValueError):
+    """A file exists but is not a readable image; ``reason`` says why."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"cannot read {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "crop") -> np.ndarray:
+    """Read an image file as a uint8 RGB array of shape (height, width, 3).
+
+    Any format Pillow reads works: JPEG, PNG, GIF (first frame), BMP, WebP...
+    Grayscale and palette images become RGB; transparent areas are composited
+    onto white (what a viewer shows); the EXIF orientation of photos is applied.
+
+    Args:
+        path: the image file.
+        size: the output size, ``32`` or ``(height, width)``.
+        fit: ``"crop"`` (default) cuts the centre to the target aspect ratio
+            before resizing, so objects are not squashed; ``"stretch"``
+            resizes the whole image, changing its proportions.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ImageReadError: (a ValueError) the file is empty, not an image, or corrupt.
+    """
+    path = Path(path)
+    height, width = _as_height_width(size)
+    if fit not in ("crop", "stretch"):
+        raise ValueError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
+    if not path.is_file():
+        raise FileNotFoundError(f"no image file at {path}")
+    data = path.read_bytes()
+    if not data:
+        raise ImageReadError(path, "empty file (0 bytes)")
+    image_format = None
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image_format = image.format
+            image.load()  # decode now, so truncated data fails here
+            rgb = _to_rgb(ImageOps.exif_transpose(image))
+    except UnidentifiedImageError:
+        raise ImageReadError(path, _unidentified_reason(path, data)) from None
+    except Image.DecompressionBombError as error:
+        raise ImageReadError(path, f"image too large to decode safely ({error})") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as error:
+        raise ImageReadError(
+            path, f"corrupt or truncated {image_format or 'image'} data ({error})"
+        ) from None
+    return np.asarray(_resize(rgb, width, height, fit), dtype=np.uint8)
+
+
+def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
+    pair = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
+    if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and v > 0 for v in pair):
+        raise ValueError(f"size must be a positive int or (height, width); got {size!r}")
+    return int(pair[0]), int(pair[1])
+
+
+def _to_rgb(image: Image.Image) -> Image.Image:
+    """Convert any Pillow mode to 8-bit RGB."""
+    if image.mode in ("I", "I;16", "I;16B", "I;16L"):
+        # 16-bit grayscale (e.g. some PNGs): convert("RGB") would clip at 255.
+        values = np.asarray(image, dtype=np.float64) / 257.0
+        image = Image.fromarray(np.clip(values, 0, 255).round().astype(np.uint8), mode="L")
+    has_alpha = "A" in image.getbands() or "a" in image.getbands()
+    if has_alpha or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def _resize(image: Image.Image, width: int, height: int, fit: Fit) -> Image.Image:
+    """Resize with Lanczos (sharp, little aliasing); crop the centre first if asked."""
+    if image.size == (width, height):
+        return image  # keep the exact pixels of images already at the model size
+    box = (0.0, 0.0, float(image.width), float(image.height))
+    if fit == "crop":
+        scale = min(image.width / width, image.height / height)
+        crop_w, crop_h = width * scale, height * scale
+        left, top = (image.width - crop_w) / 2, (image.height - crop_h) / 2
+        box = (left, top, left + crop_w, top + crop_h)
+    # reducing_gap first shrinks big photos by an integer factor (fast, same quality).
+    return image.resize((width, height), Image.Resampling.LANCZOS, box=box, reducing_gap=3.0)
+
+
+def _unidentified_reason(path: Path, data: bytes) -> str:
+    """Say what a file Pillow cannot identify looks like."""
+    extension = f" despite its {path.suffix} extension" if path.suffix else ""
+    head = data[:200]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and all(ch.isprintable() or ch in "\r\n\t" for ch in text):
+        snippet = text.strip().splitlines()[0][:40] if text.strip() else ""
+        return f"not an image{extension}: it is a text file (starts with {snippet!r})"
+    return f"not an image{extension}: unknown or unsupported format"
+
+
+# --------------------------------------------------------------------------
+# Predictions
+# --------------------------------------------------------------------------
+
+
+class ClassScore(NamedTuple):
+    """One candidate class for one image."""
+
+    label: str
+    class_index: int
+    confidence: float  # softmax probability in [0, 1]
+
+
+TopK = tuple[ClassScore, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class FilePrediction:
+    """The top-k classes for one file, most likely first."""
+
+    path: Path
+    top_k: TopK
+
+    @property
+    def filename(self) -> str:
+        return self.path.name
+
+    @property
+    def label(self) -> str:
+        return self.top_k[0].label
+
+    @property
+    def confidence(self) -> float:
+        return self.top_k[0].confidence
+
+
+@dataclasses.dataclass(frozen=True)
+class UnreadableFile:
+    """A file ``predict_folder`` skipped, and why."""
+
+    path: Path
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class FolderPredictions:
+    """What :func:`predict_folder` returns. ``print()`` it for a table."""
+
+    folder: Path
+    predictions: tuple[FilePrediction, ...]
+    failures: tuple[UnreadableFile, ...]
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """One dict per file (predictions, then failures); JSON-ready, or for ``pandas.DataFrame``."""
+        rows: list[dict[str, Any]] = [
+            {"file": p.filename, "prediction": p.label, "confidence": p.confidence,
+             "top_k": ", ".join(f"{s.label} {s.confidence:.0%}" for s in p.top_k), "error": ""}
+            for p in self.predictions
+        ]
+        rows += [{"file": f.path.name, "prediction": "", "confidence": None,
+                  "top_k": "", "error": f.reason} for f in self.failures]
+        return rows
+
+    def format(self) -> str:
+        """A plain-text table of predictions, followed by the unreadable files."""
+        lines = [f"{len(self.predictions)} image(s) classified in {self.folder}"]
+        if self.predictions:
+            width = max(len(p.filename) for p in self.predictions)
+            label_width = max(len(s.label) for p in self.predictions for s in p.top_k)
+            for p in self.predictions:
+                scores = "  ".join(f"{s.label:<{label_width}} {s.confidence:6.1%}" for s in p.top_k)
+                lines.append(f"  {p.filename:<{width}}  {scores}")
+        if self.failures:
+            lines.append(f"{len(self.failures)} file(s) could not be read:")
+            width = max(len(f.path.name) for f in self.failures)
+            lines += [f"  {f.path.name:<{width}}  {f.reason}" for f in self.failures]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython/Jupyter shows the table when the result ends a cell."""
+        printer.text(self.format())
+
+
+def predict_folder(
+    model: keras.Model,
+    folder: str | Path,
+    top_k: int = 3,
+    class_names: Sequence[str] = CIFAR10_CLASSES,
+    batch_size: int = 64,
+    *,
+    image_size: int | tuple[int, int] | None = None,
+    fit: Fit = "crop",
+) -> FolderPredictions:
+    """Classify every image file in ``folder`` (sorted by name, not recursive).
+
+    Hidden files (names starting with ".") and sub-folders are skipped. Each
+    image is resized to the model's input size (``model.input_shape``, or
+    ``image_size`` when the model does not fix it). A file that cannot be read
+    is listed in ``result.failures`` with the reason; it never stops the batch.
+    """
+    folder = Path(folder)
+    if not folder.exists():
+        raise FileNotFoundError(f"folder {folder} does not exist")
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is a file, not a folder; use load_image() and "
+                         "predict_images() for a single image")
+    _check_top_k(top_k, len(class_names))
+    height, width = _as_height_width(image_size) if image_size else model_image_size(model)
+    files = sorted((p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")),
+                   key=lambda p: p.name)
+    if not files:
+        raise ValueError(f"folder {folder} has no files to classify "
+                         "(hidden files and sub-folders are skipped)")
+
+    images, readable, failures = [], [], []
+    for path in files:
+        try:
+            images.append(load_image(path, (height, width), fit=fit))
+            readable.append(path)
+        except ImageReadError as error:
+            failures.append(UnreadableFile(path, error.reason))
+        except OSError as error:  # e.g. permission denied
+            failures.append(UnreadableFile(path, f"cannot open the file ({error.strerror or error})"))
+    top = predict_images(model, np.stack(images), top_k, class_names, batch_size) if images else []
+    return FolderPredictions(
+        folder=folder,
+        predictions=tuple(FilePrediction(p, t) for p, t in zip(readable, top, strict=True)),
+        failures=tuple(failures),
+    )
+
+
+def predict_images(
+    model: keras.Model,
+    images: np.ndarray,
+    top_k: int = 3,
+    class_names: Sequence[str] = CIFAR10_CLASSES,
+    batch_size: int = 64,
+) -> list[TopK]:
+    """Top-k classes with softmax confidences for a batch of images.
+
+    ``images`` has shape (N, H, W, 3) with pixel values in [0, 255] (uint8 is
+    best), at the model's input size. Returns one tuple of
+    :class:`ClassScore` per image, most likely first.
+    """
+    _check_top_k(top_k, len(class_names))
+    probabilities = predict_probabilities(model, images, batch_size)
+    if probabilities.shape[1] != len(class_names):
+        raise ValueError(f"the model outputs {probabilities.shape[1]} scores per image but "
+                         f"{len(class_names)} class names were given")
+    best_first = np.argsort(-probabilities, axis=1, kind="stable")[:, :top_k]
+    return [
+        tuple(ClassScore(class_names[i], int(i), float(row_probs[i])) for i in row_best)
+        for row_probs, row_best in zip(probabilities, best_first, strict=True)
+    ]
+
+
+def predict_probabilities(model: keras.Model, images: np.ndarray, batch_size: int = 64) -> np.ndarray:
+    """Softmax probabilities, shape (N, num_classes), for images in [0, 255]."""
+    images = np.asarray(images)
+    if images.ndim == 3:
+        images = images[np.newaxis]  # a single image
+    if images.ndim != 4 or images.shape[-1] != 3 or len(images) == 0:
+        raise ValueError(f"images must have shape (N, height, width, 3) with N >= 1; "
+                         f"got {images.shape}")
+    expected = _fixed_input_size(model)
+    if expected and images.shape[1:3] != expected:
+        raise ValueError(f"images are {images.shape[1]}x{images.shape[2]} but the model takes "
+                         f"{expected[0]}x{expected[1]}; resize them with load_image(path, "
+                         f"{expected}) or predict_folder()")
+    if np.issubdtype(images.dtype, np.floating) and 0 < images.max() <= 1.0:
+        warnings.warn("images look scaled to [0, 1], but the model expects pixel values in "
+                      "[0, 255] (it rescales inside); multiply by 255 or pass uint8 images",
+                      stacklevel=2)
+    logits = np.asarray(model.predict(images, batch_size=batch_size, verbose=0), dtype=np.float64)
+    if logits.ndim != 2:
+        raise ValueError(f"expected the model to output (N, num_classes) logits; got {logits.shape}")
+    if np.all(logits >= 0) and np.allclose(logits.sum(axis=1), 1.0, atol=1e-4):
+        warnings.warn("the model's outputs already look like probabilities; these helpers expect "
+                      "logits and apply softmax themselves, which flattens probabilities. "
+                      "Remove the model's final softmax.", stacklevel=2)
+    return softmax(logits).astype(np.float32)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax; subtracting the row max avoids overflow in exp."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+def model_image_size(model: keras.Model) -> tuple[int, int]:
+    """(height, width) the model takes, from ``model.input_shape``."""
+    size = _fixed_input_size(model)
+    if size is None:
+        raise ValueError(f"cannot tell the model's image size from its input_shape "
+                         f"{getattr(model, 'input_shape', None)}; pass image_size=(height, width)")
+    return size
+
+
+def _fixed_input_size(model: keras.Model) -> tuple[int, int] | None:
+    shape = getattr(model, "input_shape", None)
+    if not isinstance(shape, tuple) or len(shape) != 4 or shape[1] is None or shape[2] is None:
+        return None
+    return int(shape[1]), int(shape[2])
+
+
+def _check_top_k(top_k: int, num_classes: int) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) \
+            or not 1 <= top_k <= num_classes:
+        raise ValueError(f"top_k must be an integer from 1 to {num_classes} (the number of "
+                         f"classes); got {top_k!r}")
+
+
+# --------------------------------------------------------------------------
+# Evaluation helpers
+# --------------------------------------------------------------------------
+
+
+def confusion_matrix(y_true: Any, y_pred: Any, num_classes: int) -> np.ndarray:
+    """Counts ``cm[true_class, predicted_class]`` (rows: truth, columns: prediction).
+
+    Both arguments are class indices of shape (N,) or (N, 1); for model
+    outputs pass ``scores.argmax(axis=1)``.
+    """
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) \
+            or num_classes < 1:
+        raise ValueError(f"num_classes must be a positive integer; got {num_classes!r}")
+    true = _as_class_indices(y_true, "y_true", num_classes)
+    pred = _as_class_indices(y_pred, "y_pred", num_classes)
+    if len(true) != len(pred):
+        raise ValueError(f"y_true has {len(true)} labels but y_pred has {len(pred)}")
+    flat = np.bincount(true * num_classes + pred, minlength=num_classes * num_classes)
+    return flat.reshape(num_classes, num_classes)
+
+
+def _as_class_indices(values: Any, name: str, num_classes: int) -> np.ndarray:
+    array = np.asarray(values)
+    if array.ndim == 2 and array.shape[1] == 1:
+        array = array[:, 0]
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be class indices of shape (N,); got shape {array.shape}. "
+                         "For scores or one-hot rows pass .argmax(axis=1).")
+    if not np.issubdtype(array.dtype, np.integer):
+        if not (np.issubdtype(array.dtype, np.floating) and np.all(array == np.round(array))):
+            raise ValueError(f"{name} must hold integer class indices; got dtype {array.dtype}")
+    array = array.astype(np.int64)
+    if len(array) and (array.min() < 0 or array.max() >= num_classes):
+        raise ValueError(f"{name} values must be in [0, {num_classes - 1}]; "
+                         f"found {array.min()}..{array.max()}")
+    return array
+
+
+class ConfusedPair(NamedTuple):
+    """A (true class, wrongly predicted class) pair and how often it happened."""
+
+    true_label: str
+    predicted_label: str
+    count: int
+    share_of_true: float  # count / number of images of the true class
+
+
+def most_confused_pairs(cm: np.ndarray, class_names: Sequence[str], k: int = 5) -> list[ConfusedPair]:
+    """The ``k`` largest off-diagonal cells of a confusion matrix, largest first.
+
+    Pairs that never happened (count 0) are left out, so fewer than ``k``
+    may come back.
+    """
+    cm = np.asarray(cm)
+    if cm.ndim != 2 or cm.shape[0] != cm.shape[1] or cm.shape[0] != len(class_names):
+        raise ValueError(f"cm must be a square matrix with one row per class "
+                         f"({len(class_names)}); got shape {cm.shape}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer; got {k!r}")
+    errors = cm.astype(np.int64).copy()
+    np.fill_diagonal(errors, 0)
+    # Stable sort keeps ties in (true, predicted) row-major order.
+    order = np.argsort(-errors, axis=None, kind="stable")[:k]
+    row_totals = cm.sum(axis=1)
+    pairs = []
+    for flat_index in order:
+        true, pred = divmod(int(flat_index), cm.shape[1])
+        if errors[true, pred] == 0:
+            break
+        pairs.append(ConfusedPair(class_names[true], class_names[pred], int(errors[true, pred]),
+                                  float(errors[true, pred] / row_totals[true])))
+    return pairs
+
+
+# --------------------------------------------------------------------------
+# Saving and loading
+# --------------------------------------------------------------------------
+
+
+def save_model(model: keras.Model, path: str | Path) -> Path:
+    """Save the whole model (architecture, weights, optimizer) as a ``.keras`` file."""
+    path = Path(path)
+    if path.suffix != ".keras":
+        raise ValueError(f"save_model writes the Keras format, so the path must end in .keras; "
+                         f"got {path.name}. For a TensorFlow SavedModel use export_saved_model().")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(path)
+    return path
+
+
+def export_saved_model(model: keras.Model, path: str | Path) -> Path:
+    """Export an inference-only TensorFlow SavedModel directory (endpoint ``serve``).
+
+    Serving tools (TF Serving, TFLite converters) read this format. Needs the
+    TensorFlow backend.
+    """
+    _require_tensorflow_backend("export_saved_model")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path} is an existing file; a SavedModel is a directory")
+    model.export(str(path), format="tf_saved_model", verbose=False)
+    return path
+
+
+def load_model(path: str | Path) -> keras.Model:
+    """Load a ``.keras`` file (safe mode) or a SavedModel directory for ``predict``.
+
+    A SavedModel is wrapped in a Keras model around
+    ``keras.layers.TFSMLayer`` so ``model.predict`` and :func:`predict_folder`
+    work the same; it is inference only (no training, no optimizer).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no model at {path}")
+    if path.is_dir():
+        if (path / "saved_model.pb").is_file():
+            return _load_saved_model(path)
+        raise ValueError(f"{path} is a directory without saved_model.pb: expected a .keras file "
+                         "or a SavedModel directory")
+    if path.suffix != ".keras":
+        raise ValueError(f"expected a .keras file or a SavedModel directory; got {path.name}")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path} is not a valid .keras file (a .keras file is a zip archive); "
+                         "it is corrupt or truncated. Save it again with save_model().")
+    _import_custom_objects()
+    try:
+        # safe_mode refuses to run code embedded in the file (e.g. lambdas).
+        return keras.saving.load_model(path, safe_mode=True)
+    except (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile) as error:
+        raise ValueError(f"could not load {path} ({type(error).__name__}: {error}). Is it a "
+                         "complete .keras file written by save_model()/model.save()?") from error
+
+
+def _import_custom_objects() -> None:
+    """Import the modules whose custom layers a ShiftViT .keras file refers to."""
+    for module_name in _MODULES_WITH_CUSTOM_OBJECTS:
+        try:
+            importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name != module_name:  # the module exists but one of its imports is missing
+                raise
+
+
+def _load_saved_model(path: Path) -> keras.Model:
+    _require_tensorflow_backend("loading a SavedModel")
+    try:
+        layer = keras.layers.TFSMLayer(str(path), call_endpoint="serve")
+        # The serving signature's TensorSpec gives the input shape and dtype.
+        spec = layer.call_endpoint_fn.concrete_functions[0].structured_input_signature[0][0]
+    # TensorFlow raises many error types (protobuf DecodeError, OpError...) for a bad
+    # SavedModel; all mean the same thing to the caller.
+    except Exception as error:  # noqa: BLE001
+        raise ValueError(f"could not load the SavedModel at {path} ({type(error).__name__}: "
+                         f"{error}). Export it again with export_saved_model().") from error
+    inputs = keras.Input(shape=tuple(spec.shape[1:]), dtype=spec.dtype.name)
+    return keras.Model(inputs, layer(inputs), name=f"saved_model_{path.name}")
+
+
+def _require_tensorflow_backend(what: str) -> None:
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        raise RuntimeError(f"{what} needs the TensorFlow backend, but Keras uses {backend!r}. "
+                           "Save a .keras file with save_model() instead, or run with "
+                           "KERAS_BACKEND=tensorflow.")

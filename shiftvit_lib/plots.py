@@ -1,0 +1,200 @@
+"""Small matplotlib figures for the notebooks.
+
+Every function returns a ``matplotlib.figure.Figure`` and shows nothing:
+make it the last expression of a notebook cell (or call ``display(fig)``) to
+see it, ``fig.savefig(path)`` to keep it. The figures are detached from
+pyplot's figure manager, so Jupyter does not draw them a second time and
+creating many of them does not leak memory. Sizes and dpi are small so that
+the images saved inside notebooks stay well under 1 MB.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import keras
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from shiftvit_lib.data import DataSplits
+from shiftvit_lib.train import read_history_csv  # noqa: F401 - re-exported for plot_history users
+
+DPI = 100
+CORRECT_COLOR = "tab:green"
+WRONG_COLOR = "tab:red"
+
+
+def _new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1) -> tuple[Figure, Any]:
+    """A figure with subplots, closed in pyplot so only the returned object shows it."""
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), dpi=DPI, squeeze=False)
+    plt.close(fig)
+    return fig, axes
+
+
+def plot_image_grid(
+    images: np.ndarray,
+    labels: Sequence[int],
+    class_names: Sequence[str],
+    predictions: Sequence[int] | None = None,
+    confidences: Sequence[float] | None = None,
+    ncols: int = 8,
+    max_images: int = 32,
+) -> Figure:
+    """Show images with their labels; with predictions, colour right/wrong.
+
+    Without ``predictions`` each title is the true class. With them, the title
+    is the predicted class (and confidence if given), green when correct and
+    red when wrong, with the true class underneath for the wrong ones.
+    """
+    count = min(len(images), max_images)
+    if count == 0:
+        raise ValueError("no images to plot")
+    if len(labels) < count or (predictions is not None and len(predictions) < count):
+        raise ValueError("labels (and predictions, if given) need one entry per image")
+    ncols = max(1, min(ncols, count))
+    nrows = math.ceil(count / ncols)
+    # Wrong predictions get a second title line, so their rows need more height.
+    row_height = 1.45 if predictions is None else 1.75
+    fig, axes = _new_figure(1.2 * ncols, row_height * nrows, nrows, ncols)
+    for index, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if index >= count:
+            continue
+        image = _displayable(images[index])
+        # Fixed limits: a plain grey image must not be stretched to black/white.
+        limits = {"vmin": 0, "vmax": 255 if image.dtype == np.uint8 else 1.0} if image.ndim == 2 else {}
+        ax.imshow(image, cmap="gray", interpolation="nearest", **limits)
+        true_name = class_names[int(labels[index])]
+        if predictions is None:
+            ax.set_title(true_name, fontsize=8)
+            continue
+        predicted = int(predictions[index])
+        title = class_names[predicted]
+        if confidences is not None:
+            title += f" {confidences[index]:.0%}"
+        correct = predicted == int(labels[index])
+        if not correct:
+            title += f"\n(true: {true_name})"
+        ax.set_title(title, fontsize=7, color=CORRECT_COLOR if correct else WRONG_COLOR)
+    fig.tight_layout(pad=0.3)
+    return fig
+
+
+def _displayable(image: Any) -> np.ndarray:
+    """uint8 [0, 255] or float [0, 1] pixels as imshow expects; (H, W, 1) as (H, W)."""
+    image = np.asarray(image)
+    if image.ndim == 3 and image.shape[-1] == 1:
+        image = image[..., 0]  # cmap="gray" then applies; RGB images ignore cmap
+    if image.dtype != np.uint8 and image.max() > 1.0:
+        image = np.clip(image, 0, 255).astype(np.uint8)  # floats in [0, 255]
+    return image
+
+
+def plot_class_counts(splits: DataSplits) -> Figure:
+    """Grouped bars: images per class in train, val and test."""
+    counts = splits.class_counts()
+    positions = np.arange(len(splits.class_names))
+    bar_width = 0.8 / len(counts)
+    fig, axes = _new_figure(7, 3)
+    ax = axes[0, 0]
+    for offset, (split, values) in enumerate(counts.items()):
+        centre_offset = offset - (len(counts) - 1) / 2
+        ax.bar(positions + centre_offset * bar_width, values, bar_width,
+               label=f"{split} ({values.sum():,})")
+    ax.set_xticks(positions, splits.class_names, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("images")
+    ax.set_title("Images per class", fontsize=10)
+    # Headroom above the tallest bar keeps the legend off the bars.
+    ax.set_ylim(0, 1.3 * max(values.max() for values in counts.values()))
+    ax.legend(fontsize=8, ncols=len(counts), loc="upper center")
+    fig.tight_layout()
+    return fig
+
+
+def plot_confusion_matrix(cm: np.ndarray, class_names: Sequence[str], normalize: bool = True) -> Figure:
+    """Heat map of a confusion matrix (rows: true class, columns: prediction).
+
+    With ``normalize`` each row is divided by its total, so a cell reads "share
+    of this class predicted as that one" and the diagonal is per-class recall.
+    """
+    cm = np.asarray(cm, dtype=np.float64)
+    if cm.ndim != 2 or cm.shape != (len(class_names), len(class_names)):
+        raise ValueError(f"cm must be {len(class_names)}x{len(class_names)}; got {cm.shape}")
+    shown = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1) if normalize else cm
+    fig, axes = _new_figure(5.5, 5)
+    ax = axes[0, 0]
+    image = ax.imshow(shown, cmap="Blues", vmin=0)
+    for (row, col), value in np.ndenumerate(shown):
+        text = f"{value:.2f}" if normalize else f"{int(value)}"
+        dark = value > 0.6 * shown.max()
+        ax.text(col, row, text, ha="center", va="center", fontsize=6,
+                color="white" if dark else "black")
+    ticks = np.arange(len(class_names))
+    ax.set_xticks(ticks, class_names, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(ticks, class_names, fontsize=8)
+    ax.set_xlabel("predicted class")
+    ax.set_ylabel("true class")
+    ax.set_title("Confusion matrix" + (" (row-normalised)" if normalize else ""), fontsize=10)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    return fig
+
+
+def plot_history(history: Any) -> Figure:
+    """Loss and accuracy per epoch, training vs validation.
+
+    Accepts a ``keras.callbacks.History`` (what ``fit`` returns), its
+    ``.history`` dict, or a dict read from a CSVLogger file with
+    :func:`read_history_csv`.
+    """
+    metrics: Mapping[str, Sequence[float]] = getattr(history, "history", history)
+    if not isinstance(metrics, Mapping) or "loss" not in metrics:
+        raise ValueError("history must be a keras History or a dict with at least a 'loss' list; "
+                         f"got keys {list(metrics) if isinstance(metrics, Mapping) else type(history)}")
+    accuracy_keys = [k for k in metrics if ("acc" in k or k.startswith("top")) and not k.startswith("val_")]
+    # Keras counts epochs from 0 (History.epoch, the CSVLogger "epoch" column); people from 1.
+    epochs = metrics.get("epoch", getattr(history, "epoch", None))
+    if epochs is None or len(epochs) != len(metrics["loss"]):
+        epochs = range(len(metrics["loss"]))
+    x = np.asarray(epochs, dtype=int) + 1
+    panels = [["loss"]] + ([accuracy_keys] if accuracy_keys else [])
+    fig, axes = _new_figure(4.5 * len(panels), 3.2, 1, len(panels))
+    for ax, keys in zip(axes.flat, panels, strict=True):
+        for key in keys:
+            for name, style in ((key, "-"), (f"val_{key}", "--")):
+                if name in metrics:
+                    ax.plot(x, np.asarray(metrics[name], dtype=float), style, label=name)
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title("accuracy" if keys is accuracy_keys else "loss", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_learning_rate(schedule: Callable[[Any], Any], total_steps: int) -> Figure:
+    """The learning rate a schedule gives at each optimizer step.
+
+    ``schedule`` is a ``keras.optimizers.schedules.LearningRateSchedule`` or
+    any callable mapping a step to a learning rate.
+    """
+    if total_steps < 1:
+        raise ValueError(f"total_steps must be positive; got {total_steps}")
+    # ~500 points draw a smooth curve without calling the schedule for every step.
+    steps = np.unique(np.linspace(0, total_steps - 1, min(total_steps, 500)).astype(np.int64))
+    rates = [float(keras.ops.convert_to_numpy(schedule(int(step)))) for step in steps]
+    fig, axes = _new_figure(5, 3)
+    ax = axes[0, 0]
+    ax.plot(steps, rates)
+    ax.set_xlabel("step")
+    ax.set_ylabel("learning rate")
+    ax.set_title(f"Learning-rate schedule (peak {max(rates):.3g})", fontsize=10)
+    ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

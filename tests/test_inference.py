@@ -1,0 +1,326 @@
+"""Tests for shiftvit_lib.inference: image reading, predictions, metrics, saving."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+from PIL import Image
+
+from shiftvit_lib import inference
+from shiftvit_lib.data import CIFAR10_CLASSES
+from shiftvit_lib.inference import (
+    ImageReadError,
+    confusion_matrix,
+    export_saved_model,
+    load_image,
+    load_model,
+    most_confused_pairs,
+    predict_folder,
+    predict_images,
+    predict_probabilities,
+    save_model,
+    softmax,
+)
+
+DEMO_IMAGES = Path(inference.__file__).with_name("assets") / "demo_images"
+
+
+def tiny_model(input_dtype: str = "float32") -> keras.Model:
+    """A stand-in for ShiftViT: raw [0, 255] pixels in, 10 logits out."""
+    inputs = keras.Input((32, 32, 3), dtype=input_dtype)
+    x = keras.layers.Rescaling(1 / 255)(inputs)
+    x = keras.layers.Flatten()(x)
+    init = keras.initializers.RandomNormal(stddev=0.05, seed=1)
+    outputs = keras.layers.Dense(10, kernel_initializer=init, bias_initializer=init)(x)
+    return keras.Model(inputs, outputs, name="tiny")
+
+
+@pytest.fixture(scope="module")
+def model() -> keras.Model:
+    return tiny_model()
+
+
+def photo_like(width: int, height: int) -> Image.Image:
+    """A smooth gradient with noise: compresses and resizes like a real photo."""
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:height, 0:width]
+    base = np.stack([xx / width, yy / height, (xx + yy) / (width + height)], axis=-1) * 200
+    return Image.fromarray((base + rng.normal(0, 20, base.shape)).clip(0, 255).astype(np.uint8))
+
+
+def save(image: Image.Image, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, fmt)
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------
+# load_image
+# --------------------------------------------------------------------------
+
+
+def test_image_at_the_model_size_keeps_its_exact_pixels(tmp_path: Path) -> None:
+    pixels = np.random.default_rng(1).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(tmp_path / "exact.png")
+    loaded = load_image(tmp_path / "exact.png", 32)
+    assert loaded.dtype == np.uint8
+    np.testing.assert_array_equal(loaded, pixels)
+
+
+def test_grayscale_palette_and_16_bit_become_rgb(tmp_path: Path) -> None:
+    Image.new("L", (40, 40), 100).save(tmp_path / "gray.png")
+    Image.new("RGB", (40, 40), (200, 10, 10)).convert("P").save(tmp_path / "palette.gif")
+    Image.fromarray(np.full((40, 40), 65535, np.uint16)).save(tmp_path / "deep.png")
+    gray = load_image(tmp_path / "gray.png", 32)
+    assert gray.shape == (32, 32, 3) and (gray == 100).all()
+    palette = load_image(tmp_path / "palette.gif", 32)
+    assert abs(int(palette[0, 0, 0]) - 200) < 10 and palette[0, 0, 1] < 20
+    assert (load_image(tmp_path / "deep.png", 32) == 255).all()  # not clipped at 255/65535
+
+
+def test_transparency_is_composited_onto_white(tmp_path: Path) -> None:
+    rgba = np.zeros((32, 32, 4), np.uint8)
+    rgba[:, :16] = (0, 0, 255, 255)  # opaque blue on the left, fully transparent right
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "alpha.png")
+    loaded = load_image(tmp_path / "alpha.png", 32)
+    assert (loaded[:, :16] == (0, 0, 255)).all()
+    assert (loaded[:, 16:] == 255).all()
+
+
+def test_crop_keeps_the_centre_and_stretch_keeps_everything(tmp_path: Path) -> None:
+    stripes = np.zeros((32, 96, 3), np.uint8)
+    stripes[:, :32, 0] = stripes[:, 32:64, 1] = stripes[:, 64:, 2] = 255  # red|green|blue
+    Image.fromarray(stripes).save(tmp_path / "wide.png")
+    cropped = load_image(tmp_path / "wide.png", 32, fit="crop")
+    stretched = load_image(tmp_path / "wide.png", 32, fit="stretch")
+    assert (cropped[:, :, 1] > 250).all() and (cropped[:, :, 0] < 5).all()
+    assert stretched[16, 2, 0] > 250 and stretched[16, 16, 1] > 250 and stretched[16, 30, 2] > 250
+
+
+def test_large_photo_and_non_square_size(tmp_path: Path) -> None:
+    photo_like(1000, 700).save(tmp_path / "photo.jpg", quality=90)
+    assert load_image(tmp_path / "photo.jpg", 32).shape == (32, 32, 3)
+    assert load_image(tmp_path / "photo.jpg", (24, 40)).shape == (24, 40, 3)
+
+
+def test_load_image_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        load_image(tmp_path / "missing.png", 32)
+    (tmp_path / "empty.png").write_bytes(b"")
+    with pytest.raises(ImageReadError, match="empty file"):
+        load_image(tmp_path / "empty.png", 32)
+    with pytest.raises(ValueError, match="size"):
+        load_image(tmp_path / "empty.png", (0, 32))
+    with pytest.raises(ValueError, match="fit"):
+        load_image(tmp_path / "empty.png", 32, fit="squash")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------
+# predict_folder / predict_images
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def mixed_folder(tmp_path: Path) -> Path:
+    """Three readable images, three broken files, plus things that must be skipped."""
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    good_jpeg = save(photo_like(64, 64), "JPEG")
+    (folder / "a_truncated.jpg").write_bytes(good_jpeg[: len(good_jpeg) // 2])
+    (folder / "b_empty.jpg").write_bytes(b"")
+    (folder / "c_notes.jpg").write_text("this is a shopping list, not a photo\n")
+    rgba = np.zeros((50, 50, 4), np.uint8)
+    rgba[10:40, 10:40] = (200, 50, 50, 255)
+    Image.fromarray(rgba, "RGBA").save(folder / "d_alpha.png")
+    Image.new("L", (32, 32), 90).save(folder / "e_gray.png")
+    photo_like(1000, 700).save(folder / "f_photo.jpg", quality=85)
+    (folder / ".hidden.jpg").write_bytes(b"")
+    (folder / "subfolder").mkdir()
+    return folder
+
+
+def test_predict_folder_reports_bad_files_and_predicts_the_rest(
+    model: keras.Model, mixed_folder: Path
+) -> None:
+    result = predict_folder(model, mixed_folder, top_k=3)
+    assert [p.filename for p in result.predictions] == ["d_alpha.png", "e_gray.png", "f_photo.jpg"]
+    reasons = {f.path.name: f.reason for f in result.failures}
+    assert list(reasons) == ["a_truncated.jpg", "b_empty.jpg", "c_notes.jpg"]
+    assert "truncated" in reasons["a_truncated.jpg"] and "JPEG" in reasons["a_truncated.jpg"]
+    assert reasons["b_empty.jpg"] == "empty file (0 bytes)"
+    assert "text file" in reasons["c_notes.jpg"] and "shopping list" in reasons["c_notes.jpg"]
+    for prediction in result.predictions:
+        confidences = [score.confidence for score in prediction.top_k]
+        assert len(confidences) == 3 and confidences == sorted(confidences, reverse=True)
+        assert 0 < sum(confidences) <= 1 + 1e-6
+        assert prediction.label == prediction.top_k[0].label in CIFAR10_CLASSES
+
+
+def test_predict_folder_matches_predict_images(model: keras.Model, mixed_folder: Path) -> None:
+    result = predict_folder(model, mixed_folder, top_k=2)
+    images = np.stack([load_image(p.path, 32) for p in result.predictions])
+    assert [p.top_k for p in result.predictions] == predict_images(model, images, top_k=2)
+
+
+def test_result_table_and_rows(model: keras.Model, mixed_folder: Path) -> None:
+    result = predict_folder(model, mixed_folder)
+    text = str(result)
+    assert "3 image(s) classified" in text and "3 file(s) could not be read" in text
+    assert "f_photo.jpg" in text and "empty file (0 bytes)" in text
+    rows = result.to_rows()
+    assert len(rows) == 6 and rows[0]["file"] == "d_alpha.png" and rows[-1]["error"]
+
+
+def test_unknown_binary_format_is_explained(model: keras.Model, tmp_path: Path) -> None:
+    (tmp_path / "noise.png").write_bytes(bytes(range(256)) * 4)
+    result = predict_folder(model, tmp_path)
+    assert not result.predictions
+    assert "unknown or unsupported format" in result.failures[0].reason
+
+
+def test_demo_images_all_load(model: keras.Model) -> None:
+    result = predict_folder(model, DEMO_IMAGES)
+    assert len(result.predictions) == 6 and not result.failures
+
+
+def test_predict_folder_errors(model: keras.Model, tmp_path: Path, mixed_folder: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        predict_folder(model, tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no files"):
+        predict_folder(model, tmp_path / "empty")
+    for top_k in (0, 11):
+        with pytest.raises(ValueError, match="top_k must be an integer from 1 to 10"):
+            predict_folder(model, mixed_folder, top_k=top_k)
+    with pytest.raises(ValueError, match="not a folder"):
+        predict_folder(model, mixed_folder / "e_gray.png")
+
+
+def test_predict_images_applies_softmax_to_the_logits(model: keras.Model) -> None:
+    images = np.random.default_rng(2).integers(0, 256, (5, 32, 32, 3), dtype=np.uint8)
+    logits = model.predict(images, verbose=0)
+    expected = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(predict_probabilities(model, images), expected, rtol=1e-5)
+    top = predict_images(model, images, top_k=1)
+    assert [t[0].class_index for t in top] == expected.argmax(axis=1).tolist()
+
+
+def test_predict_images_catches_mistakes(model: keras.Model) -> None:
+    images = np.zeros((2, 32, 32, 3), np.uint8)
+    with pytest.raises(ValueError, match="5 class names"):
+        predict_images(model, images, top_k=1, class_names=CIFAR10_CLASSES[:5])
+    with pytest.raises(ValueError, match="model takes 32x32"):
+        predict_images(model, np.zeros((2, 64, 64, 3), np.uint8))
+    with pytest.warns(UserWarning, match=r"scaled to \[0, 1\]"):
+        predict_probabilities(model, np.full((1, 32, 32, 3), 0.5, np.float32))
+
+
+def test_softmax_is_stable_for_large_logits() -> None:
+    probabilities = softmax(np.array([[1000.0, 0.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(probabilities, [[1.0, 0.0], [0.5, 0.5]])
+
+
+# --------------------------------------------------------------------------
+# Confusion matrix
+# --------------------------------------------------------------------------
+
+
+def test_confusion_matrix_by_hand() -> None:
+    y_true = [0, 0, 1, 2, 2, 2]
+    y_pred = [0, 1, 1, 2, 0, 2]
+    expected = [[1, 1, 0],
+                [0, 1, 0],
+                [1, 0, 2]]
+    np.testing.assert_array_equal(confusion_matrix(y_true, y_pred, 3), expected)
+    column = np.array(y_true)[:, None]  # keras-style (N, 1) labels
+    np.testing.assert_array_equal(confusion_matrix(column, y_pred, 3), expected)
+
+
+def test_confusion_matrix_errors() -> None:
+    with pytest.raises(ValueError, match=r"y_pred values must be in \[0, 2\]"):
+        confusion_matrix([0, 1], [0, 3], 3)
+    with pytest.raises(ValueError, match="argmax"):
+        confusion_matrix([0, 1], np.eye(2), 2)
+    with pytest.raises(ValueError, match="2 labels but y_pred has 1"):
+        confusion_matrix([0, 1], [0], 2)
+    with pytest.raises(ValueError, match="integer"):
+        confusion_matrix([0, 1], [0.5, 1.0], 2)
+
+
+def test_most_confused_pairs() -> None:
+    cm = np.array([[5, 3, 0],
+                   [1, 8, 1],
+                   [3, 0, 7]])
+    pairs = most_confused_pairs(cm, ["cat", "dog", "frog"], k=3)
+    assert [(p.true_label, p.predicted_label, p.count) for p in pairs] == [
+        ("cat", "dog", 3), ("frog", "cat", 3), ("dog", "cat", 1)]
+    assert pairs[0].share_of_true == pytest.approx(3 / 8)
+    assert len(most_confused_pairs(np.diag([4, 4, 4]), ["a", "b", "c"])) == 0
+    with pytest.raises(ValueError, match="square"):
+        most_confused_pairs(cm, ["cat", "dog"])
+
+
+# --------------------------------------------------------------------------
+# Saving and loading
+# --------------------------------------------------------------------------
+
+
+def test_keras_file_round_trip(model: keras.Model, tmp_path: Path) -> None:
+    path = save_model(model, tmp_path / "models" / "tiny.keras")
+    images = np.random.default_rng(3).integers(0, 256, (4, 32, 32, 3), dtype=np.uint8)
+    np.testing.assert_allclose(load_model(path).predict(images, verbose=0),
+                               model.predict(images, verbose=0), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"must end in \.keras"):
+        save_model(model, tmp_path / "tiny.h5")
+
+
+def test_saved_model_export_gives_the_same_logits(tmp_path: Path) -> None:
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("SavedModel export needs the TensorFlow backend")
+    uint8_model = tiny_model("uint8")
+    export_dir = export_saved_model(uint8_model, tmp_path / "exported")
+    reloaded = load_model(export_dir)
+    images = np.random.default_rng(4).integers(0, 256, (6, 32, 32, 3), dtype=np.uint8)
+    np.testing.assert_allclose(reloaded.predict(images, verbose=0),
+                               uint8_model.predict(images, verbose=0), rtol=1e-5, atol=1e-6)
+    assert reloaded.input_shape == (None, 32, 32, 3)
+    assert len(predict_folder(reloaded, DEMO_IMAGES).predictions) == 6
+
+
+def test_load_model_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        load_model(tmp_path / "missing.keras")
+    (tmp_path / "old.h5").write_bytes(b"\x89HDF")
+    with pytest.raises(ValueError, match="expected a .keras file or a SavedModel directory"):
+        load_model(tmp_path / "old.h5")
+    (tmp_path / "corrupt.keras").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="corrupt or truncated"):
+        load_model(tmp_path / "corrupt.keras")
+    with zipfile.ZipFile(tmp_path / "other.keras", "w") as archive:
+        archive.writestr("hello.txt", "a zip, but not a Keras model")
+    with pytest.raises(ValueError, match="could not load .*config.json"):
+        load_model(tmp_path / "other.keras")
+    (tmp_path / "not_a_model").mkdir()
+    with pytest.raises(ValueError, match="without saved_model.pb"):
+        load_model(tmp_path / "not_a_model")
+
+
+def test_with_the_real_shiftvit_model(tmp_path: Path) -> None:
+    """Runs once shiftvit_lib.model and shiftvit_lib.config exist."""
+    try:
+        from shiftvit_lib.config import preset
+        from shiftvit_lib.model import build_shiftvit
+    except ImportError as error:
+        pytest.skip(f"ShiftViT model not available yet: {error}")
+    shiftvit = build_shiftvit(preset("quick"))
+    result = predict_folder(shiftvit, DEMO_IMAGES, top_k=3)
+    assert len(result.predictions) == 6 and not result.failures
+    path = save_model(shiftvit, tmp_path / "shiftvit.keras")
+    images = np.stack([load_image(p.path, 32) for p in result.predictions])
+    np.testing.assert_allclose(load_model(path).predict(images, verbose=0),
+                               shiftvit.predict(images, verbose=0), rtol=1e-4, atol=1e-5)

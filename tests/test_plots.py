@@ -1,0 +1,138 @@
+"""Tests for shiftvit_lib.plots: every helper returns a small, correct Figure."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import keras
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")  # no display in tests
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from shiftvit_lib import plots  # noqa: E402
+from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits  # noqa: E402
+
+
+def png_size(fig: Figure) -> int:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.tell()
+
+
+def tiny_splits() -> DataSplits:
+    rng = np.random.default_rng(0)
+
+    def part(per_class: int) -> tuple[np.ndarray, np.ndarray]:
+        labels = np.repeat(np.arange(10), per_class)
+        return rng.integers(0, 256, (len(labels), 32, 32, 3), dtype=np.uint8), labels
+
+    (xt, yt), (xv, yv), (xs, ys) = part(4), part(1), part(2)
+    return DataSplits(xt, yt, xv, yv, xs, ys, CIFAR10_CLASSES, source="random test images")
+
+
+def test_figures_are_not_left_open_in_pyplot() -> None:
+    before = len(plt.get_fignums())
+    plots.plot_class_counts(tiny_splits())
+    assert len(plt.get_fignums()) == before  # Jupyter would otherwise draw it twice
+
+
+def test_image_grid_colours_right_and_wrong_predictions() -> None:
+    images = np.zeros((5, 32, 32, 3), np.uint8)
+    labels = [0, 1, 2, 3, 4]
+    predictions = [0, 1, 9, 3, 4]  # the third one is wrong
+    fig = plots.plot_image_grid(images, labels, CIFAR10_CLASSES, predictions,
+                                confidences=[0.9, 0.8, 0.7, 0.6, 0.5], ncols=3)
+    assert isinstance(fig, Figure)
+    titled = [ax for ax in fig.axes if ax.get_title()]
+    assert len(titled) == 5 and len(fig.axes) == 6  # 2 rows x 3 columns, one blank
+    wrong = titled[2].title
+    assert wrong.get_text() == "truck 70%\n(true: bird)"
+    assert wrong.get_color() == plots.WRONG_COLOR
+    assert titled[0].title.get_color() == plots.CORRECT_COLOR
+    assert png_size(fig) < 1_000_000
+
+
+def test_image_grid_without_predictions_shows_labels() -> None:
+    images = np.random.default_rng(0).integers(0, 256, (40, 32, 32, 3), dtype=np.uint8)
+    fig = plots.plot_image_grid(images, np.arange(40) % 10, CIFAR10_CLASSES)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 32  # max_images
+    assert titles[:2] == ["airplane", "automobile"]
+    with pytest.raises(ValueError, match="no images"):
+        plots.plot_image_grid(images[:0], [], CIFAR10_CLASSES)
+
+
+def test_image_grid_shows_float_and_single_channel_images_faithfully() -> None:
+    gray = np.full((2, 32, 32, 1), 200, np.uint8)
+    floats_255 = np.full((2, 32, 32, 3), 200.0)
+    floats_01 = np.full((2, 32, 32, 3), 200 / 255)
+    for images in (gray, floats_255, floats_01):
+        fig = plots.plot_image_grid(images, [0, 1], CIFAR10_CLASSES)
+        shown = fig.axes[0].images[0]
+        rgba = shown.to_rgba(shown.get_array(), bytes=True)
+        assert abs(int(rgba[0, 0, 0]) - 200) <= 1
+
+
+def test_class_counts_bars_match_the_splits() -> None:
+    fig = plots.plot_class_counts(tiny_splits())
+    heights = [patch.get_height() for patch in fig.axes[0].patches]
+    assert heights == [4] * 10 + [1] * 10 + [2] * 10
+    legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["train (40)", "val (10)", "test (20)"]
+
+
+def test_confusion_matrix_plot_normalises_rows() -> None:
+    cm = np.array([[3, 1], [0, 4]])
+    fig = plots.plot_confusion_matrix(cm, ["cat", "dog"])
+    cells = [text.get_text() for text in fig.axes[0].texts]
+    assert cells == ["0.75", "0.25", "0.00", "1.00"]
+    raw = plots.plot_confusion_matrix(cm, ["cat", "dog"], normalize=False)
+    assert [text.get_text() for text in raw.axes[0].texts] == ["3", "1", "0", "4"]
+    with pytest.raises(ValueError, match="2x2"):
+        plots.plot_confusion_matrix(np.zeros((3, 3)), ["cat", "dog"])
+    assert png_size(plots.plot_confusion_matrix(np.ones((10, 10)), CIFAR10_CLASSES)) < 1_000_000
+
+
+def test_history_from_a_keras_history_and_from_csv(tmp_path: Path) -> None:
+    history = keras.callbacks.History()
+    history.epoch = [0, 1, 2]
+    history.history = {"loss": [2.0, 1.5, 1.2], "val_loss": [2.1, 1.7, 1.6],
+                       "accuracy": [0.2, 0.4, 0.5], "val_accuracy": [0.2, 0.35, 0.4],
+                       "top5": [0.6, 0.7, 0.8]}
+    fig = plots.plot_history(history)
+    loss_ax, accuracy_ax = fig.axes
+    assert [line.get_label() for line in loss_ax.lines] == ["loss", "val_loss"]
+    assert [line.get_label() for line in accuracy_ax.lines] == ["accuracy", "val_accuracy", "top5"]
+    np.testing.assert_allclose(accuracy_ax.lines[1].get_ydata(), [0.2, 0.35, 0.4])
+    np.testing.assert_array_equal(loss_ax.lines[0].get_xdata(), [1, 2, 3])
+
+    csv_path = tmp_path / "history.csv"
+    csv_path.write_text("epoch,accuracy,loss,val_accuracy,val_loss\n0,0.2,2.0,0.2,2.1\n1,0.4,1.5,0.35,1.7\n")
+    loaded = plots.read_history_csv(csv_path)
+    assert loaded["loss"] == [2.0, 1.5] and loaded["epoch"] == [0.0, 1.0]
+    from_csv = plots.plot_history(loaded)
+    assert len(from_csv.axes) == 2
+    np.testing.assert_array_equal(from_csv.axes[0].lines[0].get_xdata(), [1, 2])
+    assert len(plots.plot_history({"loss": [1.0, 0.5]}).axes) == 1
+    with pytest.raises(ValueError, match="'loss'"):
+        plots.plot_history({"accuracy": [0.1]})
+
+
+def test_learning_rate_curve_follows_the_schedule() -> None:
+    schedule = keras.optimizers.schedules.CosineDecay(1e-3, decay_steps=100)
+    fig = plots.plot_learning_rate(schedule, total_steps=100)
+    line = fig.axes[0].lines[0]
+    assert line.get_ydata()[0] == pytest.approx(1e-3)
+    assert line.get_ydata()[-1] == pytest.approx(float(schedule(99)), rel=1e-5)
+    linear = plots.plot_learning_rate(lambda step: 0.01 * step, total_steps=5000)
+    xs, ys = linear.axes[0].lines[0].get_data()
+    assert len(xs) <= 500 and xs[-1] == 4999
+    np.testing.assert_allclose(ys, 0.01 * xs)
+    with pytest.raises(ValueError, match="total_steps"):
+        plots.plot_learning_rate(schedule, 0)
