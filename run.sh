@@ -8,7 +8,8 @@
 #
 # Set-up: Debian's pango/cairo headers for Manim (installed with apt-get when missing),
 # a virtual environment in .venv (it sees packages already installed system-wide, so a
-# machine that has TensorFlow does not download it again), and this project in it.
+# machine that has TensorFlow does not download it again; SHIFTVIT_ISOLATED=1 makes it
+# see none), and this project in it.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -42,10 +43,13 @@ setup_system() {
 setup_python() {
   if [ ! -x "$VENV/bin/python" ]; then
     echo "==> creating $VENV"
-    if ! "$PYTHON" -m venv --system-site-packages "$VENV" 2>/dev/null; then
+    # SHIFTVIT_ISOLATED=1 ignores system-wide packages (a clean install, as on a fresh machine).
+    local site=--system-site-packages
+    [ "${SHIFTVIT_ISOLATED:-0}" = 1 ] && site=
+    if ! "$PYTHON" -m venv $site "$VENV" 2>/dev/null; then
       rm -rf "$VENV"
       apt_install python3-venv  # Debian ships venv's pip bootstrap separately
-      "$PYTHON" -m venv --system-site-packages "$VENV"
+      "$PYTHON" -m venv $site "$VENV"
     fi
   fi
   echo "==> installing shiftvit_lib with its dev, anim and jax extras into $VENV"
@@ -60,7 +64,7 @@ setup() {
 main_job() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
   "$VENV/bin/python" scripts/run_lessons.py --out build/lessons
-  "$VENV/bin/python" animations/render.py --quality low --out build/animations
+  "$VENV/bin/python" animations/render.py --quality low --mp4-dir build/animations --gif-dir build/animations
 }
 
 run_tests() {
