@@ -32,7 +32,11 @@ setup_system() {
   local missing=()
   command -v pkg-config >/dev/null || missing+=(pkg-config)
   if ! pkg-config --exists pangocairo 2>/dev/null; then missing+=(libpango1.0-dev libcairo2-dev); fi
-  command -v gcc >/dev/null || missing+=(gcc)
+  command -v gcc >/dev/null || missing+=(build-essential)
+  # pycairo and ManimPango have no Linux wheels: they compile against Python's headers.
+  local include
+  include=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  [ -f "$include/Python.h" ] || missing+=(python3-dev)
   fc-list 2>/dev/null | grep -qi "DejaVu Sans" || missing+=(fonts-dejavu-core)
   if [ ${#missing[@]} -gt 0 ]; then
     command -v apt-get >/dev/null || { echo "error: please install: ${missing[*]}" >&2; exit 1; }

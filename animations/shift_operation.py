@@ -27,13 +27,15 @@ Render with ``python animations/render.py --scene ShiftOperation`` (see
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 from manim import (
     BLACK,
     DOWN,
     GOLD,
     GREY_B,
-    GREY_D,
     LEFT,
     PURPLE_B,
     RIGHT,
@@ -42,20 +44,20 @@ from manim import (
     YELLOW,
     Arrow,
     Brace,
-    FadeIn,
-    FadeOut,
     ManimColor,
     Scene,
     Square,
     Text,
     VGroup,
-    Write,
     interpolate_color,
+    smooth,
 )
 
-# A font that ships with Debian's fonts-dejavu-core, so renders look the same
-# on any fresh machine (Pango silently falls back to another font otherwise).
-FONT = "DejaVu Sans"
+try:
+    from animations.common import FONT, Glide
+except ImportError:  # loaded by file path, e.g. `manim -ql animations/shift_operation.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from animations.common import FONT, Glide
 
 # Size of the toy feature map drawn on screen.
 HEIGHT, WIDTH, CHANNELS = 5, 5, 6
@@ -64,7 +66,7 @@ SHIFT_PIXEL = 1
 
 CELL = 0.38  # side of one pixel cell, in Manim units
 TIGHT_GAP = 0.14  # gap between channels while they form one tensor
-GROUP_GAP = 0.5  # gap between channel groups once they are split out
+GROUP_GAP = 0.4  # gap between channel groups once they are split out
 
 # One colour per channel group, in the order of the formula.
 GROUP_COLORS = [
@@ -119,18 +121,29 @@ def cell_motion(before: np.ndarray, after: np.ndarray) -> tuple[dict, tuple[int,
     """Find where each cell of one channel went.
 
     Returns ``(moves, offset)``: ``moves`` maps the (row, col) of every input
-    cell that survived to its (row, col) in ``after``; ``offset`` is the common
-    (d_row, d_col) displacement of the channel, used to slide the cells that
-    fell off the border in the same direction.
+    cell whose value reappears in ``after`` to its (row, col) there (each
+    output cell is claimed at most once, and zeros are never matched: they
+    are the fill, not moved content); ``offset`` is the channel's common
+    (d_row, d_col) displacement when there is one, else (0, 0).  It gives the
+    direction in which cells that fell off the border slide out.
     """
-    moves = {}
+    moves, claimed = {}, set()
     for (r, c), value in np.ndenumerate(before):
-        hits = np.argwhere(after == value)
-        if len(hits):
-            moves[(r, c)] = tuple(int(i) for i in hits[0])
+        if value == 0:
+            continue
+        for hit in map(tuple, np.argwhere(after == value).tolist()):
+            if hit not in claimed:
+                moves[(r, c)] = hit
+                claimed.add(hit)
+                break
     offsets = {(r2 - r, c2 - c) for (r, c), (r2, c2) in moves.items()}
     offset = offsets.pop() if len(offsets) == 1 else (0, 0)
     return moves, offset
+
+
+def second_half(t: float) -> float:
+    """Rate function that waits for half the animation, then eases in."""
+    return smooth(max(0.0, 2 * t - 1))
 
 
 def make_cell(value: int, color: ManimColor) -> VGroup:
@@ -143,10 +156,12 @@ def make_cell(value: int, color: ManimColor) -> VGroup:
         fill = interpolate_color(BLACK, color, 0.35 + 0.6 * value / (HEIGHT * WIDTH))
         opacity, text_color = 1.0, WHITE
     square = Square(side_length=CELL, stroke_width=0, fill_color=fill, fill_opacity=opacity)
-    label = Text(str(value), font=FONT, font_size=13, color=text_color)
+    label = Text(str(value), font=FONT, font_size=14, color=text_color)
     label.move_to(square)
     label.set_z_index(3)
-    return VGroup(square, label)
+    cell = VGroup(square, label)
+    cell.value = value  # what the cell shows, so tests can read the final picture
+    return cell
 
 
 class ChannelView(VGroup):
@@ -205,11 +220,13 @@ class ShiftOperation(Scene):
         title = Text("ShiftViT: the shift operation", font=FONT, font_size=34)
         title.to_edge(UP, buff=0.35)
 
-        # Channels side by side: the input tensor (H x W x C, channels last).
+        # Channels side by side form the input tensor (H x W x C, channels last);
+        # pulled apart, they form the groups of the formula.
         tight = channel_positions([TIGHT_GAP] * CHANNELS)
-        # The same channels pulled apart into the groups of the formula.
-        split_gaps = [GROUP_GAP if groups[ch] != groups[min(ch + 1, CHANNELS - 1)] else TIGHT_GAP
-                      for ch in range(CHANNELS)]
+        split_gaps = [
+            TIGHT_GAP if ch + 1 < CHANNELS and groups[ch] == groups[ch + 1] else GROUP_GAP
+            for ch in range(CHANNELS)
+        ]
         split = channel_positions(split_gaps)
 
         views = []
@@ -217,62 +234,75 @@ class ShiftOperation(Scene):
             view = ChannelView(x[:, :, ch], GROUP_COLORS[groups[ch]])
             view.move_to(tight[ch])
             views.append(view)
-        channel_tags = VGroup(*[
+        tags = [
             Text(f"c{ch}", font=FONT, font_size=18, color=GREY_B).next_to(views[ch], DOWN, buff=0.12)
             for ch in range(CHANNELS)
-        ])
+        ]
         tensor = VGroup(*views)
         input_brace = Brace(tensor, UP, buff=0.15, color=GREY_B)
         input_label = Text("input: 5 × 5 × 6", font=FONT, font_size=24).next_to(input_brace, UP, buff=0.1)
 
         caption = self.caption("6 channels of 5 × 5.  num_div = 6, so g = 6 // 6 = 1 channel per group")
-        self.play(FadeIn(title), FadeIn(tensor), FadeIn(channel_tags),
-                  FadeIn(input_brace), FadeIn(input_label), FadeIn(caption), run_time=1.0)
-        self.wait(1.0)
+        # Start on the full input picture (no fade from black), so a looping GIF
+        # restarts cleanly from the final picture to the first one.
+        self.add(title, *views, *tags, input_brace, input_label, caption)
+        self.wait(1.5)
 
         # 1. Split into groups and name what each group will do.
-        labels = self.group_labels(split, groups)
         caption = self.swap_caption(caption, "1. Split the channels into groups")
+        moves = [split[ch] - tight[ch] for ch in range(CHANNELS)]
         self.play(
-            FadeOut(input_brace), FadeOut(input_label),
-            *[view.animate.move_to(split[ch]) for ch, view in enumerate(views)],
-            *[tag.animate.move_to(split[ch] + (tag.get_center() - tight[ch])) for ch, tag in enumerate(channel_tags)],
+            Glide(input_brace, fade="out", remover=True),
+            Glide(input_label, fade="out", remover=True),
+            *[Glide(views[ch], moves[ch]) for ch in range(CHANNELS)],
+            *[Glide(tags[ch], moves[ch]) for ch in range(CHANNELS)],
             run_time=1.0,
         )
-        self.play(FadeIn(labels, shift=0.2 * DOWN), run_time=0.6)
+        labels = self.group_labels(split, groups)
+        labels.shift(0.25 * UP)
+        self.play(Glide(labels, 0.25 * DOWN, fade="in"), run_time=0.6)
         self.wait(0.6)
 
         # 2. Shift: every cell goes where the formula put its value.
-        caption = self.swap_caption(caption, "2. Move four groups by 1 pixel: cells that leave the grid are dropped, gaps get 0")
+        caption = self.swap_caption(
+            caption, "2. Move four groups by 1 pixel: cells that leave the grid are dropped, gaps get 0"
+        )
         self.play_shift(views, x, y, run_time=1.6)
         self.wait(1.2)
 
         # 3. Concatenate back to one tensor of the same shape.
-        caption = self.swap_caption(caption, "3. Concatenate the groups: same shape, 0 parameters, 0 multiply-adds")
-        output = VGroup(*views)
+        caption = self.swap_caption(
+            caption, "3. Concatenate the groups: same shape, 0 parameters, 0 multiply-adds"
+        )
+        moves = [tight[ch] - split[ch] for ch in range(CHANNELS)]
         self.play(
-            *[view.animate.move_to(tight[ch]) for ch, view in enumerate(views)],
-            *[tag.animate.move_to(tight[ch] + (tag.get_center() - split[ch])) for ch, tag in enumerate(channel_tags)],
-            *[label.animate.shift(self.label_shift(label, split, tight)) for label in labels],
+            *[Glide(views[ch], moves[ch]) for ch in range(CHANNELS)],
+            *[Glide(tags[ch], moves[ch]) for ch in range(CHANNELS)],
+            *[Glide(label, np.mean([moves[ch] for ch in label.channels], axis=0)) for label in labels],
             run_time=1.0,
         )
-        output_brace = Brace(output, DOWN, buff=0.5, color=GREY_B)
-        output_label = Text("output: 5 × 5 × 6", font=FONT, font_size=24).next_to(output_brace, DOWN, buff=0.1)
-        self.play(FadeIn(output_brace), FadeIn(output_label), run_time=0.5)
+        output_brace = Brace(VGroup(*views, *tags), DOWN, buff=0.1, color=GREY_B)
+        output_label = Text("output: 5 × 5 × 6", font=FONT, font_size=24).next_to(
+            output_brace, DOWN, buff=0.1
+        )
+        self.play(Glide(output_brace, fade="in"), Glide(output_label, fade="in"), run_time=0.5)
         self.wait(1.5)
+        self.shown = self.shown_values(views)  # the final picture, for tests
 
     # ---- helpers -------------------------------------------------------
 
     @staticmethod
     def caption(text: str) -> Text:
         caption = Text(text, font=FONT, font_size=22)
-        if caption.width > 13.2:  # keep long captions inside the 14.2-unit frame
+        if caption.width > 13.2:  # keep long captions inside the 14.2-unit-wide frame
             caption.scale_to_fit_width(13.2)
         return caption.to_edge(DOWN, buff=0.3)
 
     def swap_caption(self, old: Text, text: str) -> Text:
-        new = self.caption(text)
-        self.play(FadeOut(old, shift=0.2 * UP), FadeIn(new, shift=0.2 * UP), run_time=0.5)
+        new = self.caption(text).shift(0.2 * DOWN)
+        self.play(
+            Glide(old, 0.2 * UP, fade="out", remover=True), Glide(new, 0.2 * UP, fade="in"), run_time=0.5
+        )
         return new
 
     @staticmethod
@@ -286,59 +316,71 @@ class ShiftOperation(Scene):
             center = np.mean([positions[ch] for ch in members], axis=0)
             top = center + UP * (CELL * HEIGHT / 2)
             text = Text(name, font=FONT, font_size=20, color=GROUP_COLORS[group])
-            text.move_to(top + UP * 1.05)
+            text.move_to(top + UP * 1.2, aligned_edge=UP)  # align tops: all names have ascenders
             label = VGroup(text)
             direction = GROUP_ARROWS[group]
             if direction is not None:
                 mid = top + UP * 0.45
-                arrow = Arrow(mid - direction * 0.3, mid + direction * 0.3, buff=0,
-                              stroke_width=5, max_tip_length_to_length_ratio=0.4,
-                              color=GROUP_COLORS[group])
+                arrow = Arrow(
+                    mid - direction * 0.3,
+                    mid + direction * 0.3,
+                    buff=0,
+                    stroke_width=5,
+                    max_tip_length_to_length_ratio=0.4,
+                    color=GROUP_COLORS[group],
+                )
                 label.add(arrow)
             label.channels = members
             labels.add(label)
         return labels
 
-    @staticmethod
-    def label_shift(label: VGroup, src: list[np.ndarray], dst: list[np.ndarray]) -> np.ndarray:
-        """How far a group label must move to stay above its channels."""
-        return np.mean([dst[ch] - src[ch] for ch in label.channels], axis=0)
-
     def play_shift(self, views: list[ChannelView], x: np.ndarray, y: np.ndarray, run_time: float) -> None:
         """Animate each channel of ``x`` turning into the same channel of ``y``.
 
-        Cells slide by the channel's offset; cells that leave the grid fade
-        out while sliding; zero cells fade in at the vacated slots.  The view
-        groups are rebuilt only after the animation, so Manim never has to
-        split a group that is still on screen.
+        Every cell whose value reappears in ``y`` slides to its new slot;
+        cells that left the grid slide on in the channel's direction while
+        fading away; every slot not reached by a moved cell gets a new cell
+        showing ``y``'s value there (a 0 for the shift), fading in once the
+        slot has been vacated.  So the final picture is ``y`` whatever the
+        formula does.  Dropped cells are taken out of their view afterwards.
         """
-        animations, dropped, zeros = [], [], []
+        animations, dropped = [], []
         for ch, view in enumerate(views):
             moves, (dr, dc) = cell_motion(x[:, :, ch], y[:, :, ch])
-            if (dr, dc) == (0, 0) and len(moves) == HEIGHT * WIDTH:
-                continue  # unchanged channel: nothing to animate
-            step = np.array([dc * CELL, -dr * CELL, 0.0])  # screen y points up, rows go down
+            exit_step = np.array([dc * CELL, -dr * CELL, 0.0])  # screen y points up, rows go down
             new_cells = {}
             for (r, c), cell in view.cells.items():
                 if (r, c) in moves:
-                    animations.append(cell.animate.shift(step))
-                    new_cells[moves[(r, c)]] = cell
+                    r2, c2 = moves[(r, c)]
+                    if (r2, c2) != (r, c):
+                        animations.append(Glide(cell, [(c2 - c) * CELL, (r - r2) * CELL, 0.0]))
+                    new_cells[(r2, c2)] = cell
                 else:  # pushed past the border: slide out while fading away
-                    animations.append(cell.animate.shift(step).set_opacity(0))
+                    animations.append(Glide(cell, exit_step, fade="out"))
                     dropped.append((view, cell))
-            for r, c in zip(*np.nonzero(y[:, :, ch] == 0)):
-                zero = make_cell(0, view.color_)
-                zero.move_to(view.get_center() + ChannelView.slot_center(r, c))
-                animations.append(FadeIn(zero, shift=step))
-                new_cells[(int(r), int(c))] = zero
-                zeros.append((view, zero))
+            for r, c in np.ndindex(HEIGHT, WIDTH):
+                if (r, c) not in new_cells:
+                    fill = make_cell(int(y[r, c, ch]), view.color_)
+                    fill.move_to(view.border.get_center() + ChannelView.slot_center(r, c))
+                    view.add(fill)
+                    animations.append(Glide(fill, fade="in", rate_func=second_half))
+                    new_cells[(r, c)] = fill
             view.cells = new_cells
-        self.play(*animations, run_time=run_time)
+        if animations:
+            self.play(*animations, run_time=run_time)
+        else:  # nothing moved (e.g. shift_pixel 0): keep the timing
+            self.wait(run_time)
         for view, cell in dropped:
             view.remove(cell)
-        for view, zero in zeros:
-            self.remove(zero)
-            view.add(zero)
+
+    @staticmethod
+    def shown_values(views: list[ChannelView]) -> np.ndarray:
+        """The (H, W, C) values the channel grids display right now."""
+        shown = np.zeros((HEIGHT, WIDTH, len(views)), dtype=int)
+        for ch, view in enumerate(views):
+            for (r, c), cell in view.cells.items():
+                shown[r, c, ch] = cell.value
+        return shown
 
 
 if __name__ == "__main__":  # quick check of the numbers the scene will show

@@ -1,0 +1,229 @@
+"""Tests of the Manim animations in animations/.
+
+* The NumPy shift that drives the ShiftOperation scene matches the official
+  formula, and the receptive-field scene's numbers are the L1 balls it claims.
+* Each scene renders headless at low quality to an MP4 with frames.
+* Each scene's last frame matches a stored control image, and that comparison
+  is strict enough to fail when the shift goes the wrong way.
+* The GIF conversion stays under 1 MB, and the committed GIFs/MP4s exist.
+
+Rendering needs manim (``pip install "manim==0.19.1"``); those tests skip
+only when manim is not installed.  Refresh the control images after an
+intended visual change with ``python animations/render.py --write-controls``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+CONTROLS = REPO / "tests" / "controls"
+SCENES = {"ShiftOperation": "shift_operation", "ReceptiveField": "receptive_field"}
+LOW_QUALITY_SIZE = (480, 854)  # (height, width) of Manim's -ql
+
+# A frame "matches" its control when the pixels agree on average and almost
+# no pixel differs strongly.  Tolerances absorb anti-aliasing and font
+# rasterisation differences between machines, not a changed picture: a
+# shift in the wrong direction changes several percent of the pixels.
+MAX_MEAN_DIFF = 2.0
+MAX_CHANGED_FRACTION = 0.004  # share of pixels whose largest channel difference is > 64
+CHANGED_LEVEL = 64
+# The MP4 is lossy (yuv420p, crf 23), so its decoded frame gets more slack.
+MP4_MAX_MEAN_DIFF = 4.0
+MP4_MAX_CHANGED_FRACTION = 0.02
+
+
+def manim_or_skip():
+    """Import manim; skip the test only when manim is not installed at all.
+
+    A manim that is installed but fails to import (e.g. a missing system
+    library) raises, so CI fails loudly instead of silently skipping.
+    """
+    if importlib.util.find_spec("manim") is None:
+        pytest.skip('manim is not installed: pip install "manim==0.19.1"')
+    with warnings.catch_warnings():  # pydub (a manim dependency) warns when no ffmpeg binary exists
+        warnings.simplefilter("ignore", RuntimeWarning)
+        import manim
+    return manim
+
+
+def frame_difference(frame: np.ndarray, control: np.ndarray) -> tuple[float, float]:
+    """(mean absolute difference, fraction of strongly changed pixels) of two RGB images."""
+    assert frame.shape == control.shape, f"frame {frame.shape} vs control {control.shape}"
+    diff = np.abs(frame.astype(np.int16) - control.astype(np.int16))
+    return float(diff.mean()), float((diff.max(axis=2) > CHANGED_LEVEL).mean())
+
+
+def load_control(stem: str) -> np.ndarray:
+    path = CONTROLS / f"{stem}_last_frame.png"
+    assert path.exists(), f"missing control image {path}; run: python animations/render.py --write-controls"
+    return np.asarray(Image.open(path).convert("RGB"))
+
+
+# ---------------------------------------------------------------- the maths shown
+
+
+def test_numpy_shift_matches_official_formula():
+    manim_or_skip()
+    from reference import shift_nhwc
+
+    from animations.shift_operation import shift_feat
+
+    rng = np.random.default_rng(0)
+    for num_div, channels, shift_pixel in [(6, 6, 1), (12, 24, 1), (4, 10, 2), (5, 5, 1)]:
+        x = rng.normal(size=(7, 6, channels))
+        expected = shift_nhwc(x[None], num_div, shift_pixel)[0]
+        np.testing.assert_array_equal(shift_feat(x, num_div, shift_pixel), expected)
+
+
+def test_scene_values_move_in_the_named_directions():
+    manim_or_skip()
+    from animations.shift_operation import NUM_DIV, cell_motion, example_feature_map, shift_feat
+
+    x = example_feature_map()
+    y = shift_feat(x, NUM_DIV, 1)
+    # Channel 0 moves LEFT: row 0 was 1..5 and becomes 2..5 then a zero.
+    np.testing.assert_array_equal(y[0, :, 0], [2, 3, 4, 5, 0])
+    np.testing.assert_array_equal(y[0, :, 1], [0, 1, 2, 3, 4])  # right
+    np.testing.assert_array_equal(y[:, 0, 2], [6, 11, 16, 21, 0])  # up
+    np.testing.assert_array_equal(y[:, 0, 3], [0, 1, 6, 11, 16])  # down
+    np.testing.assert_array_equal(y[:, :, 4:], x[:, :, 4:])  # unchanged
+    # The per-channel (d_row, d_col) the scene animates, read back from the output.
+    offsets = [cell_motion(x[:, :, ch], y[:, :, ch])[1] for ch in range(x.shape[2])]
+    assert offsets == [(0, -1), (0, 1), (-1, 0), (1, 0), (0, 0), (0, 0)]
+
+
+def test_receptive_field_is_the_l1_ball_of_radius_k():
+    manim_or_skip()
+    from animations.receptive_field import BLOCKS, GRID, reach_by_block
+
+    first = reach_by_block(GRID, BLOCKS)
+    rows, cols = np.indices((GRID, GRID))
+    distance = np.abs(rows - GRID // 2) + np.abs(cols - GRID // 2)
+    for k in range(BLOCKS + 1):
+        reached = (first >= 0) & (first <= k)
+        np.testing.assert_array_equal(reached, distance <= k)
+        assert reached.sum() == 2 * k * k + 2 * k + 1
+    assert (first[distance > BLOCKS] == -1).all()
+
+
+# ---------------------------------------------------------------- rendering
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """Every scene rendered once at low quality: {name: render.Rendered (mp4, gif, last frame)}."""
+    manim_or_skip()
+    from animations import render
+
+    out = tmp_path_factory.mktemp("rendered")
+    return {
+        name: render.render_scene(name, "low", mp4_path=out / f"{stem}.mp4", gif_path=out / f"{stem}.gif")
+        for name, stem in SCENES.items()
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SCENES))
+def test_scene_renders_an_mp4_with_frames(rendered, name):
+    av = pytest.importorskip("av")
+    mp4 = rendered[name].mp4
+    assert mp4.exists() and mp4.stat().st_size > 10_000
+    with av.open(str(mp4)) as container:
+        stream = container.streams.video[0]
+        assert float(stream.average_rate) == 15  # -ql is 15 fps
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
+    assert len(frames) >= 15 * 5, "scenes run for several seconds"
+    assert frames[0].shape[:2] == LOW_QUALITY_SIZE
+    # It is an animation, not a still: the picture changes a lot from start to end.
+    assert frame_difference(frames[0], frames[-1])[1] > 0.05
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SCENES))
+def test_last_frame_matches_control(rendered, name):
+    from animations.render import read_video
+
+    control = load_control(SCENES[name])
+    mean, changed = frame_difference(rendered[name].last_frame, control)
+    assert mean < MAX_MEAN_DIFF and changed < MAX_CHANGED_FRACTION, (mean, changed)
+    # The video itself ends on that picture (up to compression).
+    frames, _ = read_video(rendered[name].mp4)
+    mean, changed = frame_difference(frames[-1], control)
+    assert mean < MP4_MAX_MEAN_DIFF and changed < MP4_MAX_CHANGED_FRACTION, (mean, changed)
+
+
+@pytest.mark.slow
+def test_shift_scene_ends_showing_the_formula_output(rendered):
+    from animations.shift_operation import NUM_DIV, SHIFT_PIXEL, example_feature_map, shift_feat
+
+    expected = shift_feat(example_feature_map(), NUM_DIV, SHIFT_PIXEL)
+    np.testing.assert_array_equal(rendered["ShiftOperation"].scene.shown, expected)
+
+
+@pytest.mark.slow
+def test_control_comparison_catches_a_wrong_shift_direction(monkeypatch):
+    """Render ShiftOperation with left and right swapped: it must NOT match the control."""
+    manim_or_skip()
+    from animations import render, shift_operation
+
+    correct = shift_operation.shift_feat
+
+    def swapped_left_right(x, num_div, shift_pixel=1):
+        g = x.shape[-1] // num_div
+        order = np.r_[g : 2 * g, 0:g, 2 * g : x.shape[-1]]  # feed channel group 1 to the "left" slot
+        return correct(x[..., order], num_div, shift_pixel)[..., order]
+
+    monkeypatch.setattr(shift_operation, "shift_feat", swapped_left_right)
+    broken = render.render_scene("ShiftOperation", quality="low")  # last frame only: fast
+    # The scene faithfully draws what the (broken) formula returns ...
+    x = shift_operation.example_feature_map()
+    np.testing.assert_array_equal(broken.scene.shown, swapped_left_right(x, shift_operation.NUM_DIV))
+    # ... and the control comparison rejects that picture by a wide margin.
+    mean, changed = frame_difference(broken.last_frame, load_control("shift_operation"))
+    assert changed > 2 * MAX_CHANGED_FRACTION, (mean, changed)
+
+
+# ---------------------------------------------------------------- GIFs and committed outputs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SCENES))
+def test_gif_is_small_loops_and_ends_on_the_last_frame(rendered, name):
+    from animations.render import GIF_MAX_BYTES, GIF_WIDTH
+
+    gif = rendered[name].gif
+    assert 0 < gif.stat().st_size < GIF_MAX_BYTES
+    with Image.open(gif) as image:
+        assert image.format == "GIF" and image.is_animated and image.n_frames > 10
+        assert image.info.get("loop") == 0  # loops forever
+        assert image.size == (GIF_WIDTH, round(GIF_WIDTH * LOW_QUALITY_SIZE[0] / LOW_QUALITY_SIZE[1]))
+        image.seek(image.n_frames - 1)
+        final = np.asarray(image.convert("RGB"))
+    # The GIF's final picture is the scene's final frame (scaled, palette-reduced).
+    expected = np.asarray(
+        Image.fromarray(rendered[name].last_frame).resize(image.size, Image.Resampling.LANCZOS)
+    )
+    mean, _ = frame_difference(final, expected)
+    assert mean < 6.0, mean
+
+
+@pytest.mark.parametrize("stem", sorted(SCENES.values()))
+def test_committed_renders_exist_and_are_small(stem):
+    gif = REPO / "shiftvit_lib" / "assets" / "animations" / f"{stem}.gif"
+    mp4 = REPO / "animations" / "rendered" / f"{stem}.mp4"
+    assert gif.exists() and mp4.exists(), "run: python animations/render.py"
+    assert gif.stat().st_size < 1_000_000
+    assert mp4.stat().st_size < 3_000_000
+    with Image.open(gif) as image:
+        assert image.is_animated
