@@ -1,0 +1,335 @@
+"""Compare several models on equal terms: same data, pipeline, recipe, epochs and seed (lesson 07).
+
+A comparison is only fair if everything except the architecture is identical. This
+module makes that checkable rather than a promise:
+
+* :func:`shared_terms` -- the input-pipeline and training-recipe fields of a set of
+  configs; raises ``ValueError`` naming every field that differs.
+* :func:`equalise` -- copies of the configs with the given fields set on all of them
+  (then checked with :func:`shared_terms`).
+* :func:`model_costs` -- parameters and multiply-accumulates of a config, for a
+  ShiftViT (:func:`~shiftvit_lib.model.count_macs`) or a ViT
+  (:func:`~shiftvit_lib.vit.count_vit_macs`).
+* :func:`run_comparison` -- train every config with :func:`~shiftvit_lib.train.train`
+  (same data, epochs and seed) and return one row of numbers per model.
+* :func:`format_table`, :func:`plot_comparison`, :func:`comparison_record` -- a text
+  table (no pandas needed), a bar chart, and the JSON record kept in ``results/``.
+
+Example::
+
+    >>> from shiftvit_lib import preset
+    >>> configs = equalise({"a": preset("quick"), "b": preset("quick", shift="none")}, epochs=3)
+    >>> shared_terms(configs)["epochs"]
+    3
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from shiftvit_lib.config import ShiftViTConfig
+from shiftvit_lib.data import DataSplits
+from shiftvit_lib.model import build_shiftvit, count_macs
+from shiftvit_lib.train import BACKUP_DIR, BEST_MODEL, HISTORY_CSV, RUN_RECORD, describe_machine, train
+from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs
+
+# What the model does to an image before its first layer (inside the model).
+PIPELINE_FIELDS = ("input_shape", "num_classes", "augment", "resize_to", "image_size", "flip")
+# How it is trained: optimizer, schedule, loss, batch, length, stopping rule.
+RECIPE_FIELDS = (
+    "batch_size",
+    "epochs",
+    "lr_start",
+    "lr_max",
+    "warmup_fraction",
+    "weight_decay",
+    "label_smoothing",
+    "early_stopping_patience",
+)
+SHARED_FIELDS = PIPELINE_FIELDS + RECIPE_FIELDS
+
+# (key, header, format) of the default comparison table.
+DEFAULT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("name", "model", "{}"),
+    ("parameters", "params", "{:,}"),
+    ("macs", "MACs", "{:,}"),
+    ("train_images_per_second", "train img/s", "{:,.0f}"),
+    ("test_top1", "test top-1", "{:.1%}"),
+    ("test_top5", "test top-5", "{:.1%}"),
+    ("epochs_run", "epochs", "{}"),
+)
+
+Config = ShiftViTConfig | ViTConfig
+
+
+def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:
+    """The pipeline and recipe fields that every config in ``configs`` has in common.
+
+    Raises:
+        ValueError: if any field of :data:`SHARED_FIELDS` differs between two configs
+            (the message lists each field with its value per model), or if
+            ``configs`` is empty.
+    """
+    if not configs:
+        raise ValueError("shared_terms needs at least one config.")
+    differences = []
+    shared: dict[str, Any] = {}
+    for field_name in SHARED_FIELDS:
+        values = {name: getattr(config, field_name) for name, config in configs.items()}
+        if len(set(values.values())) > 1:
+            per_model = ", ".join(f"{name}={value!r}" for name, value in values.items())
+            differences.append(f"{field_name} ({per_model})")
+        shared[field_name] = next(iter(values.values()))
+    if differences:
+        raise ValueError("the configs are not on equal terms; they differ in: " + "; ".join(differences))
+    return shared
+
+
+def equalise(configs: Mapping[str, Config], **fields: Any) -> dict[str, Config]:
+    """Copies of ``configs`` with ``fields`` set on every one, checked to be on equal terms.
+
+    Pass every recipe field you care about explicitly (e.g. ``batch_size=64,
+    lr_max=2e-3, ...``) so that the comparison does not silently depend on two
+    presets happening to agree.
+    """
+    updated = {name: config.replace(**fields) for name, config in configs.items()}
+    shared_terms(updated)
+    return updated
+
+
+def model_costs(config: Config) -> dict[str, int]:
+    """``{"parameters": ..., "macs": ...}`` of the model a config describes (built, not trained)."""
+    if isinstance(config, ViTConfig):
+        model, macs = build_vit(config), count_vit_macs(config)["total"]
+    elif isinstance(config, ShiftViTConfig):
+        model, macs = build_shiftvit(config), count_macs(config)["total"]
+    else:
+        raise TypeError(f"expected a ShiftViTConfig or a ViTConfig, got {type(config).__name__}")
+    return {"parameters": int(model.count_params()), "macs": int(macs)}
+
+
+def _clear_run(out_dir: Path) -> None:
+    """Remove exactly the files a previous :func:`train` call wrote into ``out_dir``."""
+    for file_name in (BEST_MODEL, HISTORY_CSV, RUN_RECORD):
+        (out_dir / file_name).unlink(missing_ok=True)
+    if (out_dir / BACKUP_DIR).is_dir():
+        shutil.rmtree(out_dir / BACKUP_DIR)
+
+
+def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
+    costs = count_vit_macs(config) if isinstance(config, ViTConfig) else count_macs(config)
+    return {
+        "name": name,
+        "model": type(config).__name__,
+        "parameters": int(record["parameters"]),
+        "macs": int(costs["total"]),
+        "train_images_per_second": record["train_images_per_second"],
+        "test_top1": float(record["test"]["accuracy"]),
+        "test_top5": float(record["test"]["top5"]),
+        "test_images": int(record["test"]["images"]),
+        "best_val_top1": float(record["best_val_accuracy"]),
+        "epochs_run": int(record["epochs_run"]),
+        "seconds": round(seconds, 1),
+    }
+
+
+def run_comparison(
+    configs: Mapping[str, Config],
+    data: DataSplits,
+    out_root: str | os.PathLike[str],
+    *,
+    epochs: int,
+    seed: int = 42,
+    restart: bool = True,
+    verbose: int | str = 0,
+    log: Callable[[str], None] | None = print,
+) -> list[dict[str, Any]]:
+    """Train every config on ``data`` for ``epochs`` epochs with ``seed``; one row per model.
+
+    The configs must be on equal terms (:func:`shared_terms`, checked first, and
+    ``epochs`` must equal their shared ``epochs`` field). Each model trains in
+    ``out_root/<name>`` with :func:`shiftvit_lib.train.train`; its test metrics are
+    those of the checkpoint with the best validation accuracy, as in every run of
+    the series.
+
+    Args:
+        restart: ``True`` deletes a previous run in ``out_root/<name>`` first (a
+            fresh run). ``False`` resumes an interrupted run, and reuses a finished
+            one without training when its ``run.json`` has the same config and
+            ``epochs`` (a long full-mode comparison survives a re-execution).
+        log: called with one line per model (``None`` for silence).
+
+    Returns:
+        Rows with ``name``, ``model``, ``parameters``, ``macs``,
+        ``train_images_per_second``, ``test_top1``, ``test_top5``, ``test_images``,
+        ``best_val_top1``, ``epochs_run`` and ``seconds`` (wall time of this call).
+    """
+    shared = shared_terms(configs)
+    if shared["epochs"] != epochs:
+        raise ValueError(
+            f"epochs={epochs} but the configs say epochs={shared['epochs']}; "
+            "set it on the configs too (equalise(configs, epochs=...)) so the records agree."
+        )
+    rows = []
+    for name, config in configs.items():
+        out_dir = Path(out_root) / name
+        out_dir.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        record_path = out_dir / RUN_RECORD
+        previous = json.loads(record_path.read_text()) if record_path.exists() else None
+        if restart:
+            _clear_run(out_dir)
+        finished = (
+            previous is not None
+            and previous.get("epochs_requested") == epochs
+            and previous.get("config") == config.to_dict()
+        )
+        if not restart and finished:
+            record, how = previous, "reused a finished run"
+        else:
+            record = train(config, data, out_dir, epochs=epochs, seed=seed, verbose=verbose).record
+            how = "trained"
+        row = _row(name, config, record, time.perf_counter() - started)
+        rows.append(row)
+        if log is not None:
+            log(
+                f"{name:<22} {how}: {row['epochs_run']} epochs in {row['seconds']:.0f} s, "
+                f"test top-1 {row['test_top1']:.1%}"
+            )
+    return rows
+
+
+def format_table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[tuple[str, str, str]] = DEFAULT_COLUMNS,
+) -> str:
+    """An aligned plain-text table: first column left-aligned, the others right-aligned.
+
+    ``columns`` holds ``(key, header, format)`` triples; a missing or ``None``
+    value prints as ``-``.
+    """
+    cells = [[header for _, header, _ in columns]]
+    for row in rows:
+        cells.append(
+            [fmt.format(row[key]) if row.get(key) is not None else "-" for key, _, fmt in columns]
+        )
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [values[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(values[1:], widths[1:])]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule] + [line(c) for c in cells[1:]])
+
+
+def plot_comparison(
+    rows: Sequence[Mapping[str, Any]],
+    metrics: Sequence[tuple[str, str]] = (
+        ("parameters", "parameters"),
+        ("macs", "MACs per image"),
+        ("train_images_per_second", "training images/s"),
+        ("test_top1", "test top-1"),
+    ),
+    title: str | None = None,
+) -> Figure:
+    """One horizontal bar chart per metric, models on the y axis (same order as ``rows``).
+
+    Accuracy-like metrics (keys containing ``top``) are drawn in percent. The figure
+    is closed in pyplot, so display it once (last expression of a cell).
+    """
+    fig, axes = plt.subplots(1, len(metrics), figsize=(10, 0.45 * len(rows) + 1.4), dpi=100, squeeze=False)
+    plt.close(fig)
+    names = [row["name"] for row in rows]
+    positions = list(range(len(rows)))[::-1]  # first row at the top
+    colors = [plt.get_cmap("tab10")(i) for i in range(len(rows))]
+    for axis, (key, label) in zip(axes[0], metrics):
+        percent = "top" in key
+        values = [float(row[key] or 0) * (100 if percent else 1) for row in rows]
+        axis.barh(positions, values, color=colors)
+        axis.set_title(label + (" (%)" if percent else ""), fontsize=9)
+        axis.set_yticks(positions, names if axis is axes[0][0] else [""] * len(rows), fontsize=8)
+        axis.tick_params(axis="x", labelsize=7)
+        largest = max(values) if values else 0
+        for y, value in zip(positions, values):
+            text = f"{value:.1f}" if percent else _short_number(value)
+            axis.text(value + 0.01 * largest, y, text, va="center", fontsize=7)
+        axis.set_xlim(0, largest * 1.35 if largest else 1)
+        axis.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: _short_number(v)))
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _short_number(value: float) -> str:
+    """1234 -> '1.2k', 21662922 -> '21.7M' (for axis labels)."""
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.1f}{suffix}"
+    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
+
+
+def top1_interval(accuracy: float, images: int, z: float = 1.96) -> tuple[float, float]:
+    """Approximate 95 % interval of a top-1 accuracy measured on ``images`` test images.
+
+    Normal approximation to the binomial: ``accuracy +- z * sqrt(p (1 - p) / n)``,
+    clipped to [0, 1]. It covers only the luck of *which* test images were drawn,
+    not the run-to-run spread of training (seed, data order), which adds to it.
+    """
+    if images < 1:
+        raise ValueError(f"images must be positive, got {images}")
+    half = z * math.sqrt(max(accuracy * (1 - accuracy), 0.0) / images)
+    return max(0.0, accuracy - half), min(1.0, accuracy + half)
+
+
+def comparison_record(
+    rows: Sequence[Mapping[str, Any]],
+    configs: Mapping[str, Config],
+    data: DataSplits,
+    *,
+    epochs: int,
+    seed: int,
+    mode: str,
+    note: str = "",
+) -> dict[str, Any]:
+    """A JSON-ready record of a comparison: rows, shared terms, configs, data and machine."""
+    return {
+        "mode": mode,
+        "note": note,
+        "data_source": data.source,
+        "split_sizes": data.split_sizes(),
+        "epochs": int(epochs),
+        "seed": int(seed),
+        "shared_terms": {k: list(v) if isinstance(v, tuple) else v for k, v in shared_terms(configs).items()},
+        "rows": [dict(row) for row in rows],
+        "configs": {name: config.to_dict() for name, config in configs.items()},
+        "machine": describe_machine(),
+        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+
+
+__all__ = [
+    "DEFAULT_COLUMNS",
+    "PIPELINE_FIELDS",
+    "RECIPE_FIELDS",
+    "SHARED_FIELDS",
+    "comparison_record",
+    "equalise",
+    "format_table",
+    "model_costs",
+    "plot_comparison",
+    "run_comparison",
+    "shared_terms",
+    "top1_interval",
+]

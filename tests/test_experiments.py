@@ -1,0 +1,146 @@
+"""Comparisons on equal terms: the fairness check, costs, the table, the runner, the record."""
+
+import json
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from shiftvit_lib import build_shiftvit, count_macs, preset
+from shiftvit_lib.data import DataSplits
+from shiftvit_lib.experiments import (
+    SHARED_FIELDS,
+    comparison_record,
+    equalise,
+    format_table,
+    model_costs,
+    plot_comparison,
+    run_comparison,
+    shared_terms,
+    top1_interval,
+)
+from shiftvit_lib.vit import build_vit, count_vit_macs, vit_preset
+
+
+def _tiny_splits(n=40, seed=0) -> DataSplits:
+    rng = np.random.default_rng(seed)
+
+    def part():
+        return rng.integers(0, 256, (n, 32, 32, 3)).astype("uint8"), np.arange(n) % 10
+
+    (xt, yt), (xv, yv), (xs, ys) = part(), part(), part()
+    return DataSplits(xt, yt, xv, yv, xs, ys, tuple(f"c{i}" for i in range(10)), source="random test images")
+
+
+def _quick_pair():
+    # A ViT and a ShiftViT with the same (32 px) input pipeline and the same recipe.
+    return {
+        "vit": vit_preset("vit_quick", resize_to=36, image_size=32, depth=1),
+        "shift": preset("quick", depths=(1, 1), projected_dim=24),
+    }
+
+
+def test_shared_terms_lists_every_difference():
+    configs = {"a": preset("quick"), "b": preset("quick", lr_max=1e-3, batch_size=32)}
+    with pytest.raises(ValueError) as error:
+        shared_terms(configs)
+    message = str(error.value)
+    assert "lr_max (a=0.002, b=0.001)" in message and "batch_size (a=64, b=32)" in message
+    with pytest.raises(ValueError, match="at least one"):
+        shared_terms({})
+
+
+def test_shared_terms_ignores_architecture_but_not_the_pipeline():
+    same = shared_terms({"a": preset("quick"), "b": preset("quick", shift="none", depths=(1, 1))})
+    assert set(same) == set(SHARED_FIELDS) and same["image_size"] == 32
+    with pytest.raises(ValueError, match="image_size"):
+        shared_terms({"a": preset("quick"), "b": preset("quick", resize_to=40, image_size=36)})
+
+
+def test_quick_presets_differ_in_their_pipeline_until_equalised():
+    # The quick ViT preset crops 16 px, the quick ShiftViT 32 px: not equal terms as shipped.
+    with pytest.raises(ValueError, match="image_size"):
+        shared_terms({"vit": vit_preset("vit_quick"), "shift": preset("quick")})
+    configs = equalise(
+        {"vit": vit_preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32, epochs=2
+    )
+    assert shared_terms(configs)["epochs"] == 2
+    assert configs["vit"].image_size == configs["shift"].image_size == 32
+
+
+def test_model_costs_match_the_builders_and_mac_counters():
+    vit, shift = vit_preset("vit_quick"), preset("quick")
+    assert model_costs(vit) == {
+        "parameters": build_vit(vit).count_params(),
+        "macs": count_vit_macs(vit)["total"],
+    }
+    assert model_costs(shift) == {
+        "parameters": build_shiftvit(shift).count_params(),
+        "macs": count_macs(shift)["total"],
+    }
+    with pytest.raises(TypeError):
+        model_costs({"not": "a config"})
+
+
+def test_format_table_aligns_columns_and_marks_missing_values():
+    rows = [
+        {"name": "vit", "parameters": 39418, "test_top1": 0.25},
+        {"name": "shiftvit_official", "parameters": 329290, "test_top1": None},
+    ]
+    table = format_table(rows, [("name", "model", "{}"), ("parameters", "params", "{:,}"), ("test_top1", "top-1", "{:.1%}")])
+    lines = table.splitlines()
+    assert lines[0].split() == ["model", "params", "top-1"]
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    assert lines[2].startswith("vit ") and lines[2].endswith("25.0%")
+    assert lines[3].endswith("-") and "329,290" in lines[3]
+    # Right-aligned numbers end in the same column.
+    assert lines[2].index("39,418") + len("39,418") == lines[3].index("329,290") + len("329,290")
+
+
+def test_top1_interval():
+    low, high = top1_interval(0.5, 500)
+    assert high - low == pytest.approx(2 * 1.96 * np.sqrt(0.25 / 500))
+    assert top1_interval(0.0, 10) == (0.0, 0.0)
+    assert top1_interval(0.99, 10)[1] == 1.0
+    with pytest.raises(ValueError):
+        top1_interval(0.5, 0)
+
+
+@pytest.mark.slow
+def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
+    data = _tiny_splits()
+    configs = equalise(_quick_pair(), epochs=1, batch_size=20)
+    lines = []
+    rows = run_comparison(configs, data, tmp_path, epochs=1, log=lines.append)
+    assert [row["name"] for row in rows] == ["vit", "shift"]
+    for row, config in zip(rows, configs.values()):
+        assert row["parameters"] == model_costs(config)["parameters"]
+        assert row["epochs_run"] == 1 and row["test_images"] == 40
+        assert 0.0 <= row["test_top1"] <= row["test_top5"] <= 1.0
+        assert (tmp_path / row["name"] / "run.json").exists()
+    assert len(lines) == 2 and "trained" in lines[0]
+
+    # restart=False reuses finished runs with the same config and epochs, without training.
+    again = run_comparison(configs, data, tmp_path, epochs=1, restart=False, log=lines.append)
+    assert "reused a finished run" in lines[-1]
+    assert [r["test_top1"] for r in again] == [r["test_top1"] for r in rows]
+    # restart=True trains afresh: one epoch in the history, not two.
+    fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, epochs=1, restart=True, log=None)
+    assert [r["epochs_run"] for r in fresh] == [1]
+
+    record = comparison_record(rows, configs, data, epochs=1, seed=42, mode="quick")
+    text = json.dumps(record)
+    assert json.loads(text)["shared_terms"]["input_shape"] == [32, 32, 3]
+    assert record["data_source"] == "random test images" and record["epochs"] == 1
+
+    assert isinstance(plot_comparison(rows, title="tiny"), Figure)
+
+
+def test_run_comparison_refuses_unequal_terms_or_epochs(tmp_path):
+    data = _tiny_splits()
+    unequal = {"vit": vit_preset("vit_quick"), "shift": preset("quick")}  # 16 px vs 32 px crops
+    with pytest.raises(ValueError, match="not on equal terms"):
+        run_comparison(unequal, data, tmp_path, epochs=1)
+    configs = equalise(_quick_pair(), epochs=2)
+    with pytest.raises(ValueError, match="epochs=1 but the configs say epochs=2"):
+        run_comparison(configs, data, tmp_path, epochs=1)
