@@ -34,7 +34,11 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-size", type=int, default=None, help="override the preset's batch size")
     train.add_argument("--out", default="runs/latest", help="output folder; re-run with it to resume")
     train.add_argument("--limit", type=int, default=None, help="at most this many images per class")
-    train.add_argument("--mixed-precision", default=None, help="e.g. mixed_bfloat16 or mixed_float16")
+    train.add_argument(
+        "--mixed-precision",
+        default="auto",
+        help="'auto' (bfloat16 or float16 on a GPU/TPU, float32 on a CPU), 'none', mixed_bfloat16 or mixed_float16",
+    )
     train.add_argument("--no-jit", action="store_true", help="disable XLA compilation")
     train.add_argument("--seed", type=int, default=42)
 
@@ -68,7 +72,7 @@ def _train(args: argparse.Namespace) -> int:
         args.out,
         epochs=args.epochs,
         jit_compile=False if args.no_jit else "auto",
-        mixed_precision=args.mixed_precision,
+        mixed_precision=None if args.mixed_precision.lower() in ("none", "float32") else args.mixed_precision,
         seed=args.seed,
         verbose=1,
     )

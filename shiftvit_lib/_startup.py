@@ -4,8 +4,9 @@ TensorFlow's native libraries write lines such as "Could not find cuda drivers"
 straight to file descriptor 2 while they load; ``TF_CPP_MIN_LOG_LEVEL`` no longer
 reaches them. Jupyter copies that descriptor into the notebook, so every lesson
 would begin with a red block of noise. We point descriptor 2 at ``/dev/null`` for
-the duration of the import only; Python-level errors and warnings are unaffected,
-and ``SHIFTVIT_SHOW_BACKEND_LOGS=1`` turns this off.
+the duration of the import only, and set TensorFlow's own Python logger to errors
+only; Python warnings are unaffected, and ``SHIFTVIT_SHOW_BACKEND_LOGS=1`` turns all
+of this off.
 """
 
 from __future__ import annotations
@@ -30,10 +31,14 @@ def import_backend_quietly() -> None:
     try:
         os.dup2(devnull, 2)
         try:
-            import tensorflow  # noqa: F401
+            import tensorflow
         except ImportError:
-            pass  # keras reports a missing backend itself, with its own message
+            return  # keras reports a missing backend itself, with its own message
     finally:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+    # TensorFlow's Python logger warns, for example, each time a freshly built model
+    # traces its predict function ("triggered tf.function retracing"): expected when
+    # a lesson trains several models, and only noise to a learner. Errors still show.
+    tensorflow.get_logger().setLevel("ERROR")

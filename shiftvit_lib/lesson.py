@@ -101,11 +101,47 @@ def animation_path(name: str) -> Any:
     return path
 
 
-def show_animation(name: str) -> Any:
-    """The GIF as an IPython image, embedded in the notebook so it plays on GitHub and Colab."""
-    from IPython.display import Image
+def show_source(*objects: Any) -> Any:
+    """Library source of functions, classes or methods, syntax-highlighted in a notebook.
 
-    return Image(data=animation_path(name).read_bytes(), format="gif")
+    Lessons show the code they teach with this instead of copying it, so the code a
+    learner reads is the code that runs.
+    """
+    import inspect
+    import textwrap
+
+    from IPython.display import Code
+
+    if not objects:
+        raise ValueError("show_source needs at least one function, class or method.")
+    text = "\n".join(textwrap.dedent(inspect.getsource(obj)) for obj in objects)
+    return Code(text, language="python")
 
 
-__all__ = ["LessonSettings", "choose_mode", "setup_lesson", "environment_report", "animation_path", "show_animation"]
+def show_animation(name: str, width: int | None = None) -> Any:
+    """The GIF embedded in the notebook as an HTML ``<img>``, so it plays everywhere.
+
+    The GIF travels inside the notebook as a base64 ``data:`` URI in a ``text/html``
+    output. JupyterLab, Colab, nbconvert's HTML and GitHub's notebook view all show
+    that and animate it; a bare ``image/gif`` output is not rendered by nbconvert
+    (and so not by HTML exports of the lessons).
+    """
+    import base64
+
+    from IPython.display import HTML
+
+    data = base64.b64encode(animation_path(name).read_bytes()).decode("ascii")
+    size = f' width="{int(width)}"' if width else ""
+    alt = f"Animation: {name.replace('_', ' ')}"
+    return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}"{size}>')
+
+
+__all__ = [
+    "LessonSettings",
+    "choose_mode",
+    "setup_lesson",
+    "environment_report",
+    "animation_path",
+    "show_animation",
+    "show_source",
+]

@@ -119,9 +119,66 @@ def describe_machine() -> dict[str, Any]:
     }
 
 
+def accelerator_platform() -> str | None:
+    """``"gpu"`` or ``"tpu"`` if the current backend sees one, else ``None`` (CPU only).
+
+    Asks the backend for its *physical* devices by type, rather than parsing
+    device names (TensorFlow calls its CPU ``/device:CPU:0``, JAX ``TFRT_CPU_0``).
+    """
+    backend = keras.backend.backend()
+    try:
+        if backend == "jax":
+            import jax
+
+            platforms = {device.platform.lower() for device in jax.devices()}
+        elif backend == "tensorflow":
+            import tensorflow as tf
+
+            platforms = {device.device_type.lower() for device in tf.config.list_physical_devices()}
+        elif backend == "torch":
+            import torch
+
+            platforms = {"gpu"} if torch.cuda.is_available() else {"cpu"}
+        else:
+            platforms = set()
+    except Exception:  # noqa: BLE001 - no usable runtime means no accelerator
+        return None
+    if "tpu" in platforms:
+        return "tpu"
+    if platforms & {"gpu", "cuda", "rocm"}:
+        return "gpu"
+    return None
+
+
 def has_accelerator() -> bool:
     """True if the current backend sees a GPU or TPU."""
-    return any(not d.lower().startswith(("cpu", "/job:localhost/replica:0/task:0/device:cpu")) for d in describe_machine()["devices"])
+    return accelerator_platform() is not None
+
+
+def recommended_mixed_precision() -> str | None:
+    """The dtype policy that speeds up training here, or ``None`` on a CPU.
+
+    bfloat16 on TPUs and on GPUs of compute capability 8.0 or newer (A100, H100,
+    RTX 30xx and later); float16 (Keras adds loss scaling) on older GPUs, which
+    have no fast bfloat16. On a CPU, keep float32.
+    """
+    platform_kind = accelerator_platform()
+    if platform_kind is None:
+        return None
+    if platform_kind == "gpu" and keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability", (0, 0))
+        if tuple(capability) < (8, 0):
+            return "mixed_float16"
+    if platform_kind == "gpu" and keras.backend.backend() == "jax":
+        import jax
+
+        capability = getattr(jax.devices()[0], "compute_capability", "8.0")
+        if float(capability) < 8.0:
+            return "mixed_float16"
+    return "mixed_bfloat16"
 
 
 @contextlib.contextmanager
@@ -262,13 +319,17 @@ def train(
         build_model: ``config -> keras.Model``; default :func:`build_shiftvit`.
         jit_compile: XLA compilation (``"auto"``, True, False).
         mixed_precision: a Keras dtype policy such as ``"mixed_bfloat16"`` or
-            ``"mixed_float16"`` (loss scaling is added by Keras for float16).
+            ``"mixed_float16"`` (loss scaling is added by Keras for float16);
+            ``"auto"`` picks :func:`recommended_mixed_precision` for this device
+            (float32 on a CPU); ``None`` trains in float32.
         distribute: ``None``, ``"mirrored"`` (TF) or ``"data_parallel"`` (JAX).
         extra_callbacks: appended after the built-in callbacks.
         seed: seeds weights, augmentation and shuffling.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if mixed_precision == "auto":
+        mixed_precision = recommended_mixed_precision()
     epochs = int(epochs if epochs is not None else config.epochs)
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
@@ -369,7 +430,9 @@ __all__ = [
     "compile_for_training",
     "SmoothedSparseCrossentropy",
     "describe_machine",
+    "accelerator_platform",
     "has_accelerator",
+    "recommended_mixed_precision",
     "distribution_scope",
     "precision_policy",
     "ThroughputMeter",

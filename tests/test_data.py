@@ -500,3 +500,12 @@ def test_make_dataset_rejects_bad_input() -> None:
         make_dataset(x, y, 0, shuffle=False)
     with pytest.raises(ValueError, match="4 items but y has 3"):
         make_dataset(x, y[:3], 2, shuffle=False)
+
+
+def test_test_split_is_interleaved_not_sorted_by_class(sample_splits) -> None:
+    # Class folders list images class by class; the first test images must still mix classes,
+    # or a lesson's "first eight test images" would all be airplanes.
+    assert len(set(sample_splits.y_test[:20].tolist())) >= 5
+    assert sample_splits.class_counts()["test"].tolist() == [50] * 10
+    again = load_cifar10("sample")
+    np.testing.assert_array_equal(again.y_test, sample_splits.y_test)  # seeded: same order every time

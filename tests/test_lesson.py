@@ -37,3 +37,27 @@ def test_setup_lesson_full_reads_the_data_variable(monkeypatch):
 def test_unknown_animation_lists_the_available_ones():
     with pytest.raises(FileNotFoundError, match="no animation named 'nope'"):
         animation_path("nope")
+
+
+def test_show_source_returns_the_library_code_itself():
+    from shiftvit_lib.lesson import show_source
+    from shiftvit_lib.shift import shift_channels
+
+    shown = show_source(shift_channels)
+    assert "def shift_channels(" in shown.data
+    assert "ops.concatenate" in shown.data
+    with pytest.raises(ValueError, match="at least one"):
+        show_source()
+
+
+def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
+    import base64
+    import re
+
+    from shiftvit_lib.lesson import animation_path, show_animation
+
+    shown = show_animation("shift_operation", width=480)
+    html = shown._repr_html_()
+    match = re.fullmatch(r'<img src="data:image/gif;base64,([A-Za-z0-9+/=]+)" alt="[^"]+" width="480">', html)
+    assert match, html[:120]
+    assert base64.b64decode(match.group(1)) == animation_path("shift_operation").read_bytes()

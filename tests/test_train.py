@@ -158,3 +158,18 @@ def test_bad_arguments(tmp_path):
         train(preset("quick"), _tiny_splits(), tmp_path, epochs=0)
     with pytest.raises(ValueError, match="distribute"):
         train(preset("quick"), _tiny_splits(), tmp_path, epochs=1, distribute="everywhere")
+
+
+def test_accelerator_detection_matches_the_backend_device_list():
+    # CPU-only machines (CI) must not be mistaken for GPU machines: the lessons pick
+    # quick or full mode from this answer.
+    import tensorflow as tf
+
+    from shiftvit_lib.train import accelerator_platform, has_accelerator, recommended_mixed_precision
+
+    gpus = tf.config.list_physical_devices("GPU")
+    tpus = tf.config.list_physical_devices("TPU")
+    assert has_accelerator() == bool(gpus or tpus)
+    if not (gpus or tpus):
+        assert accelerator_platform() is None
+        assert recommended_mixed_precision() is None
