@@ -73,6 +73,8 @@ main_job() {
 
 run_tests() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
+  echo "==> ruff (lint: library, tests, scripts, lessons)"
+  "$VENV/bin/python" -m ruff check --exclude "$VENV" .
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider "$@"
 }
 

@@ -488,8 +488,21 @@ def load_model(path: str | Path) -> keras.Model:
         # safe_mode refuses to run code embedded in the file (e.g. lambdas).
         return keras.saving.load_model(path, safe_mode=True)
     except (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile) as error:
-        raise ValueError(f"could not load {path} ({type(error).__name__}: {error}). Is it a "
-                         "complete .keras file written by save_model()/model.save()?") from error
+        raise ValueError(f"could not load {path} ({type(error).__name__}: {error}). "
+                         f"{_load_failure_hint(str(error))}") from error
+
+
+def _load_failure_hint(message: str) -> str:
+    """What to do about a failed ``.keras`` load, judged from Keras' error message."""
+    lowered = message.lower()
+    if "safe_mode" in lowered or "lambda" in lowered:
+        return ("The file contains Python code (for example a Lambda layer) that safe mode refuses "
+                "to run. Only if you trust where the file came from, load it with "
+                "keras.saving.load_model(path, safe_mode=False).")
+    if "could not locate" in lowered or "unknown layer" in lowered or "register_keras_serializable" in lowered:
+        return ("The file uses a custom class that Keras does not know: import the module that "
+                "defines it (decorated with @keras.saving.register_keras_serializable) before loading.")
+    return "Is it a complete .keras file written by save_model()/model.save()?"
 
 
 def _import_custom_objects() -> None:

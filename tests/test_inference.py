@@ -310,13 +310,27 @@ def test_load_model_errors(tmp_path: Path) -> None:
         load_model(tmp_path / "not_a_model")
 
 
+def test_load_model_explains_safe_mode_and_unregistered_classes(tmp_path: Path) -> None:
+    inputs = keras.Input((4,))
+    with_lambda = keras.Model(inputs, keras.layers.Lambda(lambda t: t * 2.0)(inputs))
+    with_lambda.save(tmp_path / "lambda.keras")
+    with pytest.raises(ValueError, match="safe mode refuses .*safe_mode=False"):
+        load_model(tmp_path / "lambda.keras")
+
+    class Doubler(keras.layers.Layer):  # deliberately not registered
+        def call(self, x):
+            return x * 2.0
+
+    unregistered = keras.Model(inputs, Doubler()(inputs))
+    unregistered.save(tmp_path / "custom.keras")
+    with pytest.raises(ValueError, match="custom class that Keras does not know"):
+        load_model(tmp_path / "custom.keras")
+
+
 def test_with_the_real_shiftvit_model(tmp_path: Path) -> None:
-    """Runs once shiftvit_lib.model and shiftvit_lib.config exist."""
-    try:
-        from shiftvit_lib.config import preset
-        from shiftvit_lib.model import build_shiftvit
-    except ImportError as error:
-        pytest.skip(f"ShiftViT model not available yet: {error}")
+    from shiftvit_lib.config import preset
+    from shiftvit_lib.model import build_shiftvit
+
     shiftvit = build_shiftvit(preset("quick"))
     result = predict_folder(shiftvit, DEMO_IMAGES, top_k=3)
     assert len(result.predictions) == 6 and not result.failures
