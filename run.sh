@@ -58,6 +58,13 @@ setup_python() {
   fi
   echo "==> installing shiftvit_lib with its dev, anim and jax extras into $VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[dev,anim,jax]"
+  # PyTorch, the third Keras backend, only in its CPU build: a plain `pip install torch`
+  # would pull several GB of CUDA libraries. Where pip finds no CPU wheel (PyPI has none;
+  # a local wheel or PyTorch's CPU index has), the PyTorch-backend tests are skipped.
+  if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "torch==2.13.0+cpu" \
+      >/dev/null 2>&1 || echo "note: no PyTorch CPU build available; the PyTorch-backend tests will be skipped"
+  fi
 }
 
 setup() {
