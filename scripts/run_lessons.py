@@ -27,7 +27,10 @@ def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
     """Run every cell of the notebook at ``path`` with the lesson folder as working directory."""
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
-        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}},
+        # The kernel's own start-up warnings (e.g. about its local TCP ports) are not
+        # the lesson's business; errors still show.
+        extra_arguments=["--log-level=ERROR"],
     )
     client.execute()
     return notebook
