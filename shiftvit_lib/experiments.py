@@ -107,15 +107,19 @@ def equalise(configs: Mapping[str, Config], **fields: Any) -> dict[str, Config]:
     return updated
 
 
+def _total_macs(config: Config) -> int:
+    if isinstance(config, ViTConfig):
+        return int(count_vit_macs(config)["total"])
+    if isinstance(config, ShiftViTConfig):
+        return int(count_macs(config)["total"])
+    raise TypeError(f"expected a ShiftViTConfig or a ViTConfig, got {type(config).__name__}")
+
+
 def model_costs(config: Config) -> dict[str, int]:
     """``{"parameters": ..., "macs": ...}`` of the model a config describes (built, not trained)."""
-    if isinstance(config, ViTConfig):
-        model, macs = build_vit(config), count_vit_macs(config)["total"]
-    elif isinstance(config, ShiftViTConfig):
-        model, macs = build_shiftvit(config), count_macs(config)["total"]
-    else:
-        raise TypeError(f"expected a ShiftViTConfig or a ViTConfig, got {type(config).__name__}")
-    return {"parameters": int(model.count_params()), "macs": int(macs)}
+    macs = _total_macs(config)  # first: it rejects a wrong config type before building anything
+    model = build_vit(config) if isinstance(config, ViTConfig) else build_shiftvit(config)
+    return {"parameters": int(model.count_params()), "macs": macs}
 
 
 def _clear_run(out_dir: Path) -> None:
@@ -127,12 +131,11 @@ def _clear_run(out_dir: Path) -> None:
 
 
 def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
-    costs = count_vit_macs(config) if isinstance(config, ViTConfig) else count_macs(config)
     return {
         "name": name,
         "model": type(config).__name__,
         "parameters": int(record["parameters"]),
-        "macs": int(costs["total"]),
+        "macs": _total_macs(config),
         "train_images_per_second": record["train_images_per_second"],
         "test_top1": float(record["test"]["accuracy"]),
         "test_top5": float(record["test"]["top5"]),

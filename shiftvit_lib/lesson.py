@@ -15,6 +15,7 @@ The mode comes from the environment variable ``SHIFTVIT_QUICK`` (``1`` quick,
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -101,6 +102,40 @@ def animation_path(name: str) -> Any:
     return path
 
 
+def numbered_feature_map(channels: int, height: int = 5, width: int = 5) -> Any:
+    """A ``(1, height, width, channels)`` float32 array whose every channel holds 1, 2, ... row by row.
+
+    Each number names the position it started at, so after a shift you can read off
+    where every value went.
+    """
+    import numpy as np
+
+    picture = np.arange(1, height * width + 1, dtype="float32").reshape(1, height, width, 1)
+    return np.repeat(picture, channels, axis=-1)
+
+
+def format_channels(tensor: Any, titles: Sequence[str]) -> str:
+    """The channels of a ``(1, H, W, C)`` tensor as small integer grids, side by side.
+
+    One title per channel is centred above its grid; columns are as wide as the
+    widest number needs.
+    """
+    import numpy as np
+    from keras import ops
+
+    values = np.asarray(ops.convert_to_numpy(tensor))
+    if values.ndim != 4 or values.shape[0] != 1:
+        raise ValueError(f"format_channels expects one feature map of shape (1, H, W, C); got {values.shape}.")
+    values = values[0].astype(int)
+    if len(titles) != values.shape[-1]:
+        raise ValueError(f"got {len(titles)} titles for {values.shape[-1]} channels; give one title per channel.")
+    cell = max(len(str(v)) for v in values.ravel()) + 1  # characters per number
+    lines = ["   ".join(f"{title:^{cell * values.shape[1]}}" for title in titles)]
+    for row in range(values.shape[0]):
+        lines.append("   ".join("".join(f"{v:{cell}d}" for v in values[row, :, c]) for c in range(values.shape[-1])))
+    return "\n".join(lines)
+
+
 def show_source(*objects: Any) -> Any:
     """Library source of functions, classes or methods, syntax-highlighted in a notebook.
 
@@ -144,4 +179,6 @@ __all__ = [
     "animation_path",
     "show_animation",
     "show_source",
+    "numbered_feature_map",
+    "format_channels",
 ]

@@ -61,3 +61,22 @@ def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
     match = re.fullmatch(r'<img src="data:image/gif;base64,([A-Za-z0-9+/=]+)" alt="[^"]+" width="480">', html)
     assert match, html[:120]
     assert base64.b64decode(match.group(1)) == animation_path("shift_operation").read_bytes()
+
+
+def test_channel_grids_show_where_each_value_went():
+    from shiftvit_lib.lesson import format_channels, numbered_feature_map
+    from shiftvit_lib.shift import shift_channels
+
+    x = numbered_feature_map(4, height=3, width=3)
+    assert x.shape == (1, 3, 3, 4) and x[0, :, :, 2].tolist() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    text = format_channels(shift_channels(x, num_div=4), ["left", "right", "up", "down"])
+    assert text.splitlines() == [
+        " left    right      up      down ",
+        " 2 3 0    0 1 2    4 5 6    0 0 0",
+        " 5 6 0    0 4 5    7 8 9    1 2 3",
+        " 8 9 0    0 7 8    0 0 0    4 5 6",
+    ]
+    with pytest.raises(ValueError, match="one title per channel"):
+        format_channels(x, ["only one"])
+    with pytest.raises(ValueError, match=r"\(1, H, W, C\)"):
+        format_channels(x[0], ["a", "b", "c", "d"])
