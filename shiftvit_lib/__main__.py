@@ -5,6 +5,7 @@ Examples::
     python -m shiftvit_lib train --preset quick --data sample --epochs 2 --out runs/quick
     python -m shiftvit_lib evaluate --model runs/quick/best.keras --data sample
     python -m shiftvit_lib predict --model runs/quick/best.keras path/to/images/
+    python -m shiftvit_lib compare --quick --data sample --out runs/compare_quick.json
 
 Errors that a user can fix (a missing folder, a wrong model file, an unknown
 preset) are printed as one clear line and the exit status is 2.
@@ -41,6 +42,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--no-jit", action="store_true", help="disable XLA compilation")
     train.add_argument("--seed", type=int, default=42)
+    train.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1,
+                       help="Keras' log: 1 a progress bar, 2 one line per epoch (best in log files)")
+
+    compare = commands.add_parser(
+        "compare", help="lesson 07's experiment: ViT, ViT+SPT+LSA and three ShiftViT shifts on equal terms"
+    )
+    compare.add_argument("--data", default="auto", help="'auto', 'keras', 'sample', or a class-folder dir/archive")
+    compare.add_argument("--quick", action="store_true", help="tiny models, a CPU smoke test (not results)")
+    compare.add_argument("--epochs", type=int, default=None, help="default: 5 quick, 100 full")
+    compare.add_argument("--runs", default="runs/compare", help="one training folder per model; re-run to resume")
+    compare.add_argument("--out", required=True, help="the JSON record to write, e.g. results/attention_vs_shift.json")
+    compare.add_argument("--seed", type=int, default=42)
 
     evaluate = commands.add_parser("evaluate", help="top-1/top-5 accuracy of a saved model on the test split")
     evaluate.add_argument("--model", required=True, help="a .keras file or a SavedModel directory")
@@ -74,13 +87,37 @@ def _train(args: argparse.Namespace) -> int:
         jit_compile=False if args.no_jit else "auto",
         mixed_precision=None if args.mixed_precision.lower() in ("none", "float32") else args.mixed_precision,
         seed=args.seed,
-        verbose=1,
+        verbose=args.verbose,
     )
     test = run.record["test"]
     print(
         f"test top-1 {test['accuracy']:.2%}  top-5 {test['top5']:.2%}  "
         f"({run.record['epochs_run']} epochs; best model: {run.best_model_path})"
     )
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from shiftvit_lib import experiments as ex
+    from shiftvit_lib.data import load_cifar10
+
+    configs = ex.comparison_configs(args.quick, args.epochs)
+    epochs = ex.shared_terms(configs)["epochs"]
+    data = load_cifar10(args.data, seed=args.seed)
+    print(data.summary(), flush=True)
+    rows = ex.run_comparison(configs, data, args.runs, epochs=epochs, seed=args.seed, restart=False,
+                             log=lambda line: print(line, flush=True))
+    mode = "quick" if args.quick else "full"
+    note = ("QUICK mode: tiny models, a smoke test, not results." if args.quick
+            else "Full mode: full-size models, same recipe and epochs for all, no early stopping.")
+    record = ex.comparison_record(rows, configs, data, epochs=epochs, seed=args.seed, mode=mode, note=note)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2, default=str))
+    print(ex.format_table(rows))
+    print(f"saved {out}")
     return 0
 
 
@@ -122,7 +159,8 @@ def _presets(_: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handlers = {"train": _train, "evaluate": _evaluate, "predict": _predict, "presets": _presets}
+    handlers = {"train": _train, "compare": _compare, "evaluate": _evaluate, "predict": _predict,
+                "presets": _presets}
     try:
         return handlers[args.command](args)
     except (FileNotFoundError, ValueError, KeyError, TypeError) as error:

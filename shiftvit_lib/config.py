@@ -22,6 +22,7 @@ ShiftKind = Literal["official", "keras_io", "none"]
 ShiftImplementation = Literal["slice", "roll"]
 NormKind = Literal["layer", "group"]
 DropPathSchedule = Literal["network", "per_stage"]
+WeightInit = Literal["keras", "spach"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,17 @@ class ShiftViTConfig:
     resize_to: int = 52
     image_size: int = 48
     flip: bool = True
+    # Stronger augmentation (all off in the example's recipe). RandAugment is Keras'
+    # layer: `rand_augment_ops` operations of strength `rand_augment_factor`, drawn
+    # once per batch. Random erasing blanks a box in each image with this probability.
+    rand_augment_ops: int = 0
+    rand_augment_factor: float = 0.5
+    random_erasing: float = 0.0
+    # MixUp / CutMix mix pairs of images *and* their labels, so they run where the
+    # labels are, in the input pipeline (shiftvit_lib.data.mix_batch). With both on,
+    # each batch uses one of them, chosen with equal odds.
+    mixup_alpha: float = 0.0
+    cutmix_alpha: float = 0.0
 
     # --- architecture -------------------------------------------------------------
     patch_size: int = 4
@@ -65,6 +77,10 @@ class ShiftViTConfig:
     layer_norm_epsilon: float = 1e-5
     patch_norm: bool = False
     final_norm: bool = False
+    # "keras": Keras' defaults (Glorot uniform), as the keras-io example;
+    # "spach": every Dense/Conv kernel truncated-normal with std 0.02, biases zero,
+    # as the official code's _init_weights.
+    init: WeightInit = "keras"
 
     # --- training recipe ---------------------------------------------------------
     batch_size: int = 256
@@ -127,6 +143,22 @@ class ShiftViTConfig:
             )
         if not 0.0 <= self.drop_path_rate < 1.0 or not 0.0 <= self.mlp_dropout < 1.0:
             problems.append("drop_path_rate and mlp_dropout must lie in [0, 1)")
+        if self.rand_augment_ops < 0 or not 0.0 <= self.rand_augment_factor <= 1.0:
+            problems.append(
+                "rand_augment_ops must be >= 0 and rand_augment_factor in [0, 1], got "
+                f"{self.rand_augment_ops} and {self.rand_augment_factor}"
+            )
+        if not 0.0 <= self.random_erasing <= 1.0:
+            problems.append(f"random_erasing is a probability in [0, 1], got {self.random_erasing}")
+        if self.mixup_alpha < 0 or self.cutmix_alpha < 0:
+            problems.append(
+                f"mixup_alpha and cutmix_alpha must be >= 0 (0 turns them off), got "
+                f"{self.mixup_alpha} and {self.cutmix_alpha}"
+            )
+        if not 0.0 <= self.label_smoothing < 1.0:
+            problems.append(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
+        if self.init not in ("keras", "spach"):
+            problems.append(f"init must be 'keras' or 'spach', got {self.init!r}")
         if not 0.0 <= self.warmup_fraction < 1.0:
             problems.append(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
         if problems:
@@ -148,6 +180,11 @@ class ShiftViTConfig:
             sides.append(side)
             side = -(-side // 2)
         return tuple(sides)
+
+    @property
+    def mixes_labels(self) -> bool:
+        """True if MixUp or CutMix is on: training targets are then mixed one-hot vectors."""
+        return self.mixup_alpha > 0 or self.cutmix_alpha > 0
 
     def replace(self, **changes: Any) -> ShiftViTConfig:
         """A copy with some fields changed (the config itself is immutable)."""
@@ -192,6 +229,28 @@ PRESETS: dict[str, dict[str, Any]] = {
         epochs=5,
         warmup_fraction=0.1,
         lr_max=2e-3,
+        early_stopping_patience=None,
+    ),
+    # A stronger recipe for CIFAR-10 with the seed architecture: the regularisers
+    # that let vision transformers learn from small datasets (RandAugment, MixUp,
+    # CutMix, random erasing, label smoothing; the recipe of Lee et al. 2021,
+    # "Vision Transformer for Small-Size Datasets", whose ViT reached 93.6 % on
+    # CIFAR-10 in 100 epochs), with SPACH's initialisation, no dropout, and
+    # decoupled weight decay 0.05 as in DeiT/SPACH. No early stopping: with mixed
+    # labels the validation accuracy keeps rising late in the cosine schedule.
+    "strong": dict(
+        mlp_dropout=0.0,
+        drop_path_rate=0.1,
+        init="spach",
+        rand_augment_ops=2,
+        rand_augment_factor=0.5,
+        random_erasing=0.25,
+        mixup_alpha=0.8,
+        cutmix_alpha=1.0,
+        label_smoothing=0.1,
+        weight_decay=0.05,
+        warmup_fraction=0.1,
+        epochs=100,
         early_stopping_patience=None,
     ),
     # Official SPACH sizes (registry names shiftvit_light_tiny and shiftvit_r2_tiny),

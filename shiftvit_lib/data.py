@@ -670,6 +670,9 @@ def make_dataset(
     shuffle: bool,
     seed: int | None = None,
     drop_remainder: bool = False,
+    num_classes: int | None = None,
+    mixup_alpha: float = 0.0,
+    cutmix_alpha: float = 0.0,
 ) -> Any:
     """Batches of (images, labels) for ``model.fit`` / ``model.evaluate``.
 
@@ -682,13 +685,20 @@ def make_dataset(
     inside, so the saved model takes raw [0, 255] pixels at inference time,
     and uint8 batches use a quarter of the memory of float32 ones.
 
+    With ``num_classes`` the labels come as one-hot float vectors, and
+    ``mixup_alpha`` / ``cutmix_alpha`` > 0 mix each batch with
+    :func:`mix_batch` (images become float32). Both need the labels, so they run
+    here rather than in the model; these batches are always a :class:`NumpyBatches`.
+
     With ``shuffle=True`` the order changes every epoch; the same ``seed``
     gives the same sequence of orders. ``seed=None`` is random.
     """
     x, y = _check_batch_inputs(x, y, batch_size)
-    if keras.backend.backend() != "tensorflow":
-        return NumpyBatches(x, y, batch_size, shuffle=shuffle, seed=seed,
-                            drop_remainder=drop_remainder)
+    if (mixup_alpha or cutmix_alpha) and num_classes is None:
+        raise ValueError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
+    if keras.backend.backend() != "tensorflow" or num_classes is not None:
+        return NumpyBatches(x, y, batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
+                            num_classes=num_classes, mixup_alpha=mixup_alpha, cutmix_alpha=cutmix_alpha)
     import tensorflow as tf  # only on the TensorFlow backend
 
     dataset = tf.data.Dataset.from_tensor_slices((x, y))
@@ -696,6 +706,65 @@ def make_dataset(
         # A buffer as big as the data gives a uniform shuffle (CIFAR fits in memory).
         dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
     return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """Integer labels as float32 one-hot rows; a label outside [0, num_classes) is an error."""
+    labels = np.asarray(labels).reshape(-1).astype("int64")
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must lie in [0, {num_classes}); got {labels.min()}..{labels.max()}")
+    return np.eye(num_classes, dtype="float32")[labels]
+
+
+def mix_batch(
+    images: np.ndarray,
+    targets: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    mixup_alpha: float = 0.0,
+    cutmix_alpha: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """MixUp or CutMix one batch of images (N, H, W, C) and one-hot ``targets``.
+
+    Every image is paired with another image of the batch (a random permutation).
+    MixUp (Zhang et al. 2018) blends the pair with weight ``lam ~ Beta(a, a)``;
+    CutMix (Yun et al. 2019) pastes a box of the partner covering about ``1 - lam``
+    of the image, and ``lam`` is corrected to the box's exact area after clipping
+    at the border. In both, the target is ``lam * own + (1 - lam) * partner``.
+    With both alphas > 0, a fair coin picks one per batch. One ``lam`` per batch.
+
+    Returns the mixed images (float32), the mixed targets and a record of what was
+    done (``{"kind", "lam", "partner", "box"}``) for tests and lessons.
+    """
+    images = np.asarray(images, dtype="float32")
+    targets = np.asarray(targets, dtype="float32")
+    if images.ndim != 4 or targets.ndim != 2 or len(images) != len(targets):
+        raise ValueError(
+            f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
+            f"got {images.shape} and {targets.shape}"
+        )
+    if mixup_alpha <= 0 and cutmix_alpha <= 0:
+        return images, targets, {"kind": "none", "lam": 1.0, "partner": np.arange(len(images)), "box": None}
+    use_cutmix = cutmix_alpha > 0 and (mixup_alpha <= 0 or rng.random() < 0.5)
+    partner = rng.permutation(len(images))
+    box = None
+    if use_cutmix:
+        lam = float(rng.beta(cutmix_alpha, cutmix_alpha))
+        height, width = images.shape[1:3]
+        cut_h, cut_w = int(round(height * np.sqrt(1 - lam))), int(round(width * np.sqrt(1 - lam)))
+        centre_y, centre_x = int(rng.integers(height)), int(rng.integers(width))
+        top, bottom = np.clip([centre_y - cut_h // 2, centre_y - cut_h // 2 + cut_h], 0, height)
+        left, right = np.clip([centre_x - cut_w // 2, centre_x - cut_w // 2 + cut_w], 0, width)
+        mixed = images.copy()
+        mixed[:, top:bottom, left:right] = images[partner, top:bottom, left:right]
+        lam = 1.0 - (bottom - top) * (right - left) / (height * width)
+        box = (int(top), int(bottom), int(left), int(right))
+    else:
+        lam = float(rng.beta(mixup_alpha, mixup_alpha))
+        mixed = lam * images + (1 - lam) * images[partner]
+    mixed_targets = lam * targets + (1 - lam) * targets[partner]
+    record = {"kind": "cutmix" if use_cutmix else "mixup", "lam": float(lam), "partner": partner, "box": box}
+    return mixed.astype("float32"), mixed_targets.astype("float32"), record
 
 
 def _check_batch_inputs(x: Any, y: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -714,6 +783,9 @@ class NumpyBatches(keras.utils.PyDataset):
 
     Keras calls ``on_epoch_end`` after each epoch; a seeded
     ``numpy.random.Generator`` makes the sequence of orders reproducible.
+    With ``num_classes``, labels come one-hot; with a MixUp/CutMix alpha, each
+    batch is mixed by :func:`mix_batch` with a generator seeded by
+    (seed, epoch, batch index), so a batch is the same whatever thread loads it.
     """
 
     def __init__(
@@ -725,14 +797,27 @@ class NumpyBatches(keras.utils.PyDataset):
         shuffle: bool,
         seed: int | None = None,
         drop_remainder: bool = False,
+        num_classes: int | None = None,
+        mixup_alpha: float = 0.0,
+        cutmix_alpha: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.x, self.y = _check_batch_inputs(x, y, batch_size)
         self.batch_size = int(batch_size)
+        if drop_remainder and len(self.x) < self.batch_size:
+            raise ValueError(
+                f"drop_remainder with {len(self.x)} images and batch_size {batch_size} leaves no batch; "
+                "use a smaller batch_size"
+            )
         self.shuffle = shuffle
         self.drop_remainder = drop_remainder
-        self._rng = np.random.default_rng(seed)
+        self.num_classes = num_classes
+        self.mixup_alpha = float(mixup_alpha)
+        self.cutmix_alpha = float(cutmix_alpha)
+        self._seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+        self._epoch = 0
+        self._rng = np.random.default_rng(self._seed)
         self._order = self._rng.permutation(len(self.x)) if shuffle else np.arange(len(self.x))
 
     def __len__(self) -> int:
@@ -744,9 +829,19 @@ class NumpyBatches(keras.utils.PyDataset):
         if not 0 <= index < len(self):
             raise IndexError(f"batch index {index} out of range for {len(self)} batches")
         rows = self._order[index * self.batch_size:(index + 1) * self.batch_size]
-        return self.x[rows], self.y[rows]
+        images, labels = self.x[rows], self.y[rows]
+        if self.num_classes is None:
+            return images, labels
+        targets = one_hot(labels, self.num_classes)
+        if self.mixup_alpha or self.cutmix_alpha:
+            rng = np.random.default_rng([self._seed, self._epoch, index])
+            images, targets, _ = mix_batch(
+                images, targets, rng, mixup_alpha=self.mixup_alpha, cutmix_alpha=self.cutmix_alpha
+            )
+        return images, targets
 
     def on_epoch_end(self) -> None:
+        self._epoch += 1
         if self.shuffle:
             self._order = self._rng.permutation(len(self.x))
 

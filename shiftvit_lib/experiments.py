@@ -146,6 +146,36 @@ def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -
     }
 
 
+# The ablation's three ShiftViTs: the official shift, the keras-io example's, none.
+SHIFT_ABLATION = {"shiftvit_official": "official", "shiftvit_keras_io": "keras_io", "shiftvit_no_shift": "none"}
+
+
+def comparison_configs(quick: bool, epochs: int | None = None) -> dict[str, Config]:
+    """The five models of lesson 07 on equal terms: ViT, ViT + SPT + LSA and three ShiftViTs.
+
+    ``quick``: tiny models on 32-pixel crops (CPU smoke test, 5 epochs);
+    otherwise the full-size models on the seed recipe's 48-pixel crops (100 epochs).
+    All five share the input pipeline and the recipe, without early stopping, so
+    each trains exactly ``epochs`` epochs.
+    """
+    from shiftvit_lib.config import preset
+    from shiftvit_lib.vit import vit_preset
+
+    if quick:
+        base: dict[str, Config] = {"vit": vit_preset("vit_quick"), "vit_spt_lsa": vit_preset("vit_spt_lsa_quick")}
+        base.update({name: preset("quick", shift=kind, projected_dim=48) for name, kind in SHIFT_ABLATION.items()})
+        pipeline = dict(augment=True, flip=True, resize_to=36, image_size=32)
+        recipe: dict[str, Any] = dict(batch_size=64, lr_start=1e-5, lr_max=2e-3, warmup_fraction=0.1)
+    else:
+        base = {"vit": vit_preset("vit_cifar"), "vit_spt_lsa": vit_preset("vit_spt_lsa_cifar")}
+        base.update({name: preset("seed", shift=kind) for name, kind in SHIFT_ABLATION.items()})
+        pipeline = dict(augment=True, flip=True, resize_to=52, image_size=48)
+        recipe = dict(batch_size=256, lr_start=1e-5, lr_max=1e-3, warmup_fraction=0.15)
+    epochs = epochs if epochs is not None else (5 if quick else 100)
+    recipe.update(epochs=epochs, weight_decay=1e-4, label_smoothing=0.0, early_stopping_patience=None)
+    return equalise(base, **pipeline, **recipe)
+
+
 def run_comparison(
     configs: Mapping[str, Config],
     data: DataSplits,
@@ -327,6 +357,8 @@ __all__ = [
     "PIPELINE_FIELDS",
     "RECIPE_FIELDS",
     "SHARED_FIELDS",
+    "SHIFT_ABLATION",
+    "comparison_configs",
     "comparison_record",
     "equalise",
     "format_table",

@@ -46,7 +46,10 @@ class ImagePreprocessing(layers.Layer):
     """Resize, crop, flip and rescale images inside the model.
 
     Training (with ``augment``): resize to ``resize_to``, take a random
-    ``crop_size`` crop per image, flip half of the images horizontally.
+    ``crop_size`` crop per image, flip half of the images horizontally; then,
+    if asked, Keras' ``RandAugment`` (``rand_augment_ops`` operations per batch)
+    and ``RandomErasing`` (a box blanked in each image with probability
+    ``random_erasing``).
     Inference: resize and take the *centre* crop, so ``predict`` is deterministic.
     We crop explicitly instead of relying on ``keras.layers.RandomCrop`` at inference,
     whose behaviour changed between Keras releases (keras-team/keras#21868).
@@ -61,6 +64,9 @@ class ImagePreprocessing(layers.Layer):
         flip: bool = True,
         augment: bool = True,
         seed: int | None = None,
+        rand_augment_ops: int = 0,
+        rand_augment_factor: float = 0.5,
+        random_erasing: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -72,6 +78,43 @@ class ImagePreprocessing(layers.Layer):
         self.augment = augment
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
+        self.rand_augment_ops = int(rand_augment_ops)
+        self.rand_augment_factor = float(rand_augment_factor)
+        self.random_erasing = float(random_erasing)
+        # Both work on [0, 255] float32 pixels (also under a mixed-precision policy),
+        # before the rescale at the end of call().
+        self.rand_augment = (
+            layers.RandAugment(
+                value_range=(0, 255), num_ops=self.rand_augment_ops, factor=self.rand_augment_factor,
+                seed=seed, name="rand_augment", dtype="float32",
+            )
+            if self.rand_augment_ops
+            else None
+        )
+        if self.rand_augment is not None and keras.backend.backend() == "jax":
+            # Keras marks RandomRotation and RandomShear (inside RandAugment) as not
+            # XLA-safe because of TensorFlow's image-transform kernel, which makes
+            # jit_compile="auto" turn XLA off for the whole model. On JAX the same
+            # transforms are plain jax.numpy and compile; tests/test_layers.py trains
+            # such a model under jit to keep this claim checked.
+            for sublayer in self.rand_augment._flatten_layers(include_self=True):
+                sublayer.supports_jit = True
+        # Keras samples each image's erasing probability in [0, factor) for a single
+        # float; a (p, p) pair makes it exactly p.
+        self.eraser = (
+            layers.RandomErasing(
+                factor=(self.random_erasing, self.random_erasing), value_range=(0, 255), seed=seed,
+                name="random_erasing", dtype="float32",
+            )
+            if self.random_erasing
+            else None
+        )
+
+    def build(self, input_shape: Sequence[Any]) -> None:
+        cropped = (input_shape[0], self.crop_size, self.crop_size, input_shape[-1])
+        for augmentation in (self.rand_augment, self.eraser):
+            if augmentation is not None:
+                augmentation.build(cropped)
 
     def call(self, images: Any, training: bool | None = None) -> Any:
         x = ops.cast(images, "float32")
@@ -81,6 +124,10 @@ class ImagePreprocessing(layers.Layer):
             x = self._random_crop(x)
             if self.flip:
                 x = self._random_flip(x)
+            if self.rand_augment is not None:
+                x = ops.clip(self.rand_augment(x, training=True), 0.0, 255.0)
+            if self.eraser is not None:
+                x = self.eraser(x, training=True)
         else:
             x = self._centre_crop(x)
         return ops.cast(x / 255.0, self.compute_dtype)
@@ -123,6 +170,9 @@ class ImagePreprocessing(layers.Layer):
             "flip": self.flip,
             "augment": self.augment,
             "seed": self.seed,
+            "rand_augment_ops": self.rand_augment_ops,
+            "rand_augment_factor": self.rand_augment_factor,
+            "random_erasing": self.random_erasing,
         }
 
 

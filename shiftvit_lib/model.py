@@ -42,6 +42,9 @@ def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.
         flip=config.flip,
         augment=config.augment,
         seed=seed,
+        rand_augment_ops=config.rand_augment_ops,
+        rand_augment_factor=config.rand_augment_factor,
+        random_erasing=config.random_erasing,
         name="preprocessing",
     )(inputs)
     x = layers.Conv2D(
@@ -76,7 +79,34 @@ def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.
     x = layers.GlobalAveragePooling2D(name="pool")(x)
     # Logits stay float32 under mixed precision, so the loss is computed accurately.
     outputs = layers.Dense(config.num_classes, dtype="float32", name="classifier")(x)
-    return keras.Model(inputs, outputs, name=f"shiftvit_{config.name}")
+    model = keras.Model(inputs, outputs, name=f"shiftvit_{config.name}")
+    if config.init == "spach":
+        initialise_like_spach(model, seed=seed)
+    return model
+
+
+def initialise_like_spach(model: keras.Model, *, seed: int | None = None) -> keras.Model:
+    """Re-draw every Dense/Conv kernel from N(0, 0.02²) and zero the biases.
+
+    This is what SPACH's ``_init_weights`` does after building its models (ViT
+    practice since DeiT). It calls timm's ``trunc_normal_(w, std=.02)``, whose cut-offs
+    are *absolute* (±2, i.e. 100 standard deviations), so in effect a plain normal.
+    Keras' default, Glorot uniform, gives the wide layers of the later stages
+    larger initial weights. Norm layers keep scale 1, offset 0. Returns the model,
+    changed in place.
+    """
+    # One generator for all variables: a fixed integer seed would give every
+    # kernel of the same size the same numbers.
+    generator = keras.random.SeedGenerator(seed)
+    # Dense and Conv2D are the only layers here with variables called "kernel" and
+    # "bias" (norms have "gamma"/"beta"), so the variable paths select them.
+    for variable in model.trainable_variables:
+        role = variable.path.rsplit("/", 1)[-1]
+        if role == "kernel":
+            variable.assign(keras.random.normal(variable.shape, stddev=0.02, dtype=variable.dtype, seed=generator))
+        elif role == "bias":
+            variable.assign(keras.ops.zeros(variable.shape, dtype=variable.dtype))
+    return model
 
 
 def count_macs(config: ShiftViTConfig) -> dict[str, int]:
@@ -118,4 +148,4 @@ def stage_table(model: keras.Model) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["build_shiftvit", "count_macs", "stage_table"]
+__all__ = ["build_shiftvit", "initialise_like_spach", "count_macs", "stage_table"]

@@ -53,21 +53,57 @@ def compile_for_training(
     schedule = WarmUpCosine.from_recipe(config, steps_per_epoch, epochs)
     optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=config.weight_decay)
     smoothing = getattr(config, "label_smoothing", 0.0)
-    if smoothing:
-        # Label smoothing needs one-hot targets; labels stay integers in the data.
-        loss: Any = SmoothedSparseCrossentropy(smoothing, config.num_classes)
+    if mixes_labels(config):
+        # MixUp/CutMix targets are mixed one-hot vectors (see data.mix_batch).
+        loss: Any = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=smoothing)
+        metrics = [
+            keras.metrics.CategoricalAccuracy(name="accuracy"),
+            keras.metrics.TopKCategoricalAccuracy(k=5, name="top5"),
+        ]
     else:
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        if smoothing:
+            # Label smoothing needs one-hot targets; labels stay integers in the data.
+            loss = SmoothedSparseCrossentropy(smoothing, config.num_classes)
+        else:
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+            keras.metrics.SparseTopKCategoricalAccuracy(k=5, name="top5"),
+        ]
     model.compile(
         optimizer=optimizer,
         loss=loss,
-        metrics=[
-            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
-            keras.metrics.SparseTopKCategoricalAccuracy(k=5, name="top5"),
-        ],
+        metrics=metrics,
         jit_compile=jit_compile,
     )
     return model
+
+
+def mixes_labels(config: Any) -> bool:
+    """True if ``config`` trains with MixUp or CutMix (then targets are one-hot)."""
+    return getattr(config, "mixup_alpha", 0.0) > 0 or getattr(config, "cutmix_alpha", 0.0) > 0
+
+
+def training_datasets(config: Any, data: DataSplits, seed: int) -> tuple[Any, Any, int]:
+    """The training and validation batches of ``config``'s recipe, and steps per epoch.
+
+    Training drops the last, smaller batch (a different one every epoch, as the
+    order is reshuffled), so every step has one shape and XLA compiles the step
+    once. MixUp/CutMix, if on, mix the training batches; both splits then carry
+    one-hot targets.
+    """
+    batch = config.batch_size
+    drop = len(data.y_train) >= batch
+    mixing: dict[str, Any] = {}
+    if mixes_labels(config):
+        mixing = dict(num_classes=config.num_classes, mixup_alpha=config.mixup_alpha,
+                      cutmix_alpha=config.cutmix_alpha)
+    train_ds = make_dataset(data.x_train, data.y_train, batch, shuffle=True, seed=seed,
+                            drop_remainder=drop, **mixing)
+    val_ds = make_dataset(data.x_val, data.y_val, batch, shuffle=False,
+                          num_classes=mixing.get("num_classes"))
+    steps = len(data.y_train) // batch if drop else 1
+    return train_ds, val_ds, steps
 
 
 @keras.saving.register_keras_serializable(package="shiftvit_lib")
@@ -238,21 +274,32 @@ def _replica_count(strategy: Any) -> int:
 
 # --------------------------------------------------------------------------- callbacks
 class ThroughputMeter(keras.callbacks.Callback):
-    """Adds ``epoch_seconds`` and ``images_per_second`` to every epoch's logs."""
+    """Adds ``epoch_seconds`` and ``images_per_second`` to every epoch's logs.
+
+    ``epoch_seconds`` is the whole epoch, validation included; ``images_per_second``
+    counts training alone (the clock stops when validation starts).
+    """
 
     def __init__(self, images_per_epoch: int) -> None:
         super().__init__()
         self.images_per_epoch = images_per_epoch
         self._start = 0.0
+        self._training_end: float | None = None
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._start = time.perf_counter()
+        self._training_end = None
+
+    def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
+        if self._training_end is None:
+            self._training_end = time.perf_counter()
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        seconds = time.perf_counter() - self._start
+        now = time.perf_counter()
+        training_seconds = (self._training_end or now) - self._start
         if logs is not None:
-            logs["epoch_seconds"] = seconds
-            logs["images_per_second"] = self.images_per_epoch / max(seconds, 1e-9)
+            logs["epoch_seconds"] = now - self._start
+            logs["images_per_second"] = self.images_per_epoch / max(training_seconds, 1e-9)
 
 
 def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
@@ -334,7 +381,7 @@ def train(
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
     keras.utils.set_random_seed(seed)
-    steps_per_epoch = -(-len(data.y_train) // config.batch_size)
+    train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
     previous_history = read_history_csv(out / HISTORY_CSV)
     resumed_from = len(previous_history.get("epoch", []))
 
@@ -344,8 +391,6 @@ def train(
         model = builder(config)
         compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
 
-    train_ds = make_dataset(data.x_train, data.y_train, config.batch_size, shuffle=True, seed=seed)
-    val_ds = make_dataset(data.x_val, data.y_val, config.batch_size, shuffle=False)
     checkpoint = keras.callbacks.ModelCheckpoint(
         out / BEST_MODEL, monitor="val_accuracy", mode="max", save_best_only=True
     )
@@ -353,7 +398,7 @@ def train(
         # After a resume, only a better epoch than any seen before may overwrite best.keras.
         checkpoint.best = max(previous_history["val_accuracy"])
     callbacks: list[keras.callbacks.Callback] = [
-        ThroughputMeter(len(data.y_train)),
+        ThroughputMeter(min(steps_per_epoch * config.batch_size, len(data.y_train))),
         keras.callbacks.BackupAndRestore(str(out / BACKUP_DIR)),
         keras.callbacks.CSVLogger(str(out / HISTORY_CSV), append=True),
         checkpoint,
@@ -388,6 +433,8 @@ def train(
         "best_val_accuracy": max(history.get("val_accuracy", [float("nan")])),
         "test": test_metrics,
         "wall_seconds_this_session": round(wall_seconds, 2),
+        # Over all sessions of a resumed run: every epoch's time, validation included.
+        "train_seconds": round(float(sum(history.get("epoch_seconds", []))), 2),
         # The first epoch includes compilation, so it is left out when possible.
         "train_images_per_second": round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None,
         "parameters": int(model.count_params()),
@@ -400,6 +447,43 @@ def train(
     }
     (out / RUN_RECORD).write_text(json.dumps(record, indent=2, default=str))
     return TrainingRun(model=best, history=history, out_dir=out, record=record)
+
+
+def load_run(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """The ``run.json`` record and the ``history.csv`` of a finished run in ``folder``.
+
+    Lessons use it to show a full run that was trained elsewhere (on a GPU) and
+    stored under ``results/``. Raises ``FileNotFoundError`` naming the missing file.
+    """
+    folder = Path(folder)
+    record_path = folder / RUN_RECORD
+    if not record_path.exists():
+        raise FileNotFoundError(
+            f"no finished run in {folder}: {RUN_RECORD} is missing (a run writes it when it ends; "
+            "results/README.md gives the commands for the full runs)"
+        )
+    return json.loads(record_path.read_text()), read_history_csv(folder / HISTORY_CSV)
+
+
+def describe_run(record: dict[str, Any]) -> str:
+    """A few lines on a run record: data, epochs, test accuracy, time, speed and machine."""
+    test, machine = record["test"], record.get("machine", {})
+    config = record.get("config", {})
+    train_seconds = record.get("train_seconds")
+    lines = [
+        f"preset {config.get('name', '?')!r} on {record['data_source']}",
+        f"split sizes {record.get('split_sizes')}",
+        f"epochs run {record['epochs_run']} of {record['epochs_requested']}; best validation top-1 "
+        f"{record['best_val_accuracy']:.2%}",
+        f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
+        f"training images/s (median epoch) {record.get('train_images_per_second')}, "
+        f"mixed precision {record.get('mixed_precision')}, XLA {record.get('jit_compile')}",
+        f"machine: backend {machine.get('backend')}, Keras {machine.get('keras')}, devices {machine.get('devices')}",
+        f"finished {record.get('finished_at')}",
+    ]
+    if train_seconds is not None:
+        lines.insert(4, f"training time (sum of epochs, validation included) {train_seconds / 60:.1f} min")
+    return "\n".join(lines)
 
 
 def evaluate(model: keras.Model, data: DataSplits, split: str = "test", batch_size: int = 256) -> dict[str, float]:
@@ -428,6 +512,8 @@ def logits_metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
 
 __all__ = [
     "compile_for_training",
+    "mixes_labels",
+    "training_datasets",
     "SmoothedSparseCrossentropy",
     "describe_machine",
     "accelerator_platform",
@@ -441,5 +527,7 @@ __all__ = [
     "train",
     "default_builder",
     "evaluate",
+    "load_run",
+    "describe_run",
     "logits_metrics",
 ]

@@ -7,6 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from shiftvit_lib import build_shiftvit, count_macs, preset
+from shiftvit_lib import experiments as ex
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.experiments import (
     SHARED_FIELDS,
@@ -144,3 +145,31 @@ def test_run_comparison_refuses_unequal_terms_or_epochs(tmp_path):
     configs = equalise(_quick_pair(), epochs=2)
     with pytest.raises(ValueError, match="epochs=1 but the configs say epochs=2"):
         run_comparison(configs, data, tmp_path, epochs=1)
+
+
+def test_comparison_configs_are_the_five_models_on_equal_terms():
+    for quick, epochs in ((True, 5), (False, 100)):
+        configs = ex.comparison_configs(quick)
+        assert list(configs) == ["vit", "vit_spt_lsa", *ex.SHIFT_ABLATION]
+        terms = ex.shared_terms(configs)  # raises if any pipeline or recipe field differs
+        assert terms["epochs"] == epochs and terms["early_stopping_patience"] is None
+        assert [configs[name].shift for name in ex.SHIFT_ABLATION] == ["official", "keras_io", "none"]
+    full = ex.comparison_configs(False)
+    assert (full["shiftvit_official"].projected_dim, full["shiftvit_official"].depths) == (96, (2, 4, 8, 2))
+    assert ex.shared_terms(ex.comparison_configs(True, epochs=2))["epochs"] == 2
+
+
+def test_compare_command_writes_a_record_and_resumes(tmp_path, capsys):
+    from shiftvit_lib.__main__ import main
+
+    out = tmp_path / "comparison.json"
+    args = ["compare", "--quick", "--epochs", "1", "--data", "sample", "--runs", str(tmp_path / "runs"),
+            "--out", str(out)]
+    assert main(args) == 0
+    record = json.loads(out.read_text())
+    assert record["mode"] == "quick" and record["epochs"] == 1 and "sample" in record["data_source"]
+    assert [row["name"] for row in record["rows"]] == list(ex.comparison_configs(True))
+    assert all(row["epochs_run"] == 1 for row in record["rows"])
+    # A second call finds the finished runs and reuses them instead of training again.
+    assert main(args) == 0
+    assert capsys.readouterr().out.count("reused a finished run") == 5
