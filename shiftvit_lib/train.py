@@ -80,8 +80,11 @@ def compile_for_training(
 
 
 def mixes_labels(config: Any) -> bool:
-    """True if ``config`` trains with MixUp or CutMix (then targets are one-hot)."""
-    return getattr(config, "mixup_alpha", 0.0) > 0 or getattr(config, "cutmix_alpha", 0.0) > 0
+    """True if ``config`` trains with MixUp or CutMix (then targets are one-hot).
+
+    ``ShiftViTConfig.mixes_labels`` decides; configs without it (a ViTConfig) never mix.
+    """
+    return bool(getattr(config, "mixes_labels", False))
 
 
 def training_datasets(config: Any, data: DataSplits, seed: int) -> tuple[Any, Any, int]:
