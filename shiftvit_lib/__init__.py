@@ -12,6 +12,7 @@ lesson             module
 05 training        ``schedules`` and ``train``
 06 inference       ``inference`` and ``plots``
 07 attention       ``vit`` (ViT, Shifted Patch Tokenization, LSA)
+05-07 payoff       ``published`` (the shipped trained model and run records)
 =================  ======================================================
 """
 
@@ -39,6 +40,7 @@ from shiftvit_lib.layers import (  # noqa: E402
     drop_path_rates,
 )
 from shiftvit_lib.model import build_shiftvit, count_macs  # noqa: E402
+from shiftvit_lib.published import list_pretrained, load_record, pretrained, pretrained_info  # noqa: E402
 from shiftvit_lib.schedules import WarmUpCosine  # noqa: E402
 from shiftvit_lib.shift import keras_io_shift, shift_channels  # noqa: E402
 from shiftvit_lib.train import evaluate, train  # noqa: E402
@@ -69,6 +71,10 @@ __all__ = [
     "drop_path_rates",
     "build_shiftvit",
     "count_macs",
+    "list_pretrained",
+    "load_record",
+    "pretrained",
+    "pretrained_info",
     "WarmUpCosine",
     "keras_io_shift",
     "shift_channels",

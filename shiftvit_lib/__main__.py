@@ -49,8 +49,11 @@ def _parser() -> argparse.ArgumentParser:
         "compare", help="lesson 07's experiment: ViT, ViT+SPT+LSA and three ShiftViT shifts on equal terms"
     )
     compare.add_argument("--data", default="auto", help="'auto', 'keras', 'sample', or a class-folder dir/archive")
-    compare.add_argument("--quick", action="store_true", help="tiny models, a CPU smoke test (not results)")
-    compare.add_argument("--epochs", type=int, default=None, help="default: 5 quick, 100 full")
+    compare.add_argument("--scale", choices=("quick", "cpu", "full"), default="full",
+                         help="quick: tiny models, a smoke test; cpu: models the size of the cpu preset, "
+                              "its recipe, 10 epochs (2-core CPU, about an hour); full: full size (GPU)")
+    compare.add_argument("--quick", action="store_true", help="the same as --scale quick")
+    compare.add_argument("--epochs", type=int, default=None, help="default: 5 quick, 10 cpu, 100 full")
     compare.add_argument("--runs", default="runs/compare", help="one training folder per model; re-run to resume")
     compare.add_argument("--out", required=True, help="the JSON record to write, e.g. results/attention_vs_shift.json")
     compare.add_argument("--seed", type=int, default=42)
@@ -103,15 +106,20 @@ def _compare(args: argparse.Namespace) -> int:
     from shiftvit_lib import experiments as ex
     from shiftvit_lib.data import load_cifar10
 
-    configs = ex.comparison_configs(args.quick, args.epochs)
+    scale = "quick" if args.quick else args.scale
+    configs = ex.comparison_configs(scale, args.epochs)
     epochs = ex.shared_terms(configs)["epochs"]
     data = load_cifar10(args.data, seed=args.seed)
     print(data.summary(), flush=True)
     rows = ex.run_comparison(configs, data, args.runs, epochs=epochs, seed=args.seed, restart=False,
                              log=lambda line: print(line, flush=True))
-    mode = "quick" if args.quick else "full"
-    note = ("QUICK mode: tiny models, a smoke test, not results." if args.quick
-            else "Full mode: full-size models, same recipe and epochs for all, no early stopping.")
+    notes = {
+        "quick": "QUICK mode: tiny models, a smoke test, not results.",
+        "cpu": "CPU scale: models the size of the cpu preset, the cpu preset's recipe on a shorter "
+               "schedule for all five, same data, epochs and seed, no early stopping.",
+        "full": "Full mode: full-size models, same recipe and epochs for all, no early stopping.",
+    }
+    mode, note = scale, notes[scale]
     record = ex.comparison_record(rows, configs, data, epochs=epochs, seed=args.seed, mode=mode, note=note)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

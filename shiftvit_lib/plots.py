@@ -177,6 +177,39 @@ def plot_history(history: Any) -> Figure:
     return fig
 
 
+def plot_time_to_accuracy(history: Mapping[str, Sequence[float]], *, label: str = "validation top-1",
+                          target: float | None = None) -> Figure:
+    """Validation top-1 against minutes of training (a time-to-accuracy curve).
+
+    ``history`` is a dict read from ``history.csv`` (it needs ``epoch_seconds`` and
+    ``val_accuracy``). The time axis is the running sum of the epochs' seconds,
+    validation included, as ``train_seconds`` in ``run.json``. ``target`` draws a
+    horizontal line (e.g. 0.8) and marks the first epoch that reaches it.
+    """
+    if "epoch_seconds" not in history or "val_accuracy" not in history:
+        raise ValueError("history needs 'epoch_seconds' and 'val_accuracy' columns (a history.csv "
+                         f"written by shiftvit_lib.train); got {sorted(history)}")
+    minutes = np.cumsum(np.asarray(history["epoch_seconds"], dtype=float)) / 60
+    accuracy = 100 * np.asarray(history["val_accuracy"], dtype=float)
+    fig, axes = _new_figure(5.5, 3.2)
+    ax = axes[0, 0]
+    ax.plot(minutes, accuracy, "o-", markersize=3, label=label)
+    if target is not None:
+        ax.axhline(100 * target, color="gray", linestyle=":", linewidth=1)
+        reached = np.flatnonzero(accuracy >= 100 * target)
+        if reached.size:
+            first = reached[0]
+            ax.annotate(f"{100 * target:.0f} % after {minutes[first]:.1f} min", (minutes[first], accuracy[first]),
+                        xytext=(10, -25), textcoords="offset points", fontsize=8,
+                        arrowprops=dict(arrowstyle="->", linewidth=0.8))
+    ax.set_xlabel("minutes of training (validation included)")
+    ax.set_ylabel("top-1 (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
 def plot_learning_rate(schedule: Callable[[Any], Any], total_steps: int) -> Figure:
     """The learning rate a schedule gives at each optimizer step.
 

@@ -481,7 +481,8 @@ def describe_run(record: dict[str, Any]) -> str:
         f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
         f"training images/s (median epoch) {record.get('train_images_per_second')}, "
         f"mixed precision {record.get('mixed_precision')}, XLA {record.get('jit_compile')}",
-        f"machine: backend {machine.get('backend')}, Keras {machine.get('keras')}, devices {machine.get('devices')}",
+        f"machine: backend {machine.get('backend')}, Keras {machine.get('keras')}, devices {machine.get('devices')}, "
+        f"{machine.get('cpu_count')} CPU cores",
         f"finished {record.get('finished_at')}",
     ]
     if train_seconds is not None:

@@ -376,9 +376,12 @@ class MultiHeadSelfAttention(layers.Layer):
             self.temperature = None
 
     def _split_heads(self, x: Any) -> Any:
-        # (b, n, heads * key_dim) -> (b, n, heads, key_dim)
+        # (b, n, heads * key_dim) -> (b, heads, n, key_dim): heads lead, so that the two
+        # products below are plain batched matmuls (XLA on a CPU runs an einsum with the
+        # batch axes in the middle several times slower).
         shape = ops.shape(x)
-        return ops.reshape(x, (shape[0], shape[1], self.num_heads, self.key_dim))
+        x = ops.reshape(x, (shape[0], shape[1], self.num_heads, self.key_dim))
+        return ops.transpose(x, (0, 2, 1, 3))
 
     def call(self, x: Any, training: bool | None = None, return_attention_scores: bool = False) -> Any:
         q = self._split_heads(self.query_dense(x))
@@ -386,7 +389,7 @@ class MultiHeadSelfAttention(layers.Layer):
         v = self._split_heads(self.value_dense(x))
 
         # Every query against every key, per head: (b, heads, n_query, n_key).
-        logits = ops.einsum("bqhd,bkhd->bhqk", q, k)
+        logits = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
         # Softmax in float32: it exponentiates, and under mixed precision float16
         # would overflow for logits above ~11 and round small weights to zero.
         logits = ops.cast(logits, "float32")
@@ -402,7 +405,7 @@ class MultiHeadSelfAttention(layers.Layer):
         dropped = self.attention_dropout(weights, training=training)
 
         # Weighted sum of values, heads concatenated back: (b, n, heads * key_dim).
-        out = ops.einsum("bhqk,bkhd->bqhd", dropped, v)
+        out = ops.transpose(ops.matmul(dropped, v), (0, 2, 1, 3))
         shape = ops.shape(out)
         out = ops.reshape(out, (shape[0], shape[1], self.num_heads * self.key_dim))
         out = self.output_dense(out)
@@ -603,6 +606,8 @@ class ViTConfig:
     resize_to: int = 52
     image_size: int = 48
     flip: bool = True
+    # Probability of blanking a random box in each training image (as ShiftViTConfig).
+    random_erasing: float = 0.0
 
     # --- architecture -------------------------------------------------------------
     # 48 px / patch 4 = 12 x 12 = 144 tokens: the same token grid as ShiftViT's first
@@ -665,6 +670,8 @@ class ViTConfig:
             problems.append("dropout and head_dropout must lie in [0, 1)")
         if not 0.0 <= self.warmup_fraction < 1.0:
             problems.append(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
+        if not 0.0 <= self.random_erasing <= 1.0:
+            problems.append(f"random_erasing is a probability in [0, 1], got {self.random_erasing}")
         if problems:
             raise ValueError(f"Invalid ViTConfig {self.name!r}: " + "; ".join(problems))
 
@@ -732,6 +739,28 @@ VIT_PRESETS: dict[str, dict[str, Any]] = {
     ),
 }
 VIT_PRESETS["vit_spt_lsa_quick"] = dict(VIT_PRESETS["vit_quick"], use_spt=True, use_lsa=True)
+# For lesson 07's comparison on a 2-core CPU, beside ShiftViT's `cpu` preset (32 px crops).
+# Sized by measured speed, so the five models fit in about an hour: with JAX on that CPU,
+# ShiftViT `cpu` trained at 712 images/s; a ViT of 6 blocks of width 64 on patch-4 tokens
+# (64 tokens) at 273, the same ViT at width 128 on patch-8 tokens (16 tokens) at 420.
+# Attention keeps every token at full width through every block, where ShiftViT's
+# stages shrink the grid, so a ViT of equal cost is coarser. The keras-io head (2048,
+# 1024 units on the flattened tokens) would alone hold 4.3M parameters here; one
+# layer of 128 units keeps the model near ShiftViT's size. Dropout off: it cost 15 %
+# of the speed, and the short schedule underfits rather than overfits.
+VIT_PRESETS["vit_cpu"] = dict(
+    resize_to=36,
+    image_size=32,
+    patch_size=8,
+    projection_dim=128,
+    num_heads=4,
+    key_dim=None,
+    depth=6,
+    dropout=0.0,
+    head_units=(128,),
+    head_dropout=0.1,
+)
+VIT_PRESETS["vit_spt_lsa_cpu"] = dict(VIT_PRESETS["vit_cpu"], use_spt=True, use_lsa=True)
 
 
 def list_vit_presets() -> list[str]:
@@ -791,6 +820,7 @@ def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
         crop_size=config.image_size,
         flip=config.flip,
         augment=config.augment,
+        random_erasing=config.random_erasing,
         seed=seed,
         name="preprocessing",
     )(inputs)

@@ -159,6 +159,28 @@ def test_comparison_configs_are_the_five_models_on_equal_terms():
     assert ex.shared_terms(ex.comparison_configs(True, epochs=2))["epochs"] == 2
 
 
+def test_cpu_scale_comparison_trains_the_cpu_preset_with_its_own_recipe():
+    configs = ex.comparison_configs("cpu")
+    # shiftvit_official is the cpu preset on the comparison's shorter schedule.
+    assert configs["shiftvit_official"] == preset("cpu", epochs=10)
+    terms = ex.shared_terms(configs)
+    cpu = preset("cpu", epochs=10)
+    assert {name: terms[name] for name in ex.SHARED_FIELDS if name != "early_stopping_patience"} == {
+        name: getattr(cpu, name) for name in ex.SHARED_FIELDS if name != "early_stopping_patience"}
+    assert terms["image_size"] == 32 and terms["resize_to"] == 36
+    assert configs["vit_spt_lsa"].use_spt and configs["vit_spt_lsa"].use_lsa and not configs["vit"].use_lsa
+    with pytest.raises(ValueError, match="scale must be one of"):
+        ex.comparison_configs("huge")
+
+
+def test_rows_carry_a_95_percent_interval():
+    record = {"parameters": 1, "train_images_per_second": 1.0, "best_val_accuracy": 0.5, "epochs_run": 1,
+              "test": {"accuracy": 0.8, "top5": 0.99, "images": 10_000}}
+    row = ex._row("m", preset("quick"), record, 1.0)
+    # 1.96 * sqrt(0.8 * 0.2 / 10000) = 0.00784
+    assert row["test_top1_ci95"] == pytest.approx([0.7922, 0.8078], abs=1e-4)
+
+
 def test_compare_command_writes_a_record_and_resumes(tmp_path, capsys):
     from shiftvit_lib.__main__ import main
 

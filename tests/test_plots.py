@@ -136,3 +136,15 @@ def test_learning_rate_curve_follows_the_schedule() -> None:
     np.testing.assert_allclose(ys, 0.01 * xs)
     with pytest.raises(ValueError, match="total_steps"):
         plots.plot_learning_rate(schedule, 0)
+
+
+def test_time_to_accuracy_plots_cumulative_minutes_and_marks_the_target() -> None:
+    history = {"epoch_seconds": [60.0, 30.0, 90.0], "val_accuracy": [0.5, 0.81, 0.85]}
+    fig = plots.plot_time_to_accuracy(history, target=0.8)
+    ax = fig.axes[0]
+    x, y = ax.lines[0].get_data()
+    np.testing.assert_allclose(x, [1.0, 1.5, 3.0])  # minutes: running sum of the epochs
+    np.testing.assert_allclose(y, [50.0, 81.0, 85.0])
+    assert any("80 % after 1.5 min" in text.get_text() for text in ax.texts)
+    with pytest.raises(ValueError, match="epoch_seconds"):
+        plots.plot_time_to_accuracy({"val_accuracy": [0.5]})

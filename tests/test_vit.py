@@ -503,6 +503,7 @@ def test_training_fields_mirror_shiftvit_seed():
         "resize_to",
         "image_size",
         "flip",
+        "random_erasing",
         "patch_size",
         "batch_size",
         "epochs",

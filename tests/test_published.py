@@ -1,0 +1,114 @@
+"""The shipped pretrained model and run records (shiftvit_lib.pretrained)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import shiftvit_lib as sv
+from shiftvit_lib import published as pt
+from shiftvit_lib.train import logits_metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+FULL_DATA = Path(os.environ.get("SHIFTVIT_FULL_DATA", ROOT.parent / "shared" / "data" / "cifar10-jpeg.tar.gz"))
+
+
+@pytest.fixture(scope="module")
+def cpu_model():
+    return pt.pretrained("cpu")
+
+
+def test_shipped_file_is_small_and_matches_its_published_hash():
+    path = pt.ASSETS / pt.PUBLISHED["cpu"]["weights"]
+    assert path.stat().st_size <= 10 * 1024 * 1024
+    assert pt.sha256_of(path) == pt.PUBLISHED["cpu"]["sha256"]
+
+
+def test_cpu_model_is_the_cpu_preset(cpu_model):
+    assert cpu_model.count_params() == sv.build_shiftvit(sv.preset("cpu")).count_params()
+    info = pt.pretrained_info("cpu")
+    assert info["record"]["config"] == sv.preset("cpu").to_dict()
+
+
+def test_loading_twice_gives_identical_logits(cpu_model):
+    images = sv.load_cifar10("sample").x_test[:32]
+    again = pt.pretrained("cpu")
+    assert np.array_equal(cpu_model.predict(images, verbose=0), again.predict(images, verbose=0))
+
+
+def test_cpu_model_is_trained_on_the_sample_test_images(cpu_model):
+    # The sample's 500 test images come from the same test split; an untrained model
+    # gets about 10 %. The full-test-set figure is checked against the record below.
+    data = sv.load_cifar10("sample")
+    metrics = logits_metrics(cpu_model.predict(data.x_test, verbose=0), data.y_test)
+    assert metrics["accuracy"] >= 0.70
+
+
+def test_altered_file_is_refused(tmp_path, monkeypatch):
+    shutil.copytree(pt.ASSETS / "pretrained", tmp_path / "pretrained")
+    weights = tmp_path / pt.PUBLISHED["cpu"]["weights"]
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    monkeypatch.setattr(pt, "ASSETS", tmp_path)
+    with pytest.raises(ValueError, match="sha256"):
+        pt.pretrained("cpu")
+
+
+def test_missing_file_says_reinstall(tmp_path, monkeypatch):
+    monkeypatch.setattr(pt, "ASSETS", tmp_path)
+    with pytest.raises(FileNotFoundError, match="reinstall"):
+        pt.pretrained("cpu")
+
+
+def test_unknown_name_lists_the_published_ones():
+    with pytest.raises(KeyError, match="cpu"):
+        pt.pretrained("resnet50")
+    with pytest.raises(TypeError):
+        pt.pretrained(3)
+
+
+def test_preset_without_weights_says_how_to_train_it():
+    with pytest.raises(ValueError, match=r"python -m shiftvit_lib train --preset seed"):
+        pt.pretrained("seed")
+
+
+def test_provenance_comes_from_the_run_record():
+    info = pt.pretrained_info("cpu")
+    record = json.loads((ROOT / "results" / "cpu_full" / "run.json").read_text())
+    assert info["test_top1"] == record["test"]["accuracy"]
+    assert info["test_images"] == 10_000
+    assert "50,000 train / 10,000 test" in info["data_source"]
+    assert info["train_minutes"] == round(record["train_seconds"] / 60, 1)
+
+
+@pytest.mark.parametrize("name", ["cpu_full", "attention_vs_shift_cpu"])
+def test_shipped_records_are_the_results_records(name):
+    shipped = pt.RECORDS / name
+    if shipped.is_dir():
+        for file_name in ("run.json", "history.csv"):
+            assert (shipped / file_name).read_bytes() == (ROOT / "results" / name / file_name).read_bytes()
+    else:
+        assert (pt.RECORDS / f"{name}.json").read_bytes() == (ROOT / "results" / f"{name}.json").read_bytes()
+    assert name in pt.list_records()
+
+
+def test_load_record_reads_history_and_refuses_unknown_names():
+    record, history = pt.load_record("cpu_full")
+    assert len(history["val_accuracy"]) == record["epochs_run"]
+    assert max(history["val_accuracy"]) == pytest.approx(record["best_val_accuracy"])
+    with pytest.raises(KeyError, match="cpu_full"):
+        pt.load_record("nothing_here")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FULL_DATA.is_file(), reason=f"the full CIFAR-10 archive is not at {FULL_DATA}")
+def test_cpu_model_reproduces_its_recorded_test_accuracy(cpu_model):
+    data = sv.load_cifar10(FULL_DATA)
+    metrics = logits_metrics(cpu_model.predict(data.x_test, batch_size=256, verbose=0), data.y_test)
+    assert abs(metrics["accuracy"] - pt.pretrained_info("cpu")["test_top1"]) <= 0.005
