@@ -522,6 +522,20 @@ def export_saved_model(model: keras.Model, path: str | Path) -> Path:
     return path
 
 
+class ModelLoadError(ValueError):
+    """A ``.keras`` file that Keras could not load.
+
+    ``reason`` is this library's explanation and what to do (stable text, for
+    lessons and logs); the message adds Keras' own error, whose wording changes
+    between Keras releases.
+    """
+
+    def __init__(self, path: Path, reason: str, cause: BaseException) -> None:
+        super().__init__(f"could not load {path} ({type(cause).__name__}: {cause}). {reason}")
+        self.path = path
+        self.reason = reason
+
+
 class UntrustedModelError(ValueError):
     """A model format that runs code when loaded was given without the trust switch."""
 
@@ -568,8 +582,7 @@ def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Mo
         # safe_mode refuses to run code embedded in the file (e.g. lambdas).
         return keras.saving.load_model(path, safe_mode=True)
     except (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile) as error:
-        raise ValueError(f"could not load {path} ({type(error).__name__}: {error}). "
-                         f"{_load_failure_hint(str(error))}") from error
+        raise ModelLoadError(path, _load_failure_hint(str(error)), error) from error
 
 
 def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)) -> None:

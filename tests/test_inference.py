@@ -316,6 +316,9 @@ def test_load_model_explains_safe_mode_and_unregistered_classes(tmp_path: Path) 
     with_lambda.save(tmp_path / "lambda.keras")
     with pytest.raises(ValueError, match="safe mode refuses .*safe_mode=False"):
         load_model(tmp_path / "lambda.keras")
+    with pytest.raises(inference.ModelLoadError) as refused:
+        load_model(tmp_path / "lambda.keras")
+    assert refused.value.reason.startswith("The file contains Python code")  # ours, stable across Keras
 
     class Doubler(keras.layers.Layer):  # deliberately not registered
         def call(self, x):
@@ -385,6 +388,7 @@ def test_a_saved_model_whose_signature_takes_a_list_loads(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.colab
 def test_saved_model_of_a_trained_reloaded_shiftvit(tmp_path: Path) -> None:
     # Lesson 06's path on every Keras: train, save .keras, load it, export, load the export.
     if keras.backend.backend() != "tensorflow":
