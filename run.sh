@@ -4,6 +4,9 @@
 #   bash run.sh main   set up, execute every lesson on the bundled CIFAR-10 sample (quick mode)
 #                      into build/lessons/ (notebooks + HTML), and render the Manim animations
 #   bash run.sh test   set up, then run the library, animation and notebook (nbval) tests
+#   bash run.sh test-colab  the library tests again, in .venv-colab, with the oldest versions we
+#                      support, chosen to match Colab: TensorFlow 2.19 (.ci/colab-requirements.txt)
+#                      and the Keras that pip resolves under pyproject.toml's floor
 #   bash run.sh setup  only set up
 #
 # Set-up: Debian's pango/cairo headers for Manim (installed with apt-get when missing),
@@ -15,6 +18,9 @@ cd "$(dirname "$0")"
 
 PYTHON=${PYTHON:-python3}
 VENV=${SHIFTVIT_VENV:-.venv}
+EXTRAS=dev,anim,jax       # the extras installed into $VENV
+REQUIREMENTS=()           # extra pins installed with the project (test-colab)
+WITH_TORCH=1
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
@@ -56,8 +62,9 @@ setup_python() {
       "$PYTHON" -m venv $site "$VENV"
     fi
   fi
-  echo "==> installing shiftvit_lib with its dev, anim and jax extras into $VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[dev,anim,jax]"
+  echo "==> installing shiftvit_lib with its $EXTRAS extras into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]" ${REQUIREMENTS[@]+"${REQUIREMENTS[@]}"}
+  [ "$WITH_TORCH" = 1 ] || return 0
   # PyTorch, the third Keras backend, only in its CPU build: a plain `pip install torch`
   # would pull several GB of CUDA libraries. Where pip finds no CPU wheel (PyPI has none;
   # a local wheel or PyTorch's CPU index has), the PyTorch-backend tests are skipped.
@@ -70,6 +77,16 @@ setup_python() {
 setup() {
   setup_system
   setup_python
+}
+
+run_colab_tests() {
+  export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
+  echo "==> the tests on Colab's package set, in $VENV:"
+  "$VENV/bin/python" -c 'from importlib.metadata import version as v; import sys
+print(f"    Python {sys.version.split()[0]}, TensorFlow {v(\"tensorflow\")}, Keras {v(\"keras\")}, NumPy {v(\"numpy\")}")'
+  # Slow tests and the notebooks ran in the first environment; the tests marked `colab`
+  # (lesson 06's SavedModel path, a training run) run here even when slow.
+  "$VENV/bin/python" -m pytest tests -m "not slow or colab" -p no:cacheprovider "$@"
 }
 
 main_job() {
@@ -89,5 +106,14 @@ case "${1:-}" in
   setup) setup ;;
   main) setup; main_job ;;
   test) shift; setup; run_tests "$@" ;;
-  *) echo "usage: bash run.sh {main|test|setup}" >&2; exit 2 ;;
+  test-colab)
+    shift
+    VENV=${SHIFTVIT_VENV:-.venv-colab}
+    SHIFTVIT_ISOLATED=1          # Colab's versions only, none of this machine's own packages
+    EXTRAS=dev                   # no Manim (its tests ran in the first environment), no JAX
+    REQUIREMENTS=(-r .ci/colab-requirements.txt)
+    WITH_TORCH=0
+    setup_python
+    run_colab_tests "$@" ;;
+  *) echo "usage: bash run.sh {main|test|test-colab|setup}" >&2; exit 2 ;;
 esac

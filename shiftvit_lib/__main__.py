@@ -1,4 +1,4 @@
-"""Command line: ``python -m shiftvit_lib {train,evaluate,predict,presets}``.
+"""Command line: ``python -m shiftvit_lib {train,compare,evaluate,predict,presets}``.
 
 Examples::
 
@@ -8,33 +8,61 @@ Examples::
     python -m shiftvit_lib compare --quick --data sample --out runs/compare_quick.json
 
 Errors that a user can fix (a missing folder, a wrong model file, an unknown
-preset) are printed as one clear line and the exit status is 2.
+preset, a finished ``--out`` folder, no network for ``--data keras``, ...) are
+printed as one line on stderr, and the exit status is 2. Arguments are checked
+before anything is written to disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # keep TensorFlow's start-up chatter out
 
+EXIT_USER_ERROR = 2
+
+
+class UserError(Exception):
+    """A mistake the user can fix; ``main`` prints it as one line and exits with status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line on stderr (argparse prints the usage too)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USER_ERROR, f"error: {message} (see: {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m shiftvit_lib", description="Train, evaluate and use ShiftViT models."
-    )
+    parser = _Parser(prog="python -m shiftvit_lib", description="Train, evaluate and use ShiftViT models.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train a preset and save best.keras, history.csv, run.json")
     train.add_argument("--preset", default="quick", help="preset name (see the 'presets' command)")
     train.add_argument("--data", default="auto", help="'auto', 'keras', 'sample', or a class-folder dir/archive")
-    train.add_argument("--epochs", type=int, default=None, help="override the preset's number of epochs")
-    train.add_argument("--batch-size", type=int, default=None, help="override the preset's batch size")
-    train.add_argument("--out", default="runs/latest", help="output folder; re-run with it to resume")
-    train.add_argument("--limit", type=int, default=None, help="at most this many images per class")
+    train.add_argument("--epochs", type=_positive_int, default=None, help="override the preset's number of epochs")
+    train.add_argument("--batch-size", type=_positive_int, default=None, help="override the preset's batch size")
+    train.add_argument("--out", default="runs/latest",
+                       help="output folder; re-run with it (and the same settings) to resume an interrupted run")
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace the run already in --out (its best.keras, history.csv, run.json, backup)")
+    train.add_argument("--limit", type=_positive_int, default=None, help="at most this many images per class")
     train.add_argument(
         "--mixed-precision",
         default="auto",
@@ -53,33 +81,60 @@ def _parser() -> argparse.ArgumentParser:
                          help="quick: tiny models, a smoke test; cpu: models the size of the cpu preset, "
                               "its recipe, 10 epochs (2-core CPU, about an hour); full: full size (GPU)")
     compare.add_argument("--quick", action="store_true", help="the same as --scale quick")
-    compare.add_argument("--epochs", type=int, default=None, help="default: 5 quick, 10 cpu, 100 full")
+    compare.add_argument("--epochs", type=_positive_int, default=None, help="default: 5 quick, 10 cpu, 100 full")
     compare.add_argument("--runs", default="runs/compare", help="one training folder per model; re-run to resume")
     compare.add_argument("--out", required=True, help="the JSON record to write, e.g. results/attention_vs_shift.json")
     compare.add_argument("--seed", type=int, default=42)
 
+    trust_help = ("load a TensorFlow SavedModel directory, which runs the graph it contains; only for "
+                  "models you exported yourself or trust (.keras files load in safe mode without it)")
     evaluate = commands.add_parser("evaluate", help="top-1/top-5 accuracy of a saved model on the test split")
-    evaluate.add_argument("--model", required=True, help="a .keras file or a SavedModel directory")
+    evaluate.add_argument("--model", required=True, help="a .keras file (or a SavedModel directory, see below)")
     evaluate.add_argument("--data", default="auto")
-    evaluate.add_argument("--batch-size", type=int, default=256)
+    evaluate.add_argument("--batch-size", type=_positive_int, default=256)
+    evaluate.add_argument("--trust-saved-model", action="store_true", help=trust_help)
 
     predict = commands.add_parser("predict", help="classify every image in a folder")
-    predict.add_argument("--model", required=True, help="a .keras file or a SavedModel directory")
+    predict.add_argument("--model", required=True, help="a .keras file (or a SavedModel directory, see below)")
     predict.add_argument("folder", help="folder of images (jpg, png, ... any size)")
-    predict.add_argument("--top-k", type=int, default=3)
+    predict.add_argument("--top-k", type=_positive_int, default=3)
     predict.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    predict.add_argument("--trust-saved-model", action="store_true", help=trust_help)
 
     commands.add_parser("presets", help="list the presets")
     return parser
 
 
+def _mixed_precision(text: str) -> str | None:
+    choices = {"none": None, "float32": None, "auto": "auto", "mixed_bfloat16": "mixed_bfloat16",
+               "mixed_float16": "mixed_float16"}
+    if text.lower() not in choices:
+        raise UserError(f"--mixed-precision {text!r} is not one of: auto, none, mixed_bfloat16, mixed_float16")
+    return choices[text.lower()]
+
+
+def _check_output_file(path: Path) -> None:
+    """A JSON record can be written at ``path`` (checked before a long run, writing nothing)."""
+    if path.is_dir():
+        raise UserError(f"--out {path} is a folder; give the path of a .json file")
+    existing = path.parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(f"cannot create {path}: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"cannot write {path} (permission denied)")
+
+
 def _train(args: argparse.Namespace) -> int:
     from shiftvit_lib.config import preset
     from shiftvit_lib.data import load_cifar10
-    from shiftvit_lib.train import train
+    from shiftvit_lib.train import check_run_folder, train
 
     overrides = {"batch_size": args.batch_size} if args.batch_size else {}
     config = preset(args.preset, **overrides)
+    mixed_precision = _mixed_precision(args.mixed_precision)
+    check_run_folder(args.out, overwrite=args.overwrite)  # before loading data or writing anything
     data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
     print(data.summary(), flush=True)
     run = train(
@@ -88,9 +143,10 @@ def _train(args: argparse.Namespace) -> int:
         args.out,
         epochs=args.epochs,
         jit_compile=False if args.no_jit else "auto",
-        mixed_precision=None if args.mixed_precision.lower() in ("none", "float32") else args.mixed_precision,
+        mixed_precision=mixed_precision,
         seed=args.seed,
         verbose=args.verbose,
+        overwrite=args.overwrite,
     )
     test = run.record["test"]
     print(
@@ -101,11 +157,16 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from shiftvit_lib import experiments as ex
     from shiftvit_lib.data import load_cifar10
+    from shiftvit_lib.train import check_run_folder
 
+    out = Path(args.out)
+    _check_output_file(out)
+    runs = Path(args.runs)
+    if runs.exists() and not runs.is_dir():
+        raise UserError(f"--runs {runs} is a file; give a folder")
+    check_run_folder(runs, overwrite=True)  # writable; each model's folder is checked by train()
     scale = "quick" if args.quick else args.scale
     configs = ex.comparison_configs(scale, args.epochs)
     epochs = ex.shared_terms(configs)["epochs"]
@@ -121,7 +182,6 @@ def _compare(args: argparse.Namespace) -> int:
     }
     mode, note = scale, notes[scale]
     record = ex.comparison_record(rows, configs, data, epochs=epochs, seed=args.seed, mode=mode, note=note)
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2, default=str))
     print(ex.format_table(rows))
@@ -129,12 +189,20 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_classifier(args: argparse.Namespace):  # noqa: ANN202 - keras is imported lazily
+    from shiftvit_lib.data import CIFAR10_CLASSES
+    from shiftvit_lib.inference import check_classifier, load_model
+
+    model = load_model(args.model, trust_saved_model=args.trust_saved_model)
+    check_classifier(model, len(CIFAR10_CLASSES))
+    return model
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from shiftvit_lib.data import load_cifar10
-    from shiftvit_lib.inference import load_model
     from shiftvit_lib.train import evaluate
 
-    model = load_model(args.model)
+    model = _load_classifier(args)
     data = load_cifar10(args.data)
     metrics = evaluate(model, data, batch_size=args.batch_size)
     print(data.source)
@@ -144,14 +212,24 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from shiftvit_lib.inference import load_model, predict_folder
+    from shiftvit_lib.data import CIFAR10_CLASSES
+    from shiftvit_lib.inference import predict_folder
 
-    model = load_model(args.model)
-    result = predict_folder(model, args.folder, top_k=args.top_k)
+    if args.top_k > len(CIFAR10_CLASSES):
+        raise UserError(f"--top-k {args.top_k} is more than the {len(CIFAR10_CLASSES)} classes")
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder" + (" (it is a file; put it in a folder)"
+                                                        if folder.exists() else " (it does not exist)"))
+    model = _load_classifier(args)
+    result = predict_folder(model, folder, top_k=args.top_k)
     if args.json:
         print(json.dumps(result.to_rows(), indent=2))
     else:
         print(result.format())
+    if not result.predictions:
+        raise UserError(f"no image in {folder} could be classified ({len(result.failures)} unreadable file(s), "
+                        "listed above)")
     return 0
 
 
@@ -165,16 +243,37 @@ def _presets(_: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(error: BaseException) -> str:
+    """The message of a user error on one line."""
+    if isinstance(error, KeyError) and error.args:
+        text = str(error.args[0])
+    elif isinstance(error, OSError) and error.strerror:
+        where = error.filename if error.filename is not None else ""
+        reason = error.strerror
+        if error.errno in (errno.EACCES, errno.EPERM) and "permission" not in reason.lower():
+            reason += " (permission denied)"
+        text = f"{reason}: {where}" if where and str(where) not in reason else reason
+    else:
+        text = str(error) or type(error).__name__
+    return " ".join(text.split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    from shiftvit_lib.data import DataSourceUnavailableError
+    from shiftvit_lib.inference import BackendError
+
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
+        return int(stop.code or 0)
     handlers = {"train": _train, "compare": _compare, "evaluate": _evaluate, "predict": _predict,
                 "presets": _presets}
     try:
         return handlers[args.command](args)
-    except (FileNotFoundError, ValueError, KeyError, TypeError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"error: {message}", file=sys.stderr)
-        return 2
+    except (UserError, OSError, ValueError, KeyError, TypeError, DataSourceUnavailableError,
+            BackendError) as error:
+        print(f"error: {_one_line(error)}", file=sys.stderr)
+        return EXIT_USER_ERROR
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import io
 import math
 import os
 import socket
+import stat
 import tarfile
 import threading
 import urllib.parse
@@ -261,7 +262,7 @@ def _load_raw(source: Any, *, limit: int | None, rng: np.random.Generator) -> _R
                 return _cap_raw(_load_from_keras(), limit, rng)
             # get_file raises a bare Exception when the download fails.
             except Exception as error:  # noqa: BLE001
-                raise RuntimeError(
+                raise DataSourceUnavailableError(
                     f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
                     "source='sample', a local copy (directory or archive), or source='auto', "
                     "which falls back to the sample by itself."
@@ -434,52 +435,185 @@ class _ClassFolderListing:
     read_bytes: Callable[[str], bytes]
 
 
+# Bounds on what a class-folder source may make us read. A 32x32 CIFAR image takes a few
+# kilobytes; the whole of CIFAR-10 as JPEG about 55 MB (as PNG about 150 MB).
+MAX_IMAGE_FILE_BYTES = 1 * 2**20  # one image file (directory or archive entry)
+MAX_TOTAL_BYTES = 1 * 2**30  # all image files of one source together
+MAX_FILES = 1_000_000  # image files under train/ and test/
+
+
+class DataSourceUnavailableError(RuntimeError):
+    """A named data source could not be fetched (``"keras"`` offline, for example)."""
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.1f} MiB"
+
+
+class _ReadBudget:
+    """Counts files and bytes read from one source; raises a clear ``ValueError`` past the caps."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.files = 0
+        self.bytes = 0
+
+    def check_entry(self, name: str, size: int) -> None:
+        if size > MAX_IMAGE_FILE_BYTES:
+            raise ValueError(
+                f"{self.where}: {name} is {_mib(size)}, more than the {_mib(MAX_IMAGE_FILE_BYTES)} a "
+                "32x32 image file may take here; remove it (or is this the right data?)"
+            )
+        self.files += 1
+        self.bytes += size
+        if self.files > MAX_FILES:
+            raise ValueError(f"{self.where}: more than {MAX_FILES:,} files under train/ and test/; "
+                             "a CIFAR-10 copy has 60,000. Is this the right data?")
+        if self.bytes > MAX_TOTAL_BYTES:
+            raise ValueError(
+                f"{self.where}: the files under train/ and test/ add up to more than "
+                f"{_mib(MAX_TOTAL_BYTES)}; CIFAR-10 as JPEG or PNG takes under 200 MiB. "
+                "Is this the right data?"
+            )
+
+
+def _raise_walk_error(error: OSError) -> None:
+    """``os.walk`` skips a folder it cannot list unless told otherwise; say which one instead."""
+    hint = "; check its permissions" if isinstance(error, PermissionError) else ""
+    raise OSError(error.errno, f"cannot read the folder {error.filename} ({error.strerror}){hint}",
+                  error.filename)
+
+
 def _scan_directory(root: Path) -> _ClassFolderListing:
-    """List train/ and test/ under ``root`` (not the rest of root, which may be large)."""
+    """List train/ and test/ under ``root`` (not the rest of root, which may be large).
+
+    Only regular files are read: a symbolic link, named pipe, socket or device under
+    train/ or test/ is an error that names it (reading a pipe could block forever),
+    as is a folder that cannot be listed and a file over :data:`MAX_IMAGE_FILE_BYTES`.
+    """
     missing = [s for s in SPLIT_FOLDERS if not (root / s).is_dir()]
     if missing:
         raise ValueError(_missing_splits_message(str(root), missing))
-    file_names, dir_names = [], []
+    file_names, dir_names, special = [], [], []
+    budget = _ReadBudget(str(root))
     for split in SPLIT_FOLDERS:
-        for folder, subfolders, files in os.walk(root / split):
+        for folder, subfolders, files in os.walk(root / split, onerror=_raise_walk_error):
             relative = Path(folder).relative_to(root).as_posix()
-            dir_names.extend(f"{relative}/{d}" for d in subfolders)
-            file_names.extend(f"{relative}/{f}" for f in files)
-    return _ClassFolderListing(file_names, dir_names, lambda name: (root / name).read_bytes())
+            for name in list(subfolders):
+                if os.path.islink(os.path.join(folder, name)):
+                    special.append(f"{relative}/{name} (a symbolic link to a folder)")
+                    subfolders.remove(name)
+                else:
+                    dir_names.append(f"{relative}/{name}")
+            for name in files:
+                full, entry = os.path.join(folder, name), f"{relative}/{name}"
+                if _is_hidden(entry):
+                    continue
+                info = os.lstat(full)
+                if stat.S_ISREG(info.st_mode):
+                    budget.check_entry(entry, info.st_size)
+                    file_names.append(entry)
+                else:
+                    special.append(f"{entry} ({_special_kind(info.st_mode)})")
+    if special:
+        shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
+        raise ValueError(f"{root}: only regular image files are read, but found {shown}. "
+                         "Replace links with copies of the files and remove anything else.")
+
+    def read(name: str) -> bytes:
+        with (root / name).open("rb") as handle:
+            data = handle.read(MAX_IMAGE_FILE_BYTES + 1)
+        if len(data) > MAX_IMAGE_FILE_BYTES:  # it grew since it was listed
+            budget.check_entry(name, len(data))
+        return data
+
+    return _ClassFolderListing(file_names, dir_names, read)
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _wanted_entry(name: str) -> bool:
+    """Could this archive entry be data: under train/ or test/, at the top or in one wrapper folder?"""
+    parts = name.split("/")
+    return not _is_hidden(name) and (
+        parts[0] in SPLIT_FOLDERS or (len(parts) > 1 and parts[1] in SPLIT_FOLDERS)
+    )
 
 
 def _scan_archive(path: Path) -> _ClassFolderListing:
     """Read a .zip or tar archive's images into memory, without extracting to disk.
 
     CIFAR-10 is small (60,000 files, ~55 MB as JPEG), and a compressed tar
-    cannot be read at random cheaply, so every file is read in one pass.
+    cannot be read at random cheaply, so every file is read in one pass. Entries
+    outside ``train/`` and ``test/`` (a README, a licence, anything large) are
+    skipped before they are read; an image entry over :data:`MAX_IMAGE_FILE_BYTES`,
+    more than :data:`MAX_TOTAL_BYTES` in all, or a link, pipe or device entry under
+    ``train/`` or ``test/`` is an error that names it.
     """
     contents: dict[str, bytes] = {}
     dirs: list[str] = []
+    special: list[str] = []
+    budget = _ReadBudget(path.name)
     if path.name.lower().endswith(".zip"):
         try:
             with zipfile.ZipFile(path) as archive:
-                for info in archive.infolist():
+                infos = archive.infolist()
+                prefix = _archive_root_prefix([i.filename.rstrip("/") for i in infos])
+                for info in infos:
                     name = info.filename.rstrip("/")
+                    relative = name.removeprefix(prefix)
+                    if not name.startswith(prefix) or relative.split("/")[0] not in SPLIT_FOLDERS \
+                            or _is_hidden(relative):
+                        continue  # skipped before reading: it is not data
                     if info.is_dir():
                         dirs.append(name)
-                    elif not _is_hidden(name):
-                        contents[name] = archive.read(info)
-        except (zipfile.BadZipFile, OSError) as error:
+                    elif stat.S_ISLNK(info.external_attr >> 16):
+                        special.append(f"{name} (a symbolic link)")
+                    else:
+                        budget.check_entry(name, info.file_size)
+                        with archive.open(info) as member:
+                            data = member.read(MAX_IMAGE_FILE_BYTES + 1)
+                        if len(data) > MAX_IMAGE_FILE_BYTES:  # the header understated the size
+                            budget.check_entry(name, len(data))
+                        contents[name] = data
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
             raise ValueError(f"{path} is not a readable zip archive ({error})") from error
     else:
         try:
             with tarfile.open(path, "r:*") as tar:
                 for member in tar:
                     name = member.name.removeprefix("./").rstrip("/")
+                    if not _wanted_entry(name):
+                        continue  # skipped before reading: it is not data
                     if member.isdir():
                         dirs.append(name)
-                    elif member.isfile() and not _is_hidden(name):
+                    elif member.isfile():
+                        budget.check_entry(name, member.size)
                         extracted = tar.extractfile(member)
                         contents[name] = extracted.read() if extracted else b""
+                    else:
+                        kind = ("a symbolic link" if member.issym() else "a hard link" if member.islnk()
+                                else "a named pipe" if member.isfifo() else "a device" if member.isdev()
+                                else "not a regular file")
+                        special.append(f"{name} ({kind})")
         except (tarfile.TarError, EOFError, OSError) as error:
             raise ValueError(f"{path} is not a readable tar archive ({error})") from error
-    prefix = _archive_root_prefix(list(contents) + dirs)
+    prefix = _archive_root_prefix(list(contents) + dirs + [s.split(" (")[0] for s in special])
+    special = [s for s in special if s.startswith(prefix)]
+    if special:
+        shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
+        raise ValueError(f"{path.name}: only regular image files are read, but the archive holds {shown} "
+                         "under train/ or test/. Rebuild it with the files themselves.")
     return _ClassFolderListing(
         [f.removeprefix(prefix) for f in contents if f.startswith(prefix)],
         [d.removeprefix(prefix) for d in dirs if d.startswith(prefix)],

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -40,7 +39,15 @@ from matplotlib.figure import Figure
 from shiftvit_lib.config import ShiftViTConfig
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.model import build_shiftvit, count_macs
-from shiftvit_lib.train import BACKUP_DIR, BEST_MODEL, HISTORY_CSV, RUN_RECORD, describe_machine, train
+from shiftvit_lib.train import (
+    RUN_RECORD,
+    clear_run,
+    describe_machine,
+    read_run_spec,
+    run_spec,
+    spec_differences,
+    train,
+)
 from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs
 
 # What the model does to an image before its first layer (inside the model).
@@ -124,10 +131,24 @@ def model_costs(config: Config) -> dict[str, int]:
 
 def _clear_run(out_dir: Path) -> None:
     """Remove exactly the files a previous :func:`train` call wrote into ``out_dir``."""
-    for file_name in (BEST_MODEL, HISTORY_CSV, RUN_RECORD):
-        (out_dir / file_name).unlink(missing_ok=True)
-    if (out_dir / BACKUP_DIR).is_dir():
-        shutil.rmtree(out_dir / BACKUP_DIR)
+    clear_run(out_dir)
+
+
+def _finished_run(out_dir: Path, spec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The record of a finished run in ``out_dir`` with exactly these settings, else ``None``.
+
+    A folder of an older version (no ``run_spec.json``) matches on its recorded
+    config and epochs, as before.
+    """
+    record_path = out_dir / RUN_RECORD
+    if not record_path.exists():
+        return None
+    record = json.loads(record_path.read_text())
+    saved = read_run_spec(out_dir)
+    if saved is not None:
+        return record if not spec_differences(saved, dict(spec)) else None
+    same = record.get("epochs_requested") == spec["epochs"] and record.get("config") == spec["config"]
+    return record if same else None
 
 
 def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
@@ -226,8 +247,10 @@ def run_comparison(
     Args:
         restart: ``True`` deletes a previous run in ``out_root/<name>`` first (a
             fresh run). ``False`` resumes an interrupted run, and reuses a finished
-            one without training when its ``run.json`` has the same config and
-            ``epochs`` (a long full-mode comparison survives a re-execution).
+            one without training when it has the same settings (config, data,
+            epochs, seed: :func:`~shiftvit_lib.train.run_spec`), so a long full-mode
+            comparison survives a re-execution; a folder holding a run with other
+            settings raises :class:`~shiftvit_lib.train.RunFolderError`.
         log: called with one line per model (``None`` for silence).
 
     Returns:
@@ -244,21 +267,15 @@ def run_comparison(
     rows = []
     for name, config in configs.items():
         out_dir = Path(out_root) / name
-        out_dir.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        record_path = out_dir / RUN_RECORD
-        previous = json.loads(record_path.read_text()) if record_path.exists() else None
-        if restart:
-            _clear_run(out_dir)
-        finished = (
-            previous is not None
-            and previous.get("epochs_requested") == epochs
-            and previous.get("config") == config.to_dict()
-        )
-        if not restart and finished:
+        previous = None if restart else _finished_run(out_dir, run_spec(config, data, epochs=epochs, seed=seed))
+        if previous is not None:
             record, how = previous, "reused a finished run"
         else:
-            record = train(config, data, out_dir, epochs=epochs, seed=seed, verbose=verbose).record
+            # restart: a fresh run; otherwise train() resumes an interrupted run with the
+            # same settings, and refuses a folder that holds a run with other settings.
+            record = train(config, data, out_dir, epochs=epochs, seed=seed, verbose=verbose,
+                           overwrite=restart).record
             how = "trained"
         row = _row(name, config, record, time.perf_counter() - started)
         rows.append(row)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import io
+import os
+import stat
 import warnings
 import zipfile
 from collections.abc import Sequence
@@ -71,9 +73,12 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
     height, width = _as_height_width(size)
     if fit not in ("crop", "stretch"):
         raise ValueError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
-    if not path.is_file():
+    kind = special_file_kind(path, follow_links=True)  # a path given explicitly may be a link
+    if kind == "missing":
         raise FileNotFoundError(f"no image file at {path}")
-    data = path.read_bytes()
+    if kind is not None:
+        raise ImageReadError(path, f"not a regular file: {kind}; not opened")
+    data = _read_bounded(path, MAX_IMAGE_BYTES)
     if not data:
         raise ImageReadError(path, "empty file (0 bytes)")
     image_format = None
@@ -91,6 +96,50 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
             path, f"corrupt or truncated {image_format or 'image'} data ({error})"
         ) from None
     return np.asarray(_resize(rgb, width, height, fit), dtype=np.uint8)
+
+
+# An image file larger than this is refused before it is read (a 24-megapixel JPEG is ~10 MB).
+MAX_IMAGE_BYTES = 64 * 2**20
+
+
+def special_file_kind(path: Path, *, follow_links: bool = False) -> str | None:
+    """``None`` for a regular file; else what it is, without opening it.
+
+    ``"missing"``, ``"a folder"``, ``"a symbolic link"``, ``"a named pipe (FIFO)"``,
+    ``"a socket"``, ``"a device"``. Reading a pipe or a device can block forever or
+    never end, so callers report these instead of reading them. With
+    ``follow_links`` a link to a regular file counts as a regular file.
+    """
+    try:
+        mode = (os.stat if follow_links else os.lstat)(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link (links are not followed; copy the file itself here)"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def _read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file, refusing one larger than ``limit`` before reading it."""
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise ImageReadError(path, f"file too large ({size / 2**20:.1f} MiB; the limit for an "
+                                       f"image is {limit / 2**20:.0f} MiB)")
+        data = handle.read(limit + 1)
+    if len(data) > limit:  # it grew while we read it
+        raise ImageReadError(path, f"file too large (over {limit / 2**20:.0f} MiB)")
+    return data
 
 
 def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
@@ -240,7 +289,9 @@ def predict_folder(
 ) -> FolderPredictions:
     """Classify every image file in ``folder`` (sorted by name, not recursive).
 
-    Hidden files (names starting with ".") and sub-folders are skipped. Each
+    Hidden files (names starting with ".") and sub-folders are skipped. Symbolic
+    links, named pipes, sockets and devices are listed in ``result.failures``
+    without being opened (a pipe could block forever). Each
     image is resized to the model's input size (``model.input_shape``, or
     ``image_size`` when the model does not fix it). A file that cannot be read
     is listed in ``result.failures`` with the reason; it never stops the batch.
@@ -253,14 +304,22 @@ def predict_folder(
                          "predict_images() for a single image")
     _check_top_k(top_k, len(class_names))
     height, width = _as_height_width(image_size) if image_size else model_image_size(model)
-    files = sorted((p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")),
-                   key=lambda p: p.name)
+    try:
+        entries = sorted((p for p in folder.iterdir() if not p.name.startswith(".")), key=lambda p: p.name)
+    except PermissionError as error:
+        raise PermissionError(error.errno, f"cannot list the folder {folder} ({error.strerror})",
+                              str(folder)) from None
+    files = [p for p in entries if special_file_kind(p) != "a folder"]
     if not files:
         raise ValueError(f"folder {folder} has no files to classify "
                          "(hidden files and sub-folders are skipped)")
 
     images, readable, failures = [], [], []
     for path in files:
+        kind = special_file_kind(path)
+        if kind is not None:  # a link, pipe, socket or device: reported, never opened
+            failures.append(UnreadableFile(path, f"not a regular file: {kind}"))
+            continue
         try:
             images.append(load_image(path, (height, width), fit=fit))
             readable.append(path)
@@ -463,23 +522,58 @@ def export_saved_model(model: keras.Model, path: str | Path) -> Path:
     return path
 
 
-def load_model(path: str | Path) -> keras.Model:
-    """Load a ``.keras`` file (safe mode) or a SavedModel directory for ``predict``.
+class ModelLoadError(ValueError):
+    """A ``.keras`` file that Keras could not load.
 
-    A SavedModel is wrapped in a Keras model around
-    ``keras.layers.TFSMLayer`` so ``model.predict`` and :func:`predict_folder`
-    work the same; it is inference only (no training, no optimizer).
+    ``reason`` is this library's explanation and what to do (stable text, for
+    lessons and logs); the message adds Keras' own error, whose wording changes
+    between Keras releases.
+    """
+
+    def __init__(self, path: Path, reason: str, cause: BaseException) -> None:
+        super().__init__(f"could not load {path} ({type(cause).__name__}: {cause}). {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class UntrustedModelError(ValueError):
+    """A model format that runs code when loaded was given without the trust switch."""
+
+
+def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Model:
+    """Load a ``.keras`` file (safe mode) or, if you trust it, a SavedModel directory.
+
+    A ``.keras`` file always loads in Keras' safe mode: it refuses Python code
+    stored in the file (a ``Lambda`` layer's lambda, for example).
+
+    A TensorFlow SavedModel is a compiled TensorFlow graph, and loading and calling
+    it runs whatever that graph does; its ops can read and write files, for
+    instance. Keras' safe mode cannot check it, so it loads only with
+    ``trust_saved_model=True`` (command line: ``--trust-saved-model``): pass it for
+    a SavedModel you exported yourself or got from a source you trust. Otherwise
+    :class:`UntrustedModelError` (a ``ValueError``) says so. The SavedModel is
+    wrapped in a Keras model around ``keras.layers.TFSMLayer`` so ``model.predict``
+    and :func:`predict_folder` work the same; it is inference only.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no model at {path}")
     if path.is_dir():
         if (path / "saved_model.pb").is_file():
+            if not trust_saved_model:
+                raise UntrustedModelError(
+                    f"{path} is a TensorFlow SavedModel: loading it runs the TensorFlow graph it "
+                    "contains, which Keras' safe mode cannot check. Load it only if you exported it "
+                    "yourself or trust its source: load_model(path, trust_saved_model=True), or "
+                    "--trust-saved-model on the command line. A .keras file loads safely without it."
+                )
             return _load_saved_model(path)
         raise ValueError(f"{path} is a directory without saved_model.pb: expected a .keras file "
                          "or a SavedModel directory")
     if path.suffix != ".keras":
         raise ValueError(f"expected a .keras file or a SavedModel directory; got {path.name}")
+    if not path.is_file():
+        raise ValueError(f"{path} is not a regular file (a pipe or a device?); expected a .keras file")
     if not zipfile.is_zipfile(path):
         raise ValueError(f"{path} is not a valid .keras file (a .keras file is a zip archive); "
                          "it is corrupt or truncated. Save it again with save_model().")
@@ -488,8 +582,25 @@ def load_model(path: str | Path) -> keras.Model:
         # safe_mode refuses to run code embedded in the file (e.g. lambdas).
         return keras.saving.load_model(path, safe_mode=True)
     except (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile) as error:
-        raise ValueError(f"could not load {path} ({type(error).__name__}: {error}). "
-                         f"{_load_failure_hint(str(error))}") from error
+        raise ModelLoadError(path, _load_failure_hint(str(error)), error) from error
+
+
+def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)) -> None:
+    """Raise ``ValueError`` unless ``model`` maps one image batch to ``num_classes`` logits.
+
+    Checked before a model is used for :func:`predict_folder` or an evaluation, so
+    a model of another task fails with one clear sentence instead of deep inside NumPy.
+    """
+    shape = getattr(model, "output_shape", None)
+    if isinstance(shape, list) or (isinstance(shape, tuple) and shape and isinstance(shape[0], tuple)):
+        raise ValueError(f"the model has {len(shape)} outputs; expected one output of {num_classes} "
+                         "class scores (logits)")
+    if isinstance(shape, dict):
+        raise ValueError(f"the model has outputs {sorted(shape)}; expected one output of {num_classes} "
+                         "class scores (logits)")
+    if not isinstance(shape, tuple) or len(shape) != 2 or shape[1] != num_classes:
+        raise ValueError(f"the model outputs shape {shape}, but a CIFAR-10 classifier outputs "
+                         f"(batch, {num_classes}) class scores; is it the right model file?")
 
 
 def _load_failure_hint(message: str) -> str:
@@ -519,20 +630,40 @@ def _load_saved_model(path: Path) -> keras.Model:
     _require_tensorflow_backend("loading a SavedModel")
     try:
         layer = keras.layers.TFSMLayer(str(path), call_endpoint="serve")
-        # The serving signature's TensorSpec gives the input shape and dtype.
-        spec = layer.call_endpoint_fn.concrete_functions[0].structured_input_signature[0][0]
+        spec, as_list = _serving_input_spec(layer.call_endpoint_fn)
     # TensorFlow raises many error types (protobuf DecodeError, OpError...) for a bad
     # SavedModel; all mean the same thing to the caller.
     except Exception as error:  # noqa: BLE001
         raise ValueError(f"could not load the SavedModel at {path} ({type(error).__name__}: "
                          f"{error}). Export it again with export_saved_model().") from error
     inputs = keras.Input(shape=tuple(spec.shape[1:]), dtype=spec.dtype.name)
-    return keras.Model(inputs, layer(inputs), name=f"saved_model_{path.name}")
+    return keras.Model(inputs, layer([inputs] if as_list else inputs), name=f"saved_model_{path.name}")
+
+
+def _serving_input_spec(endpoint: Any) -> tuple[Any, bool]:
+    """The one image ``TensorSpec`` of a serving endpoint, and whether it takes a list.
+
+    The signature's structure depends on the Keras version that exported the model:
+    ``(TensorSpec,)`` for a freshly built model, ``([TensorSpec],)`` for one that was
+    loaded from a ``.keras`` file by Keras 3.10 (TensorFlow 2.19, Colab's set).
+    """
+    import tensorflow as tf
+
+    functions = getattr(endpoint, "concrete_functions", None) or [endpoint]
+    args, kwargs = functions[0].structured_input_signature
+    specs = [s for s in tf.nest.flatten((args, kwargs)) if isinstance(s, tf.TensorSpec)]
+    if len(specs) != 1:
+        raise ValueError(f"the serving endpoint takes {len(specs)} tensors; expected one batch of images")
+    return specs[0], bool(args) and isinstance(args[0], (list, tuple))
+
+
+class BackendError(RuntimeError):
+    """The operation needs another Keras backend than the one in use."""
 
 
 def _require_tensorflow_backend(what: str) -> None:
     backend = keras.backend.backend()
     if backend != "tensorflow":
-        raise RuntimeError(f"{what} needs the TensorFlow backend, but Keras uses {backend!r}. "
+        raise BackendError(f"{what} needs the TensorFlow backend, but Keras uses {backend!r}. "
                            "Save a .keras file with save_model() instead, or run with "
                            "KERAS_BACKEND=tensorflow.")

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import json
 import os
 import platform
+import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +41,14 @@ BEST_MODEL = "best.keras"
 HISTORY_CSV = "history.csv"
 RUN_RECORD = "run.json"
 BACKUP_DIR = "backup"
+# What a run folder holds: written when the run starts (run_spec.json), while it
+# trains (history.csv, best.keras, backup/) and when it ends (run.json).
+RUN_SPEC = "run_spec.json"
+RUN_FILES = (RUN_SPEC, HISTORY_CSV, BEST_MODEL, RUN_RECORD)
+# Fields of run_spec.json that are not the run's identity: the folder's progress, and the data
+# source's sentence (an 'auto' fallback names its network error, which may differ between
+# sessions; the data's identity is its hash, data_digest).
+_SPEC_NOT_COMPARED = ("format", "created_at", "fit_finished_at", "data_source")
 
 
 # --------------------------------------------------------------------------- compile
@@ -319,6 +329,192 @@ def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
     return history
 
 
+# --------------------------------------------------------------------------- run folders
+class RunFolderError(ValueError):
+    """An output folder that :func:`train` must not use as asked; the message says what to do."""
+
+
+def data_digest(data: DataSplits) -> str:
+    """A short hash of every image and label of ``data`` (its identity in ``run_spec.json``)."""
+    digest = hashlib.blake2b(digest_size=12)
+    for split in ("train", "val", "test"):
+        for array in (getattr(data, f"x_{split}"), getattr(data, f"y_{split}")):
+            array = np.ascontiguousarray(array)
+            digest.update(f"{split}{array.dtype.str}{array.shape}".encode())
+            digest.update(array.data)
+    return digest.hexdigest()
+
+
+def _builder_name(build_model: Callable[..., Any] | None, config: Any) -> str:
+    function = build_model or default_builder(config)
+    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
+
+
+def run_spec(
+    config: Any,
+    data: DataSplits,
+    *,
+    epochs: int | None = None,
+    seed: int = 42,
+    mixed_precision: str | None = None,
+    build_model: Callable[[Any], keras.Model] | None = None,
+) -> dict[str, Any]:
+    """What a run *is*: the settings a resumed run must share with the one it continues.
+
+    The config (architecture and recipe, batch size included), the data (its source
+    sentence, split sizes and a hash of every image), the number of epochs (it sets
+    the learning-rate schedule), the seed, the precision policy and the model
+    builder. :func:`train` stores it in ``run_spec.json`` when a run starts.
+    """
+    config_dict = config.to_dict() if hasattr(config, "to_dict") else dict(vars(config))
+    spec = {
+        "format": 1,
+        "config": config_dict,
+        "data_source": data.source,
+        "split_sizes": data.split_sizes(),
+        "data_digest": data_digest(data),
+        "epochs": int(epochs if epochs is not None else config.epochs),
+        "batch_size": int(config.batch_size),
+        "seed": int(seed),
+        "mixed_precision": mixed_precision,
+        "model_builder": _builder_name(build_model, config),
+    }
+    return json.loads(json.dumps(spec, default=str))  # as it reads back from the file
+
+
+def spec_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """The fields in which two run specs differ, e.g. ``["epochs (4 -> 6)", "config.lr_max (...)"]``."""
+    differences = []
+    for key in sorted(set(saved) | set(current)):
+        if key in _SPEC_NOT_COMPARED or saved.get(key) == current.get(key):
+            continue
+        if key == "config" and isinstance(saved.get(key), dict) and isinstance(current.get(key), dict):
+            old, new = saved[key], current[key]
+            for name in sorted(set(old) | set(new)):
+                if old.get(name) != new.get(name):
+                    differences.append(f"config.{name} ({old.get(name)!r} -> {new.get(name)!r})")
+        elif key == "data_digest":
+            differences.append("data (other images or labels)")
+        else:
+            differences.append(f"{key} ({saved.get(key)!r} -> {current.get(key)!r})")
+    return differences
+
+
+def read_run_spec(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``run_spec.json`` of a run folder, or ``None`` if it has none."""
+    path = Path(folder) / RUN_SPEC
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise RunFolderError(f"{path} is unreadable ({error}); pass overwrite=True (--overwrite) to start "
+                             "the run afresh there, or choose another folder") from error
+
+
+def _has_run_files(folder: Path) -> bool:
+    return any((folder / name).exists() for name in (*RUN_FILES, BACKUP_DIR))
+
+
+def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> str:
+    """Check that ``out_dir`` may take a run, writing nothing; returns ``"new"`` or ``"resume"``.
+
+    Raises :class:`RunFolderError` (a ``ValueError``) when ``out_dir`` is a file, or
+    cannot be created or written, or (unless ``overwrite``) holds a finished run or
+    training files of an unknown run. Whether an interrupted run's settings match is
+    checked by :func:`train`, which knows them.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise RunFolderError(f"the output folder {out} is a file; choose another folder")
+    existing = out
+    while not existing.exists():  # the nearest folder that exists: it must let us create ours
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RunFolderError(f"cannot create the output folder {out}: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RunFolderError(f"cannot write to {existing} (permission denied); choose another output folder")
+    if not out.exists() or overwrite or not _has_run_files(out):
+        return "new"
+    record = out / RUN_RECORD
+    if record.exists():
+        raise RunFolderError(f"{out} already holds a finished run (its record: {record}); train into "
+                             "another folder, or pass overwrite=True (--overwrite) to replace it")
+    if read_run_spec(out) is None:
+        raise RunFolderError(f"{out} holds training files without {RUN_SPEC} (an older version's or an "
+                             "unknown run), so it cannot be resumed safely; pass overwrite=True "
+                             "(--overwrite) to start afresh there, or choose another folder")
+    return "resume"
+
+
+def clear_run(out_dir: str | os.PathLike[str]) -> None:
+    """Remove exactly the files a :func:`train` call writes into ``out_dir`` (nothing else)."""
+    out = Path(out_dir)
+    for name in RUN_FILES:
+        (out / name).unlink(missing_ok=True)
+    if (out / BACKUP_DIR).is_dir():
+        shutil.rmtree(out / BACKUP_DIR)
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write JSON atomically: a reader never sees half a file."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(payload, indent=2, default=str))
+    partial.replace(path)
+
+
+def _prepare_run_folder(out: Path, spec: dict[str, Any], overwrite: bool) -> tuple[str, dict[str, Any]]:
+    """Check, clear (``overwrite``) or resume ``out``; returns the state and the stored spec."""
+    state = check_run_folder(out, overwrite=overwrite)
+    if state == "resume":
+        saved = read_run_spec(out) or {}
+        differences = spec_differences(saved, spec)
+        if differences:
+            raise RunFolderError(
+                f"{out} holds an interrupted run with other settings; it differs in "
+                f"{'; '.join(differences)}. Resume it with the same settings, pass overwrite=True "
+                "(--overwrite) to start afresh there, or choose another folder"
+            )
+        return state, saved
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if overwrite:
+            clear_run(out)
+        stored = {**spec, "created_at": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+        _write_json(out / RUN_SPEC, stored)
+    except OSError as error:
+        raise RunFolderError(f"cannot write the run folder {out} ({error.strerror or error})") from error
+    return state, stored
+
+
+def _resume_point(out: Path) -> int:
+    """The epoch a resumed fit starts at: the last one ``BackupAndRestore`` saved, else 0."""
+    metadata = out / BACKUP_DIR / "training_metadata.json"
+    try:
+        return int(json.loads(metadata.read_text())["epoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def _keep_history_rows(path: Path, before_epoch: int) -> None:
+    """Drop the rows of epochs >= ``before_epoch`` (they will be trained again)."""
+    if not path.exists():
+        return
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        return
+    header, body = rows[0], rows[1:]
+    column = header.index("epoch") if "epoch" in header else 0
+    kept = [row for row in body if row and int(float(row[column])) < before_epoch]
+    if len(kept) == len(body):
+        return
+    partial = path.with_name(f".{path.name}.tmp")
+    with partial.open("w", newline="") as handle:
+        csv.writer(handle).writerows([header, *kept])
+    partial.replace(path)
+
+
 # --------------------------------------------------------------------------- train
 def default_builder(config: Any) -> Callable[..., keras.Model]:
     """The builder of a config: ``build_vit`` for a ViTConfig, else ``build_shiftvit``."""
@@ -355,6 +551,7 @@ def train(
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
     seed: int = 42,
     verbose: int | str = "auto",
+    overwrite: bool = False,
 ) -> TrainingRun:
     """Train a model with ``config``'s recipe on ``data``; resumable and logged.
 
@@ -362,9 +559,12 @@ def train(
         config: the recipe and the architecture: a ShiftViTConfig, or a ViTConfig
             (then the model is built with :func:`shiftvit_lib.vit.build_vit`).
         data: splits from :func:`shiftvit_lib.data.load_cifar10`.
-        out_dir: where ``best.keras``, ``history.csv``, ``run.json`` and the backup go.
-            Running again with the same ``out_dir`` after an interruption resumes
-            from the last finished epoch.
+        out_dir: where ``run_spec.json``, ``best.keras``, ``history.csv``,
+            ``run.json`` and the backup go. Running again with the same ``out_dir``
+            after an interruption resumes from the last finished epoch, but only with
+            the same settings (:func:`run_spec`); other settings, or a folder that
+            holds a finished run, raise :class:`RunFolderError` before anything is
+            written, saying what differs.
         epochs: overrides ``config.epochs`` (e.g. a short run).
         build_model: ``config -> keras.Model``; default :func:`build_shiftvit`.
         jit_compile: XLA compilation (``"auto"``, True, False).
@@ -375,18 +575,41 @@ def train(
         distribute: ``None``, ``"mirrored"`` (TF) or ``"data_parallel"`` (JAX).
         extra_callbacks: appended after the built-in callbacks.
         seed: seeds weights, augmentation and shuffling.
+        overwrite: start afresh in ``out_dir``: first remove the files a previous
+            run wrote there (:func:`clear_run`; nothing else in the folder).
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     if mixed_precision == "auto":
         mixed_precision = recommended_mixed_precision()
     epochs = int(epochs if epochs is not None else config.epochs)
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
+    if distribute not in (None, "mirrored", "data_parallel"):
+        raise ValueError(f"Unknown distribute={distribute!r}; use None, 'mirrored' or 'data_parallel'.")
+    batch = getattr(config, "batch_size", None)
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch!r}")
+    spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
+                    build_model=build_model)
+    state, stored_spec = _prepare_run_folder(out, spec, overwrite)
+    fit_finished = state == "resume" and bool(stored_spec.get("fit_finished_at"))
+    if fit_finished and not (out / BEST_MODEL).exists():
+        raise RunFolderError(f"{out} says its training finished but holds no {BEST_MODEL}; pass "
+                             "overwrite=True (--overwrite) to train afresh there, or choose another folder")
+    resumed_from = 0
+    if state == "resume" and not fit_finished:
+        # Rows of epochs after the last backup would be trained again: drop them, so
+        # history.csv never holds an epoch twice. Nothing backed up: start over.
+        resumed_from = _resume_point(out)
+        _keep_history_rows(out / HISTORY_CSV, resumed_from)
+        if resumed_from == 0:
+            clear_run(out)
+            _write_json(out / RUN_SPEC, stored_spec)
     keras.utils.set_random_seed(seed)
     train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
     previous_history = read_history_csv(out / HISTORY_CSV)
-    resumed_from = len(previous_history.get("epoch", []))
+    if fit_finished:
+        resumed_from = len(previous_history.get("epoch", []))
 
     builder = build_model or (lambda cfg: default_builder(cfg)(cfg, seed=seed))
     with distribution_scope(distribute, devices) as strategy, precision_policy(mixed_precision):
@@ -400,11 +623,13 @@ def train(
     if previous_history.get("val_accuracy"):
         # After a resume, only a better epoch than any seen before may overwrite best.keras.
         checkpoint.best = max(previous_history["val_accuracy"])
+    # The history row and the best model are written before the backup: if the
+    # process dies in between, the resumed run redoes that epoch and replaces its row.
     callbacks: list[keras.callbacks.Callback] = [
         ThroughputMeter(min(steps_per_epoch * config.batch_size, len(data.y_train))),
-        keras.callbacks.BackupAndRestore(str(out / BACKUP_DIR)),
         keras.callbacks.CSVLogger(str(out / HISTORY_CSV), append=True),
         checkpoint,
+        keras.callbacks.BackupAndRestore(str(out / BACKUP_DIR)),
     ]
     if config.early_stopping_patience:
         callbacks.append(
@@ -416,10 +641,12 @@ def train(
     callbacks.extend(extra_callbacks)
 
     started = time.perf_counter()
-    # The datasets shuffle themselves (seeded), so fit must not try to.
-    model.fit(
-        train_ds, validation_data=val_ds, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False
-    )
+    if not fit_finished:  # else a previous session trained to the end and died before run.json
+        # The datasets shuffle themselves (seeded), so fit must not try to.
+        model.fit(
+            train_ds, validation_data=val_ds, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False
+        )
+        _write_json(out / RUN_SPEC, {**stored_spec, "fit_finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
     wall_seconds = time.perf_counter() - started
 
     history = read_history_csv(out / HISTORY_CSV)
@@ -448,7 +675,7 @@ def train(
         "machine": describe_machine(),
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
-    (out / RUN_RECORD).write_text(json.dumps(record, indent=2, default=str))
+    _write_json(out / RUN_RECORD, record)
     return TrainingRun(model=best, history=history, out_dir=out, record=record)
 
 
@@ -496,6 +723,11 @@ def evaluate(model: keras.Model, data: DataSplits, split: str = "test", batch_si
         raise ValueError(f"split must be 'train', 'val' or 'test', got {split!r}")
     x, y = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
     logits = model.predict(make_dataset(x, y, batch_size, shuffle=False), verbose=0)
+    num_classes = len(data.class_names)
+    if isinstance(logits, (list, tuple, dict)) or np.ndim(logits) != 2 or np.shape(logits)[1] != num_classes:
+        shape = [np.shape(o) for o in logits] if isinstance(logits, (list, tuple)) else np.shape(logits)
+        raise ValueError(f"the model outputs {shape}, but the data has {num_classes} classes: expected "
+                         f"one output of shape (batch, {num_classes}); is it the right model?")
     return logits_metrics(logits, y)
 
 
@@ -529,6 +761,13 @@ __all__ = [
     "read_history_csv",
     "TrainingRun",
     "train",
+    "RunFolderError",
+    "run_spec",
+    "spec_differences",
+    "read_run_spec",
+    "check_run_folder",
+    "clear_run",
+    "data_digest",
     "default_builder",
     "evaluate",
     "load_run",

@@ -509,3 +509,189 @@ def test_test_split_is_interleaved_not_sorted_by_class(sample_splits) -> None:
     assert sample_splits.class_counts()["test"].tolist() == [50] * 10
     again = load_cifar10("sample")
     np.testing.assert_array_equal(again.y_test, sample_splits.y_test)  # seeded: same order every time
+
+
+# --------------------------------------------------------------------------
+# Bounded inputs: skipped entries, size caps, links and special files
+# --------------------------------------------------------------------------
+
+
+def finishes_within(seconds: float, function, *args):
+    """Run ``function`` in a daemon thread; fail (rather than hang CI) if it blocks."""
+    import threading
+
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function(*args)
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"{function.__name__} blocked for {seconds} s (did it open a pipe?)"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def test_zip_entries_outside_train_and_test_are_skipped_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bomb beside the data: 64 MiB of zeros compress to about 64 KiB.
+    path = tmp_path / "with_extras.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, content in class_folder_files().items():
+            archive.writestr(name, content)
+        archive.writestr("extras/bomb.bin", b"\0" * (64 * 2**20))
+    assert path.stat().st_size < 2**20
+    opened: list[str] = []
+    original_open = zipfile.ZipFile.open
+
+    def recording_open(self, name, *args, **kwargs):
+        opened.append(getattr(name, "filename", name))
+        return original_open(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", recording_open)
+    # (a limit bypasses the decoded-array cache, itself a zip file)
+    assert load_cifar10(path, limit=TRAIN_PER_CLASS).split_sizes()["test"] == 20
+    assert "extras/bomb.bin" not in opened
+    assert len(opened) == len(class_folder_files())  # every image read once, nothing else
+
+
+def test_tar_entries_outside_train_and_test_are_skipped_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {**class_folder_files(), "docs/huge.bin": b"\0" * (8 * 2**20)}
+    path = write_tar_gz(tmp_path / "with_extras.tar.gz", files)
+    extracted: list[str] = []
+    original = tarfile.TarFile.extractfile
+
+    def recording_extractfile(self, member):
+        extracted.append(member.name)
+        return original(self, member)
+
+    monkeypatch.setattr(tarfile.TarFile, "extractfile", recording_extractfile)
+    assert load_cifar10(path, limit=TRAIN_PER_CLASS).split_sizes()["test"] == 20
+    assert "docs/huge.bin" not in extracted
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz", "directory"])
+def test_an_image_file_over_the_size_cap_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setattr(data, "MAX_IMAGE_FILE_BYTES", 4096)
+    files = class_folder_files()
+    files["train/cat/0000.png"] = encode(1, "PNG") + b"\0" * 8192  # a valid PNG with trailing bytes
+    if kind == "zip":
+        source = write_zip(tmp_path / "big.zip", files)
+    elif kind == "tar.gz":
+        source = write_tar_gz(tmp_path / "big.tar.gz", files)
+    else:
+        source = write_tree(tmp_path / "tree", files)
+    with pytest.raises(ValueError, match=r"train/cat/0000\.png is .* MiB, more than the 0\.0 MiB"):
+        load_cifar10(source, limit=3)
+
+
+def test_a_zip_entry_that_understates_its_size_is_an_error_not_a_big_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_zip(tmp_path / "ok.zip", class_folder_files())
+    original = zipfile.ZipFile.infolist
+
+    def lying_infolist(self):
+        infos = original(self)
+        for info in infos:
+            info.file_size = 1  # the central directory claims one-byte entries
+        return infos
+
+    monkeypatch.setattr(zipfile.ZipFile, "infolist", lying_infolist)
+    with pytest.raises(ValueError, match=r"ok\.zip is not a readable zip archive \(Bad CRC"):
+        load_cifar10(path)
+
+
+def test_the_total_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_zip(tmp_path / "ok.zip", class_folder_files())
+    monkeypatch.setattr(data, "MAX_TOTAL_BYTES", 10_000)
+    with pytest.raises(ValueError, match=r"add up to more than .*MiB"):
+        load_cifar10(path)
+    monkeypatch.setattr(data, "MAX_TOTAL_BYTES", 2**30)
+    monkeypatch.setattr(data, "MAX_FILES", 10)
+    with pytest.raises(ValueError, match="more than 10 files"):
+        load_cifar10(path)
+
+
+def test_links_pipes_and_devices_in_a_data_folder_are_named_not_read(tree: Path) -> None:
+    import os
+
+    os.mkfifo(tree / "train" / "cat" / "pipe.png")  # reading it would block forever
+    (tree / "test" / "dog" / "link.png").symlink_to(tree / "test" / "dog" / "0000.png")
+    (tree / "train" / "linked_class").symlink_to(tree / "train" / "cat", target_is_directory=True)
+    with pytest.raises(ValueError) as raised:
+        finishes_within(60, load_cifar10, tree)
+    message = str(raised.value)
+    assert "train/cat/pipe.png (a named pipe)" in message
+    assert "test/dog/link.png (a symbolic link)" in message
+    assert "train/linked_class (a symbolic link to a folder)" in message
+
+
+def test_link_and_device_members_of_a_tar_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "links.tar"
+    with tarfile.open(path, "w") as archive:
+        for name, content in class_folder_files().items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+        link = tarfile.TarInfo("train/cat/link.png")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        archive.addfile(link)
+        device = tarfile.TarInfo("test/dog/zero.png")
+        device.type = tarfile.CHRTYPE
+        archive.addfile(device)
+        outside = tarfile.TarInfo("README.link")  # outside train/ and test/: not data, ignored
+        outside.type, outside.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        archive.addfile(outside)
+    with pytest.raises(ValueError) as raised:
+        load_cifar10(path)
+    message = str(raised.value)
+    assert "train/cat/link.png (a symbolic link)" in message and "test/dog/zero.png (a device)" in message
+    assert "README.link" not in message
+
+
+def test_a_symlink_entry_of_a_zip_is_named(tmp_path: Path) -> None:
+    import stat
+
+    path = write_zip(tmp_path / "links.zip", class_folder_files())
+    with zipfile.ZipFile(path, "a") as archive:
+        info = zipfile.ZipInfo("train/cat/link.png")
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive.writestr(info, "/etc/passwd")
+    with pytest.raises(ValueError, match=r"train/cat/link\.png \(a symbolic link\)"):
+        load_cifar10(path)
+
+
+def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    real_walk = os.walk
+
+    def walk(top, onerror=None, **kwargs):
+        # What os.walk does for a folder it may not list (chmod 000; root is exempt, so simulated).
+        if Path(top).name == "test":
+            onerror(PermissionError(13, "Permission denied", str(top)))
+        yield from real_walk(top, onerror=onerror, **kwargs)
+
+    monkeypatch.setattr(data.os, "walk", walk)
+    with pytest.raises(PermissionError, match=r"cannot read the folder .*test \(Permission denied\); check"):
+        load_cifar10(tree)
+
+
+def test_offline_keras_source_is_a_data_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_download() -> data._RawData:
+        raise Exception("URL fetch failure: no network")
+
+    monkeypatch.setattr(data, "_load_from_keras", failing_download)
+    with pytest.raises(data.DataSourceUnavailableError, match="no network"):
+        load_cifar10("keras")

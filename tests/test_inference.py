@@ -284,7 +284,7 @@ def test_saved_model_export_gives_the_same_logits(tmp_path: Path) -> None:
         pytest.skip("SavedModel export needs the TensorFlow backend")
     uint8_model = tiny_model("uint8")
     export_dir = export_saved_model(uint8_model, tmp_path / "exported")
-    reloaded = load_model(export_dir)
+    reloaded = load_model(export_dir, trust_saved_model=True)
     images = np.random.default_rng(4).integers(0, 256, (6, 32, 32, 3), dtype=np.uint8)
     np.testing.assert_allclose(reloaded.predict(images, verbose=0),
                                uint8_model.predict(images, verbose=0), rtol=1e-5, atol=1e-6)
@@ -316,6 +316,9 @@ def test_load_model_explains_safe_mode_and_unregistered_classes(tmp_path: Path) 
     with_lambda.save(tmp_path / "lambda.keras")
     with pytest.raises(ValueError, match="safe mode refuses .*safe_mode=False"):
         load_model(tmp_path / "lambda.keras")
+    with pytest.raises(inference.ModelLoadError) as refused:
+        load_model(tmp_path / "lambda.keras")
+    assert refused.value.reason.startswith("The file contains Python code")  # ours, stable across Keras
 
     class Doubler(keras.layers.Layer):  # deliberately not registered
         def call(self, x):
@@ -338,3 +341,122 @@ def test_with_the_real_shiftvit_model(tmp_path: Path) -> None:
     images = np.stack([load_image(p.path, 32) for p in result.predictions])
     np.testing.assert_allclose(load_model(path).predict(images, verbose=0),
                                shiftvit.predict(images, verbose=0), rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# Trusted loading, model checks, special files
+# --------------------------------------------------------------------------
+
+
+def test_a_saved_model_loads_only_with_the_trust_switch(tmp_path: Path) -> None:
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("SavedModel export needs the TensorFlow backend")
+    export_dir = export_saved_model(tiny_model(), tmp_path / "exported")
+    with pytest.raises(inference.UntrustedModelError, match=r"runs the TensorFlow graph.*trust_saved_model=True"):
+        load_model(export_dir)
+    with pytest.raises(ValueError, match="--trust-saved-model"):  # UntrustedModelError is a ValueError
+        load_model(export_dir, trust_saved_model=False)
+    assert load_model(export_dir, trust_saved_model=True).output_shape == (None, 10)
+
+
+def test_a_saved_model_whose_signature_takes_a_list_loads(tmp_path: Path) -> None:
+    # Keras 3.10 (Colab: TensorFlow 2.19) exports a model loaded from a .keras file with a
+    # serving signature that takes a *list* of one tensor; lesson 06 crashed on it with an
+    # AttributeError. Written here with plain TensorFlow, so every Keras version is covered.
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("SavedModel needs the TensorFlow backend")
+    import tensorflow as tf
+
+    weights = np.random.default_rng(5).normal(size=(32 * 32 * 3, 10)).astype("float32")
+
+    class Served(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = tf.Variable(weights)
+
+        @tf.function(input_signature=[[tf.TensorSpec((None, 32, 32, 3), tf.float32, name="images")]])
+        def serve(self, images):
+            return tf.matmul(tf.reshape(images[0], (-1, 32 * 32 * 3)) / 255.0, self.kernel)
+
+    module = Served()
+    tf.saved_model.save(module, str(tmp_path / "list_signature"))
+    model = load_model(tmp_path / "list_signature", trust_saved_model=True)
+    assert model.input_shape == (None, 32, 32, 3)
+    images = np.random.default_rng(6).integers(0, 256, (3, 32, 32, 3)).astype("float32")
+    expected = images.reshape(3, -1) / 255.0 @ weights  # NumPy reference
+    np.testing.assert_allclose(model.predict(images, verbose=0), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.colab
+def test_saved_model_of_a_trained_reloaded_shiftvit(tmp_path: Path) -> None:
+    # Lesson 06's path on every Keras: train, save .keras, load it, export, load the export.
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("SavedModel export needs the TensorFlow backend")
+    from shiftvit_lib.config import preset
+    from shiftvit_lib.model import build_shiftvit
+    from shiftvit_lib.train import compile_for_training
+
+    config = preset("quick")
+    model = compile_for_training(build_shiftvit(config), config, steps_per_epoch=2)
+    x = np.random.default_rng(7).integers(0, 256, (64, 32, 32, 3)).astype("uint8")
+    model.fit(x, np.arange(64) % 10, batch_size=32, epochs=1, verbose=0)
+    reloaded = load_model(save_model(model, tmp_path / "trained.keras"))
+    served = load_model(export_saved_model(reloaded, tmp_path / "served"), trust_saved_model=True)
+    np.testing.assert_allclose(served.predict(x[:8], verbose=0), reloaded.predict(x[:8], verbose=0),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_check_classifier_names_what_is_wrong() -> None:
+    inputs = keras.Input((32, 32, 3))
+    flat = keras.layers.Flatten()(inputs)
+    two_outputs = keras.Model(inputs, [keras.layers.Dense(10)(flat), keras.layers.Dense(10)(flat)])
+    five_classes = keras.Model(inputs, keras.layers.Dense(5)(flat))
+    with pytest.raises(ValueError, match="has 2 outputs"):
+        inference.check_classifier(two_outputs)
+    with pytest.raises(ValueError, match=r"outputs shape \(None, 5\).*\(batch, 10\)"):
+        inference.check_classifier(five_classes)
+    inference.check_classifier(tiny_model())  # (None, 10): fine
+
+
+def test_predict_folder_reports_links_and_pipes_without_opening_them(
+    model: keras.Model, tmp_path: Path
+) -> None:
+    import os
+    import threading
+
+    folder = tmp_path / "images"
+    folder.mkdir()
+    photo_like(40, 40).save(folder / "a_real.png")
+    (folder / "b_link.png").symlink_to(folder / "a_real.png")
+    os.mkfifo(folder / "c_pipe.jpg")  # opening it for reading would block forever
+    (folder / "d_sub").mkdir()  # sub-folders are skipped, as documented
+    outcome = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("r", predict_folder(model, folder)), daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "predict_folder blocked on the named pipe"
+    result = outcome["r"]
+    assert [p.filename for p in result.predictions] == ["a_real.png"]
+    reasons = {f.path.name: f.reason for f in result.failures}
+    assert set(reasons) == {"b_link.png", "c_pipe.jpg"}
+    assert "symbolic link" in reasons["b_link.png"] and "named pipe" in reasons["c_pipe.jpg"]
+    # A link given explicitly to load_image is followed to its regular file.
+    np.testing.assert_array_equal(load_image(folder / "b_link.png", 32), load_image(folder / "a_real.png", 32))
+    with pytest.raises(ImageReadError, match="not a regular file: a named pipe"):
+        load_image(folder / "c_pipe.jpg", 32)
+
+
+def test_an_image_file_over_the_cap_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    photo_like(64, 64).save(tmp_path / "big.png")
+    monkeypatch.setattr(inference, "MAX_IMAGE_BYTES", 1000)
+    with pytest.raises(ImageReadError, match=r"file too large \(0\.0 MiB; the limit"):
+        load_image(tmp_path / "big.png", 32)
+
+
+def test_load_model_refuses_a_pipe_named_like_a_model(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "pipe.keras")
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_model(tmp_path / "pipe.keras")

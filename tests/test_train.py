@@ -7,12 +7,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
+from reference import warmup_cosine
 
 from shiftvit_lib import build_shiftvit, preset
 from shiftvit_lib.data import DataSplits, load_cifar10
 from shiftvit_lib.train import (
+    RunFolderError,
     SmoothedSparseCrossentropy,
     compile_for_training,
     logits_metrics,
@@ -173,3 +176,138 @@ def test_accelerator_detection_matches_the_backend_device_list():
     if not (gpus or tpus):
         assert accelerator_platform() is None
         assert recommended_mixed_precision() is None
+
+
+# --------------------------------------------------------------------------- run folders
+FAST = dict(verbose=0, jit_compile=False)
+
+
+def _fast_config(**changes):
+    return preset("quick", **{"batch_size": 32, "early_stopping_patience": None, **changes})
+
+
+class _Disconnect(keras.callbacks.Callback):
+    """Raise at the end of epoch ``after`` (1-based), like a lost Colab session."""
+
+    def __init__(self, after):
+        super().__init__()
+        self.after = after
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch + 1 == self.after:
+            raise ConnectionError("simulated disconnect")
+
+
+class _RecordResume(keras.callbacks.Callback):
+    """After BackupAndRestore has restored the state: the optimizer step and learning rate."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = {}
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if not self.seen:
+            optimizer = self.model.optimizer
+            self.seen = {"epoch": epoch, "iterations": int(optimizer.iterations.numpy()),
+                         "lr": float(keras.ops.convert_to_numpy(optimizer.learning_rate))}
+
+
+def _interrupted(folder, data, config, epochs=3, after=1):
+    with pytest.raises(ConnectionError):
+        train(config, data, folder, epochs=epochs, extra_callbacks=[_Disconnect(after)], **FAST)
+    return {name: (folder / name).read_bytes() for name in ("run_spec.json", "history.csv")}
+
+
+def test_a_finished_folder_is_refused_and_overwrite_replaces_it(tmp_path):
+    data = _tiny_splits()
+    first = train(_fast_config(), data, tmp_path, epochs=1, **FAST)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    with pytest.raises(RunFolderError, match=r"already holds a finished run \(its record: .*run\.json\).*overwrite"):
+        train(_fast_config(batch_size=16), data, tmp_path, epochs=1, **FAST)
+    with pytest.raises(RunFolderError, match="finished run"):  # the same settings: finished is finished
+        train(_fast_config(), data, tmp_path, epochs=1, **FAST)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before  # untouched
+
+    (tmp_path / "notes.txt").write_text("mine")  # not a run file: overwrite keeps it
+    second = train(_fast_config(batch_size=16), data, tmp_path, epochs=1, overwrite=True, **FAST)
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["config"]["batch_size"] == 16 and record["epochs_run"] == 1
+    assert read_history_csv(tmp_path / "history.csv")["epoch"] == [0]
+    assert json.loads((tmp_path / "run_spec.json").read_text())["batch_size"] == 16
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert first.record["finished_at"] and second.record["resumed_from_epoch"] == 0
+
+
+def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
+    data = _tiny_splits()
+    config = _fast_config()
+    saved = _interrupted(tmp_path, data, config, epochs=3, after=1)
+    attempts = {
+        "epochs (3 -> 5)": dict(config=config, data=data, epochs=5),
+        "config.batch_size (32 -> 16)": dict(config=_fast_config(batch_size=16), data=data, epochs=3),
+        "seed (42 -> 7)": dict(config=config, data=data, epochs=3, seed=7),
+        "data (other images or labels)": dict(config=config, data=_tiny_splits(seed=1), epochs=3),
+    }
+    for field, arguments in attempts.items():
+        with pytest.raises(RunFolderError) as refused:
+            train(out_dir=tmp_path, **arguments, **FAST)
+        message = str(refused.value)
+        assert "interrupted run with other settings" in message and field in message, message
+        assert "\n" not in message
+        assert {name: (tmp_path / name).read_bytes() for name in saved} == saved  # nothing changed
+
+    # The same settings resume at epoch 1, and the schedule continues where it stopped.
+    probe = _RecordResume()
+    run = train(config, data, tmp_path, epochs=3, extra_callbacks=[probe], **FAST)
+    steps = len(data.y_train) // config.batch_size
+    assert probe.seen["epoch"] == 1 and probe.seen["iterations"] == steps
+    total = steps * 3
+    expected_lr = warmup_cosine(steps, config.lr_start, config.lr_max, int(total * config.warmup_fraction), total)
+    assert probe.seen["lr"] == pytest.approx(expected_lr, rel=1e-5)
+    assert run.record["resumed_from_epoch"] == 1 and run.history["epoch"] == [0, 1, 2]
+
+
+def test_history_rows_never_duplicate_when_the_backup_lags(tmp_path):
+    # Killed after history.csv got epoch 1's row but before the backup of epoch 1 was
+    # written: the resumed run redoes epoch 1 and its row is replaced, not repeated.
+    data = _tiny_splits()
+    config = _fast_config()
+    _interrupted(tmp_path, data, config, epochs=3, after=2)
+    assert read_history_csv(tmp_path / "history.csv")["epoch"] == [0, 1]
+    metadata = tmp_path / "backup" / "training_metadata.json"
+    metadata.write_text(json.dumps({"epoch": 1, "batch": 0}))
+    run = train(config, data, tmp_path, epochs=3, **FAST)
+    assert run.history["epoch"] == [0, 1, 2]
+    assert run.record["resumed_from_epoch"] == 1
+
+
+def test_a_run_that_died_before_its_record_finishes_without_training(tmp_path):
+    data = _tiny_splits()
+    config = _fast_config()
+    train(config, data, tmp_path, epochs=1, **FAST)
+    (tmp_path / "run.json").unlink()  # as if the process died while evaluating
+
+    class MustNotTrain(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            raise AssertionError("the run had finished training")
+
+    run = train(config, data, tmp_path, epochs=1, extra_callbacks=[MustNotTrain()], **FAST)
+    assert run.history["epoch"] == [0] and (tmp_path / "run.json").exists()
+
+
+def test_unusable_output_folders_are_refused_before_anything_is_written(tmp_path):
+    data = _tiny_splits()
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(RunFolderError, match="is a file"):
+        train(_fast_config(), data, tmp_path / "a_file", epochs=1, **FAST)
+    with pytest.raises(RunFolderError, match="a_file is a file"):
+        train(_fast_config(), data, tmp_path / "a_file" / "run", epochs=1, **FAST)
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "history.csv").write_text("epoch,loss\n0,2.3\n")  # an older version's interrupted run
+    with pytest.raises(RunFolderError, match="without run_spec.json"):
+        train(_fast_config(), data, legacy, epochs=1, **FAST)
+    assert sorted(p.name for p in legacy.iterdir()) == ["history.csv"]
+    with pytest.raises(ValueError, match="batch_size"):  # the config refuses it, or train() does
+        train(_fast_config(batch_size=0), data, tmp_path / "zero", epochs=1, **FAST)
+    assert not (tmp_path / "zero").exists()

@@ -1,0 +1,223 @@
+"""The command line: every user error is one line on stderr and exit status 2, found before
+anything is written to disk; finished and mismatched run folders are refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+from PIL import Image
+
+from shiftvit_lib import data as data_module
+from shiftvit_lib.__main__ import main
+from shiftvit_lib.inference import export_saved_model, save_model
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_user_error(code: int, err: str, *fragments: str) -> None:
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def tiny_classifier(outputs: int = 10) -> keras.Model:
+    inputs = keras.Input((32, 32, 3))
+    flat = keras.layers.Flatten()(keras.layers.Rescaling(1 / 255)(inputs))
+    return keras.Model(inputs, keras.layers.Dense(outputs)(flat))
+
+
+@pytest.fixture()
+def no_data_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check that must happen before the data is loaded fails the test if it is not."""
+
+    def must_not_load(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the data was loaded before the arguments were checked")
+
+    monkeypatch.setattr(data_module, "load_cifar10", must_not_load)
+
+
+# --------------------------------------------------------------------------- arguments
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["train", "--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
+        (["train", "--batch-size", "-8"], "--batch-size: must be at least 1, got -8"),
+        (["train", "--epochs", "0"], "--epochs: must be at least 1"),
+        (["train", "--limit", "ten"], "expected a positive whole number, got 'ten'"),
+        (["train", "--verbose", "5"], "--verbose"),
+        (["evaluate", "--model", "m.keras", "--batch-size", "0"], "--batch-size"),
+        (["predict", "--model", "m.keras", "imgs", "--top-k", "0"], "--top-k"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_are_one_line(capsys, tmp_path, monkeypatch, no_data_loading, args, fragment):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, *args)
+    assert_user_error(code, err, fragment)
+    assert list(tmp_path.iterdir()) == []  # nothing created (not even runs/latest)
+
+
+def test_train_checks_preset_precision_and_out_folder_before_loading_data(capsys, tmp_path, no_data_loading):
+    code, _, err = run_cli(capsys, "train", "--preset", "nope", "--out", tmp_path / "a")
+    assert_user_error(code, err, "nope")
+    code, _, err = run_cli(capsys, "train", "--mixed-precision", "fp8", "--out", tmp_path / "a")
+    assert_user_error(code, err, "--mixed-precision 'fp8'")
+    (tmp_path / "file").write_text("x")
+    code, _, err = run_cli(capsys, "train", "--out", tmp_path / "file")
+    assert_user_error(code, err, "is a file")
+    code, _, err = run_cli(capsys, "train", "--out", tmp_path / "file" / "below")
+    assert_user_error(code, err, "file is a file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_an_unwritable_out_folder_is_one_line(capsys, tmp_path, monkeypatch, no_data_loading):
+    # Root may write anywhere, so the permission check is simulated.
+    import os
+
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    code, _, err = run_cli(capsys, "train", "--out", tmp_path / "runs" / "x")
+    assert_user_error(code, err, "permission denied")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_offline_keras_data_is_one_line(capsys, tmp_path, monkeypatch):
+    def offline() -> None:
+        raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
+
+    monkeypatch.setattr(data_module, "_load_from_keras", offline)
+    code, _, err = run_cli(capsys, "train", "--data", "keras", "--out", tmp_path / "run")
+    assert_user_error(code, err, "no network", "source='sample'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_unreadable_data_folder_is_one_line(capsys, tmp_path, monkeypatch):
+    (tmp_path / "data" / "train").mkdir(parents=True)
+    (tmp_path / "data" / "test").mkdir()
+
+    def walk(top, onerror=None, **kwargs):
+        onerror(PermissionError(13, "Permission denied", str(top)))
+        yield from ()
+
+    monkeypatch.setattr(data_module.os, "walk", walk)
+    code, _, err = run_cli(capsys, "train", "--data", tmp_path / "data", "--out", tmp_path / "run")
+    assert_user_error(code, err, "cannot read the folder", "Permission denied")
+
+
+# --------------------------------------------------------------------------- run folders
+@pytest.mark.slow
+@pytest.mark.colab
+def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_path):
+    out = tmp_path / "run"
+    common = ["train", "--data", "sample", "--limit", "20", "--epochs", "1", "--no-jit", "--verbose", "0",
+              "--out", out]
+    code, stdout, err = run_cli(capsys, *common, "--batch-size", "32")
+    assert code == 0, err
+    assert "test top-1" in stdout
+    record = (out / "run.json").read_bytes()
+    # Another preset into the finished folder: refused before the data is loaded; nothing changes.
+    code, stdout, err = run_cli(capsys, *common, "--preset", "seed")
+    assert_user_error(code, err, "already holds a finished run", str(out / "run.json"), "--overwrite")
+    assert stdout == "" and (out / "run.json").read_bytes() == record
+    code, _, err = run_cli(capsys, *common, "--batch-size", "16", "--overwrite")
+    assert code == 0, err
+    assert json.loads((out / "run.json").read_text())["config"]["batch_size"] == 16
+    assert (out / "history.csv").read_text().count("\n") == 2  # header + one epoch, no old rows
+
+
+def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
+    from shiftvit_lib.config import preset
+    from shiftvit_lib.data import load_cifar10
+    from shiftvit_lib.train import run_spec
+
+    out = tmp_path / "run"
+    out.mkdir()
+    splits = load_cifar10("sample", limit=20, seed=42)
+    spec = run_spec(preset("quick", batch_size=32), splits, epochs=4, seed=42)
+    (out / "run_spec.json").write_text(json.dumps(spec))  # a run that died after it started
+    code, _, err = run_cli(capsys, "train", "--data", "sample", "--limit", "20", "--epochs", "6",
+                           "--batch-size", "64", "--out", out)
+    assert_user_error(code, err, "interrupted run with other settings", "epochs (4 -> 6)",
+                      "config.batch_size (32 -> 64)", "batch_size (32 -> 64)")
+    assert sorted(p.name for p in out.iterdir()) == ["run_spec.json"]
+
+
+# --------------------------------------------------------------------------- models
+def test_a_saved_model_needs_the_trust_flag(capsys, tmp_path):
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("SavedModel export needs the TensorFlow backend")
+    exported = export_saved_model(tiny_classifier(), tmp_path / "exported")
+    folder = tmp_path / "images"
+    folder.mkdir()
+    Image.fromarray(np.full((32, 32, 3), 90, np.uint8)).save(folder / "grey.png")
+    code, _, err = run_cli(capsys, "predict", "--model", exported, folder)
+    assert_user_error(code, err, "TensorFlow SavedModel", "--trust-saved-model")
+    code, out, err = run_cli(capsys, "predict", "--model", exported, folder, "--trust-saved-model", "--json")
+    assert code == 0, err
+    assert [row["file"] for row in json.loads(out)] == ["grey.png"]
+
+
+def test_a_model_whose_outputs_do_not_fit_is_one_line(capsys, tmp_path):
+    five = save_model(tiny_classifier(outputs=5), tmp_path / "five.keras")
+    code, _, err = run_cli(capsys, "evaluate", "--model", five, "--data", "sample")
+    assert_user_error(code, err, "(batch, 10)")
+    inputs = keras.Input((32, 32, 3))
+    flat = keras.layers.Flatten()(inputs)
+    two = save_model(keras.Model(inputs, [keras.layers.Dense(10)(flat), keras.layers.Dense(10)(flat)]),
+                     tmp_path / "two.keras")
+    code, _, err = run_cli(capsys, "predict", "--model", two, tmp_path)
+    assert_user_error(code, err, "2 outputs")
+
+
+def test_predict_exits_non_zero_when_nothing_was_classified(capsys, tmp_path):
+    import os
+
+    model = save_model(tiny_classifier(), tmp_path / "m.keras")
+    folder = tmp_path / "images"
+    folder.mkdir()
+    (folder / "notes.jpg").write_text("not an image")
+    os.mkfifo(folder / "pipe.png")
+    code, out, err = run_cli(capsys, "predict", "--model", model, folder)
+    assert_user_error(code, err, "no image in", "2 unreadable file(s)")
+    assert "notes.jpg" in out and "named pipe" in out  # the reasons are still shown
+    Image.fromarray(np.zeros((40, 40, 3), np.uint8)).save(folder / "black.png")
+    code, out, err = run_cli(capsys, "predict", "--model", model, folder)
+    assert code == 0 and err == ""  # one readable image: the bad files are reported, the rest classified
+    assert "1 image(s) classified" in out and "2 file(s) could not be read" in out
+
+
+@pytest.mark.parametrize("case", ["missing model", "model folder", "not a folder", "missing folder"])
+def test_predict_path_errors_are_one_line(capsys, tmp_path, case):
+    model = save_model(tiny_classifier(), tmp_path / "m.keras")
+    (tmp_path / "folder").mkdir()
+    args = {
+        "missing model": (tmp_path / "nope.keras", tmp_path / "folder"),
+        "model folder": (tmp_path / "folder", tmp_path / "folder"),
+        "not a folder": (model, model),
+        "missing folder": (model, tmp_path / "nowhere"),
+    }[case]
+    code, _, err = run_cli(capsys, "predict", "--model", args[0], args[1])
+    assert_user_error(code, err)
+
+
+def test_an_unlistable_image_folder_is_one_line(capsys, tmp_path, monkeypatch):
+    model = save_model(tiny_classifier(), tmp_path / "m.keras")
+    (tmp_path / "images").mkdir()
+
+    def refuse(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    code, _, err = run_cli(capsys, "predict", "--model", model, tmp_path / "images")
+    assert_user_error(code, err, "cannot list the folder", "Permission denied")
