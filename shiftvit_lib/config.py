@@ -129,6 +129,15 @@ class ShiftViTConfig:
                 f"resolution {self.stage_resolutions}: use fewer stages, a larger image or "
                 "a smaller patch_size"
             )
+        if self.shift == "keras_io":
+            # The example's split(x, C // num_div) needs C divisible by C // num_div.
+            bad = [dim for dim in self.stage_dims if dim >= self.num_div and dim % (dim // self.num_div)]
+            if bad:
+                problems.append(
+                    f"the keras-io shift splits C channels into C // num_div groups, so every stage "
+                    f"width must be divisible by width // num_div; {bad} are not with num_div "
+                    f"{self.num_div}: choose num_div 8 or 16 for power-of-two widths"
+                )
         if self.shift not in ("official", "keras_io", "none"):
             problems.append(f"shift must be 'official', 'keras_io' or 'none', got {self.shift!r}")
         if self.shift_implementation not in ("slice", "roll"):

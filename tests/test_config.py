@@ -64,3 +64,11 @@ def test_unknown_fields_are_an_error():
         preset("seed").replace(colour="blue")
     with pytest.raises(TypeError, match="colour"):
         ShiftViTConfig.from_dict({"colour": "blue"})
+
+
+def test_keras_io_shift_needs_widths_its_split_can_divide():
+    # split(x, C // num_div): 64 // 12 = 5 groups cannot split 64 channels evenly.
+    with pytest.raises(ValueError, match="keras-io shift"):
+        preset("cpu", shift="keras_io")
+    assert preset("cpu", shift="keras_io", num_div=16).stage_dims == (64, 128, 256)
+    assert preset("seed", shift="keras_io").num_div == 12  # 96 // 12 = 8 divides 96, 192, ...
