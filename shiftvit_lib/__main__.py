@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--data", default="auto", help="'auto', 'keras', 'sample', or a class-folder dir/archive")
     compare.add_argument("--scale", choices=("quick", "cpu", "full"), default="full",
                          help="quick: tiny models, a smoke test; cpu: models the size of the cpu preset, "
-                              "its recipe, 10 epochs (2-core CPU, about an hour); full: full size (GPU)")
+                              "its recipe, 10 epochs (2-core CPU, about an hour, resumable); full: full size (GPU)")
     compare.add_argument("--quick", action="store_true", help="the same as --scale quick")
     compare.add_argument("--epochs", type=_positive_int, default=None, help="default: 5 quick, 10 cpu, 100 full")
     compare.add_argument("--runs", default="runs/compare", help="one training folder per model; re-run to resume")

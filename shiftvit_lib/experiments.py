@@ -183,8 +183,8 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
 
     * ``"quick"`` (or ``True``): tiny models on 32-pixel crops, 5 epochs (a CPU smoke test);
     * ``"cpu"``: models the size of the ``cpu`` preset on 32-pixel crops, trained with
-      the ``cpu`` preset's recipe on a shorter schedule (10 epochs), so that a 2-core CPU
-      trains all five on the full data in about an hour; its ``shiftvit_official`` is
+      the ``cpu`` preset's recipe on a shorter schedule (10 epochs): about an hour for all
+      five on a 2-core CPU with nothing else running (an estimate from measured speeds); its ``shiftvit_official`` is
       the ``cpu`` preset with 10 epochs and ``num_div=16`` (which the keras-io shift needs);
     * ``"full"`` (or ``False``): the full-size models on the seed recipe's 48-pixel
       crops, 100 epochs (for a GPU).
@@ -215,7 +215,7 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
         cpu = preset("cpu")
         pipeline = {name: getattr(cpu, name) for name in PIPELINE_FIELDS if name not in ("input_shape", "num_classes")}
         recipe = {name: getattr(cpu, name) for name in RECIPE_FIELDS}
-        recipe["epochs"] = 10  # a shorter schedule than the cpu preset's: five models in about an hour
+        recipe["epochs"] = 10  # a shorter schedule than the cpu preset's, for five models in a row
     else:
         base = {"vit": vit_preset("vit_cifar"), "vit_spt_lsa": vit_preset("vit_spt_lsa_cifar")}
         base.update({name: preset("seed", shift=kind) for name, kind in SHIFT_ABLATION.items()})
