@@ -514,7 +514,7 @@ def _scan_directory(root: Path) -> _ClassFolderListing:
                     budget.check_entry(entry, info.st_size)
                     file_names.append(entry)
                 else:
-                    special.append(f"{entry} ({_special_kind(info.st_mode)})")
+                    special.append(f"{entry} ({describe_file_mode(info.st_mode)})")
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
         raise ValueError(f"{root}: only regular image files are read, but found {shown}. "
@@ -530,7 +530,8 @@ def _scan_directory(root: Path) -> _ClassFolderListing:
     return _ClassFolderListing(file_names, dir_names, read)
 
 
-def _special_kind(mode: int) -> str:
+def describe_file_mode(mode: int) -> str:
+    """What a file that is not a regular file is, from its ``st_mode`` (for error messages)."""
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISFIFO(mode):

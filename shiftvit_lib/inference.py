@@ -28,7 +28,7 @@ import keras
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from shiftvit_lib.data import CIFAR10_CLASSES
+from shiftvit_lib.data import CIFAR10_CLASSES, describe_file_mode
 
 Fit = Literal["crop", "stretch"]
 # Modules that register custom Keras objects; imported before loading .keras files.
@@ -105,7 +105,7 @@ MAX_IMAGE_BYTES = 64 * 2**20
 def special_file_kind(path: Path, *, follow_links: bool = False) -> str | None:
     """``None`` for a regular file; else what it is, without opening it.
 
-    ``"missing"``, ``"a folder"``, ``"a symbolic link"``, ``"a named pipe (FIFO)"``,
+    ``"missing"``, ``"a folder"``, ``"a symbolic link"``, ``"a named pipe"``,
     ``"a socket"``, ``"a device"``. Reading a pipe or a device can block forever or
     never end, so callers report these instead of reading them. With
     ``follow_links`` a link to a regular file counts as a regular file.
@@ -120,13 +120,7 @@ def special_file_kind(path: Path, *, follow_links: bool = False) -> str | None:
         return "a symbolic link (links are not followed; copy the file itself here)"
     if stat.S_ISDIR(mode):
         return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a special file"
+    return describe_file_mode(mode)
 
 
 def _read_bounded(path: Path, limit: int) -> bytes:
