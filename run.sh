@@ -82,8 +82,11 @@ setup() {
 run_colab_tests() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
   echo "==> the tests on Colab's package set, in $VENV:"
-  "$VENV/bin/python" -c 'from importlib.metadata import version as v; import sys
-print(f"    Python {sys.version.split()[0]}, TensorFlow {v(\"tensorflow\")}, Keras {v(\"keras\")}, NumPy {v(\"numpy\")}")'
+  "$VENV/bin/python" - <<'PY'
+import sys
+from importlib.metadata import version as v
+print(f"    Python {sys.version.split()[0]}, TensorFlow {v('tensorflow')}, Keras {v('keras')}, NumPy {v('numpy')}")
+PY
   # Slow tests and the notebooks ran in the first environment; the tests marked `colab`
   # (lesson 06's SavedModel path, a training run) run here even when slow.
   "$VENV/bin/python" -m pytest tests -m "not slow or colab" -p no:cacheprovider "$@"
