@@ -48,7 +48,7 @@ PUBLISHED: dict[str, dict[str, str]] = {
 
 # Presets with no published weights yet, and how to get a model of them.
 UNPUBLISHED_HINT = (
-    "no weights are published for {name!r} yet (it needs a GPU run). Train it yourself with "
+    "no weights are published for {name!r} yet. Train it yourself with "
     "`python -m shiftvit_lib train --preset {name} --data keras --out runs/{name}` "
     "and load runs/{name}/best.keras with shiftvit_lib.load_model; published: {published}"
 )
