@@ -20,7 +20,6 @@ Example::
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
@@ -32,6 +31,7 @@ import numpy as np
 
 from shiftvit_lib.config import ShiftViTConfig
 from shiftvit_lib.model import build_shiftvit
+from shiftvit_lib.train import read_history_csv
 
 ASSETS = Path(__file__).with_name("assets")
 RECORDS = ASSETS / "records"
@@ -183,15 +183,7 @@ def load_record(name: str) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """
     folder, single = RECORDS / name, RECORDS / f"{name}.json"
     if (folder / "run.json").is_file():
-        record = json.loads((folder / "run.json").read_text())
-        history: dict[str, list[float]] = {}
-        history_path = folder / "history.csv"
-        if history_path.is_file():
-            with history_path.open(newline="") as handle:
-                for row in csv.DictReader(handle):
-                    for key, value in row.items():
-                        history.setdefault(key, []).append(float(value))
-        return record, history
+        return json.loads((folder / "run.json").read_text()), read_history_csv(folder / "history.csv")
     if single.is_file():
         return json.loads(single.read_text()), {}
     raise KeyError(f"no shipped record {name!r}; choose one of {list_records()}")
