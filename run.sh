@@ -4,8 +4,9 @@
 #   bash run.sh main   set up, execute every lesson on the bundled CIFAR-10 sample (quick mode)
 #                      into build/lessons/ (notebooks + HTML), render the Manim animations, and
 #                      build the website (as `site` does)
-#   bash run.sh site   set up, then build the lessons' website from the notebooks' stored outputs
-#                      into build/site/ (Sphinx, offline, warnings are errors; website/build.py)
+#   bash run.sh site   set up the virtual environment with the `site` extra, then build the
+#                      lessons' website from the notebooks' stored outputs into build/site/
+#                      (Sphinx, offline, warnings are errors; website/build.py)
 #   bash run.sh test   set up, then run the library, animation, website (in Chromium) and notebook
 #                      (nbval) tests
 #   bash run.sh test-colab  the library tests again, in .venv-colab, with the oldest versions we
@@ -122,7 +123,11 @@ run_tests() {
 case "${1:-}" in
   setup) setup ;;
   main) setup; main_job ;;
-  site) setup; build_site ;;
+  site)
+    EXTRAS=site                  # the build needs neither Manim, JAX, PyTorch nor Chromium
+    WITH_TORCH=0
+    setup_python
+    build_site ;;
   test) shift; setup; run_tests "$@" ;;
   test-colab)
     shift

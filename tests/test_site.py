@@ -154,7 +154,7 @@ def _lesson_pages() -> list[str]:
 def test_every_lesson_has_a_page_in_order_with_previous_and_next(built_site):
     pages = _lesson_pages()
     home = (built_site / "index.html").read_text()
-    sidebar = re.search(r'<nav class="bd-docs-nav.*?</nav>', home, re.S).group(0)
+    sidebar = re.search(r'<nav class="[^"]*bd-docs-nav.*?</nav>', home, re.S).group(0)
     assert [h for h in re.findall(r'href="([^"#]+\.html)"', sidebar) if h.startswith("notebooks/")] == pages
     order = ["index.html", *pages]
     for index, page in enumerate(pages, start=1):
@@ -189,7 +189,7 @@ def test_math_is_mathml_and_nothing_loads_from_outside(built_site):
         if re.search(r"\$[^$\s][^$]*\$", markdown):
             assert "<math" in html, page
         assert not re.search(r"""<(?:script|link|img)\s[^>]*(?:src|href)=["'](?:https?:)?//""", html), page
-        assert "mathjax" not in html.lower(), page
+        assert not re.search(r"<script[^>]*mathjax", html, re.I), page  # math needs no script
 
 
 # --- in the browser ------------------------------------------------------------------------------
@@ -254,7 +254,7 @@ def _inject_faults(site: Path) -> dict[str, str]:
     gif_page = next(x.page for x in lessons if x.gifs)
     image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
     others = [p for p in pages if p not in (gif_page, image_page)]
-    placed = {"console error": "index.html", "uncaught exception": "genindex.html", "search term missing from the index": "search.html",
+    placed = {"console error": "index.html", "search term missing from the index": "search.html",
               "missing GIF": gif_page, "missing image": image_page}
     for number, name in enumerate(n for n in FAULTS if n not in placed):
         placed[name] = others[number % len(others)]
