@@ -170,9 +170,10 @@ class Browser:
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--disable-quic", "--disable-dev-shm-usage", "--disable-extensions", "--mute-audio",
             "--remote-debugging-port=0", f"--user-data-dir={self._profile}",
+            # Chromium refuses to start as root with its sandbox, and containers often lack the user
+            # namespaces it needs otherwise; the browser only opens this site, on 127.0.0.1.
+            "--no-sandbox",
         ]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            flags.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
         self._log = open(Path(self._profile) / "chromium.log", "wb")  # noqa: SIM115
         self.process = subprocess.Popen([executable, *flags, "about:blank"], stdout=self._log, stderr=self._log)
         port_file = Path(self._profile) / "DevToolsActivePort"
