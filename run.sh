@@ -2,14 +2,20 @@
 # ShiftViT, step by step: set up and run the main job or the tests.
 #
 #   bash run.sh main   set up, execute every lesson on the bundled CIFAR-10 sample (quick mode)
-#                      into build/lessons/ (notebooks + HTML), and render the Manim animations
-#   bash run.sh test   set up, then run the library, animation and notebook (nbval) tests
+#                      into build/lessons/ (notebooks + HTML), render the Manim animations, and
+#                      build the website (as `site` does)
+#   bash run.sh site   set up the virtual environment with the `site` extra, then build the
+#                      lessons' website from the notebooks' stored outputs into build/site/
+#                      (Sphinx, offline, warnings are errors; website/build.py)
+#   bash run.sh test   set up, then run the library, animation, website (in Chromium) and notebook
+#                      (nbval) tests
 #   bash run.sh test-colab  the library tests again, in .venv-colab, with the oldest versions we
 #                      support, chosen to match Colab: TensorFlow 2.19 (.ci/colab-requirements.txt)
 #                      and the Keras that pip resolves under pyproject.toml's floor
 #   bash run.sh setup  only set up
 #
-# Set-up: Debian's pango/cairo headers for Manim (installed with apt-get when missing),
+# Set-up: Debian's pango/cairo headers for Manim and Chromium for the website's browser test
+# (installed with apt-get when missing),
 # a virtual environment in .venv (it sees packages already installed system-wide, so a
 # machine that has TensorFlow does not download it again; SHIFTVIT_ISOLATED=1 makes it
 # see none), and this project in it.
@@ -18,7 +24,7 @@ cd "$(dirname "$0")"
 
 PYTHON=${PYTHON:-python3}
 VENV=${SHIFTVIT_VENV:-.venv}
-EXTRAS=dev,anim,jax       # the extras installed into $VENV
+EXTRAS=dev,anim,jax,site  # the extras installed into $VENV
 REQUIREMENTS=()           # extra pins installed with the project (test-colab)
 WITH_TORCH=1
 
@@ -44,6 +50,8 @@ setup_system() {
   include=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   [ -f "$include/Python.h" ] || missing+=(python3-dev)
   fc-list 2>/dev/null | grep -qi "DejaVu Sans" || missing+=(fonts-dejavu-core)
+  # tests/test_site.py drives Debian's headless Chromium (a browser test of the website).
+  command -v chromium >/dev/null || missing+=(chromium)
   if [ ${#missing[@]} -gt 0 ]; then
     command -v apt-get >/dev/null || { echo "error: please install: ${missing[*]}" >&2; exit 1; }
     apt_install "${missing[@]}"
@@ -96,10 +104,17 @@ main_job() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
   "$VENV/bin/python" scripts/run_lessons.py --out build/lessons
   "$VENV/bin/python" animations/render.py --quality low --mp4-dir build/animations --gif-dir build/animations
+  build_site
+}
+
+build_site() {
+  # The website of the lessons, from the outputs stored in notebooks/*.ipynb (nothing is run).
+  "$VENV/bin/python" website/build.py --out build/site
 }
 
 run_tests() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
+  export SHIFTVIT_REQUIRE_BROWSER=1  # the website's browser test fails, not skips, without Chromium
   echo "==> ruff (lint: library, tests, scripts, lessons)"
   "$VENV/bin/python" -m ruff check --exclude "$VENV" .
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider "$@"
@@ -108,15 +123,20 @@ run_tests() {
 case "${1:-}" in
   setup) setup ;;
   main) setup; main_job ;;
+  site)
+    EXTRAS=site                  # the build needs neither Manim, JAX, PyTorch nor Chromium
+    WITH_TORCH=0
+    setup_python
+    build_site ;;
   test) shift; setup; run_tests "$@" ;;
   test-colab)
     shift
     VENV=${SHIFTVIT_VENV:-.venv-colab}
     SHIFTVIT_ISOLATED=1          # Colab's versions only, none of this machine's own packages
-    EXTRAS=dev                   # no Manim (its tests ran in the first environment), no JAX
+    EXTRAS=dev                   # no Manim, no JAX, no website (their tests ran in the first environment)
     REQUIREMENTS=(-r .ci/colab-requirements.txt)
     WITH_TORCH=0
     setup_python
     run_colab_tests "$@" ;;
-  *) echo "usage: bash run.sh {main|test|test-colab|setup}" >&2; exit 2 ;;
+  *) echo "usage: bash run.sh {main|site|test|test-colab|setup}" >&2; exit 2 ;;
 esac

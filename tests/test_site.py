@@ -1,0 +1,311 @@
+"""The lessons' website (website/build.py) and its check in a real browser (website/check_site.py).
+
+* The staging step, without Sphinx: Colab badges become a local image, links to repository files go
+  to GitHub, a remote image is refused, the home page takes its lessons from notebooks/*.ipynb (an
+  appendix included) and its results from the README.
+* The site builds with -W (slow): every lesson has a page, in notebook order in the sidebar, with
+  previous / next links; the home page shows the README's results; math is MathML.
+* In headless Chromium (slow): the built site passes every check of website/check_site.py, and a copy
+  of it with one fault injected per page fails exactly where the fault is, for each kind of fault.
+
+The browser tests need Debian's chromium (`bash run.sh setup` installs it). Without it they skip,
+except under `bash run.sh test`, which sets SHIFTVIT_REQUIRE_BROWSER=1 so that CI cannot skip them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from website import build as site_build
+from website.check_site import SEARCH_TERM, check_site, colab_url, expected_lessons, find_chromium
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
+BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+
+
+# --- staging, no Sphinx --------------------------------------------------------------------------
+
+
+def _notebook(*markdown: str, outputs: list | None = None) -> dict:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": text} for text in markdown]
+    cells.append({"cell_type": "code", "metadata": {}, "source": "1", "execution_count": 1, "outputs": outputs or []})
+    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+README = """# x
+
+## Lessons
+
+| # | notebook | what you learn | library module |
+|---|---|---|---|
+| 00 | [overview](notebooks/00_intro.ipynb) | the idea | `lesson` |
+
+<!-- results-table -->
+**Results.** See [the benchmarks](benchmarks/README.md).
+
+| what | result |
+|---|---|
+| `cpu` preset | test top-1 **79.82 %** |
+
+## The library
+"""
+
+
+@pytest.fixture
+def tiny_repo(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "benchmarks").mkdir()
+    (repo / "benchmarks" / "README.md").write_text("b")
+    (repo / "README.md").write_text(README)
+    intro = _notebook(f"# 00 · Intro\n\n{BADGE}({colab_url('00_intro')})", "See [the appendix](08_appendix_x.ipynb) "
+                      "and [the shift](../shiftvit_lib/shift.py).")
+    (repo / "notebooks" / "00_intro.ipynb").write_text(json.dumps(intro))
+    appendix = _notebook(
+        f'# 08 · Appendix\n\n<a href="{colab_url("08_appendix_x")}"><img src="https://colab.research.google.com/assets/colab-badge.svg" alt="Open In Colab"/></a>'
+    )
+    (repo / "notebooks" / "08_appendix_x.ipynb").write_text(json.dumps(appendix))
+    return repo
+
+
+def test_staging_replaces_remote_badges_and_points_repository_files_at_github(tiny_repo, tmp_path):
+    stage = tmp_path / "stage"
+    found = site_build.stage_sources(stage, tiny_repo)
+    assert [lesson.stem for lesson in found] == ["00_intro", "08_appendix_x"]  # found by glob, in order
+    assert [lesson.title for lesson in found] == ["00 · Intro", "08 · Appendix"]
+    assert (stage / site_build.BADGE_ASSET).is_file()
+    for lesson in found:
+        text = (stage / "notebooks" / f"{lesson.stem}.ipynb").read_text()
+        assert "colab-badge.svg" in text and "https://colab.research.google.com/assets" not in text
+        assert f"(../_assets/colab-badge.svg)]({colab_url(lesson.stem)})" in text  # the link is kept
+    intro = (stage / "notebooks" / "00_intro.ipynb").read_text()
+    assert "[the appendix](08_appendix_x.ipynb)" in intro  # a lesson: Sphinx links the page
+    assert f"[the shift]({site_build.GITHUB}/blob/main/shiftvit_lib/shift.py)" in intro
+
+
+def test_home_page_lists_every_notebook_and_shows_the_readme_results(tiny_repo, tmp_path):
+    site_build.stage_sources(tmp_path / "stage", tiny_repo)
+    home = (tmp_path / "stage" / "index.md").read_text()
+    assert "[00 · Intro](notebooks/00_intro.ipynb) | the idea |" in home
+    assert "[08 · Appendix](notebooks/08_appendix_x.ipynb) |  |" in home  # not in the README's table
+    assert f"[Colab]({colab_url('08_appendix_x')})" in home
+    assert "test top-1 **79.82 %**" in home and "## The library" not in home
+    assert f"[the benchmarks]({site_build.GITHUB}/blob/main/benchmarks/README.md)" in home
+    assert ":caption: Lessons\n\nnotebooks/00_intro\n" in home
+    assert ":caption: Appendix\n\nnotebooks/08_appendix_x\n" in home
+
+
+def test_a_remote_image_or_script_is_refused(tiny_repo, tmp_path):
+    path = tiny_repo / "notebooks" / "01_remote.ipynb"
+    path.write_text(json.dumps(_notebook("# 01\n\n![plot](https://example.org/plot.png)")))
+    with pytest.raises(site_build.SiteError, match=r"01_remote.ipynb loads from the internet.*example.org/plot.png"):
+        site_build.stage_sources(tmp_path / "stage", tiny_repo)
+    html = {"output_type": "display_data", "metadata": {},
+            "data": {"text/html": '<script src="https://cdn.example.org/x.js"></script>'}}
+    path.write_text(json.dumps(_notebook("# 01", outputs=[html])))
+    with pytest.raises(site_build.SiteError, match=r"cdn.example.org/x.js"):
+        site_build.stage_sources(tmp_path / "stage", tiny_repo)
+
+
+def test_the_results_marker_is_required(tiny_repo, tmp_path):
+    (tiny_repo / "README.md").write_text(README.replace(site_build.RESULTS_MARKER, ""))
+    with pytest.raises(site_build.SiteError, match="results-table"):
+        site_build.stage_sources(tmp_path / "stage", tiny_repo)
+
+
+def test_expected_gifs_come_from_the_stored_outputs():
+    lessons = expected_lessons(NOTEBOOKS)
+    assert [lesson.stem for lesson in lessons] == [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+    for lesson, found in zip(lessons, site_build.lessons(REPO)):
+        assert sum(lesson.gifs.values()) == len(found.gifs)
+        assert all(gif.startswith(b"GIF8") for gif in found.gifs)
+    assert any(lesson.gifs for lesson in lessons)  # the Manim animations are in the lessons
+
+
+# --- the built site ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    for module in ("sphinx", "myst_nb", "sphinx_book_theme", "latex2mathml"):
+        pytest.importorskip(module, reason="the site's packages: pip install -e '.[site]'")
+    root = tmp_path_factory.mktemp("site")
+    start = time.perf_counter()
+    site_build.build(root / "site", root / "site-src")
+    print(f"site built in {time.perf_counter() - start:.1f} s")
+    return root / "site"
+
+
+def _lesson_pages() -> list[str]:
+    return [f"notebooks/{p.stem}.html" for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+
+
+@pytest.mark.slow
+def test_every_lesson_has_a_page_in_order_with_previous_and_next(built_site):
+    pages = _lesson_pages()
+    home = (built_site / "index.html").read_text()
+    sidebar = re.search(r'<nav class="[^"]*bd-docs-nav.*?</nav>', home, re.S).group(0)
+    assert [h for h in re.findall(r'href="([^"#]+\.html)"', sidebar) if h.startswith("notebooks/")] == pages
+    order = ["index.html", *pages]
+    for index, page in enumerate(pages, start=1):
+        html = (built_site / page).read_text()
+        previous = re.search(r'class="left-prev"\s+href="([^"]+)"', html)
+        assert previous and posixpath.normpath(posixpath.join("notebooks", previous.group(1))) == order[index - 1]
+        following = re.search(r'class="right-next"\s+href="([^"]+)"', html)
+        if index < len(pages):
+            assert following and posixpath.normpath(posixpath.join("notebooks", following.group(1))) == order[index + 1]
+        else:
+            assert following is None
+
+
+@pytest.mark.slow
+def test_home_page_shows_the_readme_results_and_every_lesson(built_site):
+    home = (built_site / "index.html").read_text()
+    text = re.sub(r"<[^>]+>", "", home)
+    results = site_build.readme_results((REPO / "README.md").read_text())
+    figures = re.findall(r"\d+(?:\.\d+)? %", results)
+    assert figures and all(figure in text for figure in figures)  # every figure of the README's table
+    for lesson in site_build.lessons(REPO):
+        assert f'href="notebooks/{lesson.stem}.html"' in home
+        assert lesson.colab_url in home
+
+
+@pytest.mark.slow
+def test_math_is_mathml_and_nothing_loads_from_outside(built_site):
+    for page in _lesson_pages():
+        html = (built_site / page).read_text()
+        notebook = json.loads((REPO / page.replace(".html", ".ipynb")).read_text())
+        markdown = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+        if re.search(r"\$[^$\s][^$]*\$", markdown):
+            assert "<math" in html, page
+        assert not re.search(r"""<(?:script|link|img)\s[^>]*(?:src|href)=["'](?:https?:)?//""", html), page
+        assert not re.search(r"<script[^>]*mathjax", html, re.I), page  # math needs no script
+
+
+# --- in the browser ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    executable = find_chromium()
+    if executable is None:
+        message = "Chromium is not installed (Debian: apt-get install chromium; bash run.sh setup does)"
+        if os.environ.get("SHIFTVIT_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return executable
+
+
+@pytest.mark.slow
+def test_the_site_passes_every_browser_check(built_site, chromium):
+    start = time.perf_counter()
+    report = check_site(built_site, NOTEBOOKS, chromium)
+    print(f"checked {len(report.pages)} pages in {time.perf_counter() - start:.1f} s")
+    assert not report.problems, "\n".join(map(str, report.problems))
+    assert set(_lesson_pages()) <= set(report.pages) and {"index.html", "search.html"} <= set(report.pages)
+    assert report.gifs_checked == sum(sum(x.gifs.values()) for x in expected_lessons(NOTEBOOKS)) > 0
+    assert report.colab_links_checked >= 2 * len(_lesson_pages())  # a lesson's button, and the home page's table
+    assert set(_lesson_pages()) <= set(report.search_hits)
+    assert report.links_checked > 10 * len(report.pages)
+
+
+# Each fault goes into its own page of a copy of the site; the checker must report it there, with
+# that kind, and report nothing on the pages left intact.
+FAULTS = {
+    # name: (the kind the checker must report, the kinds it may report besides on that page)
+    "console error": ("console", set()),
+    "uncaught exception": ("page-error", set()),
+    "missing image": ("image", {"console"}),  # and Chromium's own 404 error
+    "missing GIF": ("gif", set()),
+    "broken internal link": ("link", set()),
+    "broken anchor": ("anchor", set()),
+    "Colab link to another lesson": ("colab", set()),
+    "Colab link on master": ("colab", set()),
+    "script from a CDN": ("external-request", {"console"}),  # offline: it fails to load too
+    "too wide for a phone": ("phone", set()),
+    "search term missing from the index": ("search", set()),
+}
+
+
+def _append(file: Path, snippet: str) -> None:
+    html = file.read_text()
+    assert "</body>" in html
+    file.write_text(html.replace("</body>", f"{snippet}\n</body>", 1))
+
+
+def _inject_faults(site: Path) -> dict[str, str]:
+    """Put one fault in each of several pages of `site`; returns fault name -> page."""
+    lessons = expected_lessons(NOTEBOOKS)
+    pages = {p: (site / p).read_text() for p in _lesson_pages()}
+    uses = {}  # _images file -> the pages that show it
+    for page, html in [*pages.items(), ("index.html", (site / "index.html").read_text())]:
+        for image in set(re.findall(r'src="(?:\.\./)?(_images/[^"]+)"', html)):
+            uses.setdefault(image, set()).add(page)
+    gif_page = next(x.page for x in lessons if x.gifs)
+    image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
+    others = [p for p in pages if p not in (gif_page, image_page)]
+    placed = {"console error": "index.html", "search term missing from the index": "search.html",
+              "missing GIF": gif_page, "missing image": image_page}
+    for number, name in enumerate(n for n in FAULTS if n not in placed):
+        placed[name] = others[number % len(others)]
+
+    (site / image).unlink()
+    _append(site / placed["console error"], '<script>console.error("injected fault")</script>')
+    _append(site / placed["uncaught exception"], '<script>throw new Error("injected fault")</script>')
+    file = site / placed["missing GIF"]
+    html, count = re.subn(r'<img\s[^>]*src="(?:data:image/gif[^"]*|[^"]*\.gif)"[^>]*>', "", file.read_text())
+    assert count
+    file.write_text(html)
+    _append(site / placed["broken internal link"], '<a href="no_such_lesson.html">next</a>')
+    _append(site / placed["broken anchor"], '<a href="#no-such-section">up</a>')
+    for name, wrong in (("Colab link to another lesson", lambda stem: colab_url(next(x.stem for x in lessons if x.stem != stem))),
+                        ("Colab link on master", lambda stem: colab_url(stem).replace("/blob/main/", "/blob/master/"))):
+        file = site / placed[name]
+        stem = Path(placed[name]).stem
+        assert colab_url(stem) in file.read_text()
+        file.write_text(file.read_text().replace(colab_url(stem), wrong(stem)))
+    _append(site / placed["script from a CDN"], '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>')
+    _append(site / placed["too wide for a phone"], '<div style="width: 1600px; height: 2px"></div>')
+    index = site / "searchindex.js"  # every page loads it: keep it valid, but without the term
+    index.write_text(re.sub(SEARCH_TERM, "Nothing", index.read_text(), flags=re.I))
+    return placed
+
+
+@pytest.fixture(scope="module")
+def faulty(built_site, chromium, tmp_path_factory):
+    site = tmp_path_factory.mktemp("faulty") / "site"
+    shutil.copytree(built_site, site)
+    placed = _inject_faults(site)
+    return placed, check_site(site, NOTEBOOKS, chromium)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_the_browser_check_reports_each_fault_where_it_is(faulty, fault):
+    placed, report = faulty
+    kind, _ = FAULTS[fault]
+    page = placed[fault]
+    assert any(p.page == page and p.kind == kind for p in report.problems), (
+        f"{fault} in {page} not reported as {kind}:\n" + "\n".join(map(str, report.problems))
+    )
+
+
+@pytest.mark.slow
+def test_the_browser_check_reports_nothing_else(faulty):
+    placed, report = faulty
+    allowed: dict[str, set[str]] = {}
+    for fault, page in placed.items():
+        kind, besides = FAULTS[fault]
+        allowed.setdefault(page, set()).update({kind, *besides})
+    unexpected = [p for p in report.problems if p.kind not in allowed.get(p.page.split("?")[0], set())]
+    assert not unexpected, "\n".join(map(str, unexpected))

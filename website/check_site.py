@@ -1,0 +1,561 @@
+"""Check the built website in a real browser: `python website/check_site.py [build/site]`.
+
+Serves the site on 127.0.0.1 and drives Debian's headless Chromium over the Chrome DevTools
+Protocol (a websocket, with websocket-client). For every HTML page of the site it reports:
+
+- status: the page is not served with status 200;
+- console / page-error: a console error (Chromium's own ones included, such as a resource that
+  failed to load) or an uncaught exception;
+- external-request: a request to any host but the local server (a CDN, a font service): the site
+  must work offline;
+- image: an <img> that did not load (natural width 0);
+- link / anchor: an internal link to a file that does not exist, or to an anchor (#id) that the
+  target page does not have;
+- phone: the page is wider than a 390 px phone screen (it scrolls sideways);
+and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.html):
+- missing-page: a notebook without its page;
+- gif: a GIF of the notebook's stored outputs is not on the page, or did not load;
+- colab / binder: no launch link, or one that does not open notebooks/<the same name>.ipynb on
+  branch main of the repository (on other pages, a Colab link must open some lesson on main);
+and on the search page:
+- search: a search for "ShiftViT" does not list every lesson whose notebook mentions it.
+
+The expectations come from the notebooks (their names, their stored GIFs, their text), not from the
+site, so a lesson added or rewritten is checked without changing this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import functools
+import hashlib
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+REPO_SLUG = "shiftvit-tutorial/shiftvit-step-by-step"
+BRANCH = "main"
+SEARCH_TERM = "ShiftViT"
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
+DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+
+
+@dataclass(frozen=True)
+class Problem:
+    page: str  # the page's path in the site, e.g. "notebooks/02_shift_operation.html"
+    kind: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.page}: {self.kind}: {self.detail}"
+
+
+@dataclass
+class Report:
+    problems: list[Problem] = field(default_factory=list)
+    pages: list[str] = field(default_factory=list)  # the pages checked
+    gifs_checked: int = 0
+    colab_links_checked: int = 0
+    links_checked: int = 0
+    search_hits: list[str] = field(default_factory=list)
+
+    def kinds(self, page: str) -> set[str]:
+        return {p.kind for p in self.problems if p.page == page}
+
+
+# --- what the notebooks say the site must show ---------------------------------------------------
+
+
+@dataclass
+class Expected:
+    stem: str
+    gifs: dict[str, int]  # sha256 of each GIF in the stored outputs -> how many times
+    mentions_term: bool
+
+    @property
+    def page(self) -> str:
+        return f"notebooks/{self.stem}.html"
+
+    @property
+    def colab(self) -> str:
+        return colab_url(self.stem)
+
+
+def colab_url(stem: str) -> str:
+    return f"https://colab.research.google.com/github/{REPO_SLUG}/blob/{BRANCH}/notebooks/{stem}.ipynb"
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else (value or "")
+
+
+def expected_lessons(notebooks: Path, term: str = SEARCH_TERM) -> list[Expected]:
+    found = []
+    for path in sorted(notebooks.glob("*.ipynb")):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        gifs: dict[str, int] = {}
+        words = []
+        for cell in notebook.get("cells", []):
+            words.append(_text(cell.get("source")))
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                blobs = []
+                if "image/gif" in data:
+                    blobs.append(base64.b64decode(_text(data["image/gif"])))
+                for match in re.finditer(r"data:image/gif;base64,([A-Za-z0-9+/=\s]+)", _text(data.get("text/html"))):
+                    blobs.append(base64.b64decode(re.sub(r"\s", "", match.group(1))))
+                for blob in blobs:
+                    digest = hashlib.sha256(blob).hexdigest()
+                    gifs[digest] = gifs.get(digest, 0) + 1
+        mentions = re.search(rf"\b{re.escape(term)}\b", "\n".join(words), re.I) is not None
+        found.append(Expected(path.stem, gifs, mentions))
+    return found
+
+
+# --- a static server and a browser ---------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def serve(root: Path) -> Iterator[str]:
+    """Serve root on 127.0.0.1 (a free port) in a thread; yields the base URL."""
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # quiet
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def find_chromium() -> str | None:
+    for name in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+class CDPError(RuntimeError):
+    pass
+
+
+class Browser:
+    """Headless Chromium with one tab, driven over the DevTools protocol."""
+
+    def __init__(self, executable: str, timeout: float = 60.0):
+        import websocket  # websocket-client (the site extra); imported here so that the rest needs no browser
+
+        self._websocket = websocket
+        self._profile = tempfile.mkdtemp(prefix="shiftvit-chromium-")
+        flags = [
+            "--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-quic", "--disable-dev-shm-usage", "--disable-extensions", "--mute-audio",
+            "--remote-debugging-port=0", f"--user-data-dir={self._profile}",
+            # Chromium refuses to start as root with its sandbox, and containers often lack the user
+            # namespaces it needs otherwise; the browser only opens this site, on 127.0.0.1.
+            "--no-sandbox",
+        ]
+        self._log = open(Path(self._profile) / "chromium.log", "wb")  # noqa: SIM115
+        self.process = subprocess.Popen([executable, *flags, "about:blank"], stdout=self._log, stderr=self._log)
+        port_file = Path(self._profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + timeout
+        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                log = (Path(self._profile) / "chromium.log").read_text(errors="replace")[-2000:]
+                self.close()
+                raise RuntimeError(f"Chromium did not start ({executable}):\n{log}")
+            time.sleep(0.1)
+        port, path = port_file.read_text().splitlines()[:2]
+        self.ws = websocket.create_connection(f"ws://127.0.0.1:{port}{path}", timeout=timeout, suppress_origin=True)
+        self._next_id = 0
+        self.on_event: Callable[[dict], None] = lambda event: None
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+
+    def _dispatch(self, message: dict) -> None:
+        if "method" in message and message.get("sessionId") == getattr(self, "session", None):
+            self.on_event(message)
+
+    def call(self, method: str, params: dict | None = None, timeout: float = 60.0) -> dict:
+        self._next_id += 1
+        message = {"id": self._next_id, "method": method, "params": params or {}}
+        if getattr(self, "session", None) and not method.startswith(("Target.", "Browser.")):
+            message["sessionId"] = self.session
+        self.ws.send(json.dumps(message))
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._receive(deadline)
+            if reply is None:
+                raise CDPError(f"{method}: no answer in {timeout:.0f} s")
+            if reply.get("id") == self._next_id:
+                if "error" in reply:
+                    raise CDPError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self._dispatch(reply)
+
+    def _receive(self, deadline: float) -> dict | None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        self.ws.settimeout(remaining)
+        try:
+            return json.loads(self.ws.recv())
+        except self._websocket.WebSocketTimeoutException:
+            return None
+
+    def pump(self, until: Callable[[], bool], timeout: float) -> bool:
+        """Handle events until `until()` holds (True) or the time is up (False)."""
+        deadline = time.monotonic() + timeout
+        while not until():
+            if time.monotonic() >= deadline:
+                return False
+            message = self._receive(min(deadline, time.monotonic() + 0.05))  # `until` may depend on time
+            if message is not None:
+                self._dispatch(message)
+        return True
+
+    def evaluate(self, expression: str, timeout: float = 60.0):
+        result = self.call(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+            timeout=timeout,
+        )
+        if "exceptionDetails" in result:
+            raise CDPError(f"evaluate: {result['exceptionDetails'].get('text')}")
+        return result["result"].get("value")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.call("Browser.close", timeout=5)
+        with contextlib.suppress(Exception):
+            self.ws.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+        shutil.rmtree(self._profile, ignore_errors=True)
+
+
+# --- one page ------------------------------------------------------------------------------------
+
+AUDIT = r"""
+(async () => {
+  const images = [...document.images];
+  for (const img of images) if (img.loading === 'lazy') img.loading = 'eager';
+  await Promise.all(images.map(img => img.complete ? null : new Promise(done => {
+    img.addEventListener('load', done); img.addEventListener('error', done); setTimeout(done, 15000);
+  })));
+  return {
+    images: images.map(img => ({src: img.currentSrc || img.src, width: img.naturalWidth})),
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    launch: [...document.querySelectorAll('a[href]')].filter(a => a.querySelector('img')).map(a => a.href),
+    ids: [...document.querySelectorAll('[id]')].map(e => e.id)
+           .concat([...document.querySelectorAll('a[name]')].map(a => a.name)),
+    scrollWidth: document.documentElement.scrollWidth,
+    innerWidth: window.innerWidth,
+  };
+})()
+"""
+
+
+class PageVisit:
+    """Loads one URL and records what the browser reports meanwhile."""
+
+    def __init__(self, browser: Browser, origin: str):
+        self.browser = browser
+        self.origin = origin
+        self.status: int | None = None
+        self.errors: list[tuple[str, str]] = []  # (kind, text)
+        self.external: list[str] = []
+        self._loaded = False
+        self._documents: dict[str, int] = {}
+        self._pending: dict[str, float] = {}
+        self._last_activity = time.monotonic()
+
+    def __call__(self, event: dict) -> None:
+        method, params = event["method"], event.get("params", {})
+        if method == "Page.loadEventFired":
+            self._loaded = True
+        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            text = " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))
+            self.errors.append(("console", text))
+        elif method == "Runtime.exceptionThrown":
+            details = params.get("exceptionDetails", {})
+            self.errors.append(("page-error", details.get("exception", {}).get("description") or details.get("text", "")))
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            entry = params["entry"]
+            self.errors.append(("console", f"{entry.get('text', '')} {entry.get('url', '')}".strip()))
+        elif method == "Network.requestWillBeSent":
+            url = params.get("request", {}).get("url", "")
+            scheme = urlsplit(url).scheme
+            if scheme in ("http", "https", "ws", "wss") and not url.startswith(self.origin):
+                self.external.append(url)
+            if scheme in ("http", "https"):
+                self._pending[params["requestId"]] = time.monotonic()
+            self._last_activity = time.monotonic()
+        elif method == "Network.responseReceived":
+            if params.get("type") == "Document":  # the page's own status (its loader's request)
+                self._documents[params.get("requestId")] = params["response"]["status"]
+        elif method in ("Network.loadingFinished", "Network.loadingFailed"):
+            self._pending.pop(params.get("requestId"), None)
+            self._last_activity = time.monotonic()
+
+    def _quiet(self, seconds: float) -> bool:
+        return not self._pending and time.monotonic() - self._last_activity > seconds
+
+    def load(self, url: str, timeout: float = 60.0) -> None:
+        self.browser.on_event = self
+        result = self.browser.call("Page.navigate", {"url": url})
+        if result.get("errorText"):
+            self.errors.append(("status", f"navigation failed: {result['errorText']}"))
+            return
+        if not self.browser.pump(lambda: self._loaded, timeout):
+            self.errors.append(("status", f"no load event in {timeout:.0f} s"))
+        self.browser.pump(lambda: self._quiet(0.3), 10)  # late requests (scripts, fonts)
+        self.status = self._documents.get(result.get("loaderId"))
+
+
+# --- the whole site ------------------------------------------------------------------------------
+
+
+def site_pages(site: Path) -> list[str]:
+    return sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if not any(part.startswith("_") for part in p.relative_to(site).parts)
+    )
+
+
+def _file_for(site: Path, path: str) -> Path:
+    target = site / unquote(path).lstrip("/")
+    return target / "index.html" if target.is_dir() else target
+
+
+def _html_ids(file: Path) -> set[str]:
+    text = file.read_text(encoding="utf-8", errors="replace")
+    return set(re.findall(r"""\s(?:id|name)=["']([^"']+)["']""", text))
+
+
+def _gif_digest(src: str, site: Path, origin: str) -> str | None:
+    if src.startswith("data:image/gif;base64,"):
+        return hashlib.sha256(base64.b64decode(src.split(",", 1)[1])).hexdigest()
+    if src.startswith(origin) and urlsplit(src).path.lower().endswith(".gif"):
+        file = _file_for(site, urlsplit(src).path)
+        return hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else None
+    return None
+
+
+def _check_launch_links(page: str, audit: dict, lesson: Expected | None, stems: set[str], report: Report) -> None:
+    """Launch links (buttons and badges: a link around an image) open this lesson; others some lesson."""
+
+    def problem(kind: str, detail: str) -> None:
+        report.problems.append(Problem(page, kind, detail))
+
+    def colab(urls: list[str]) -> list[str]:
+        return [u for u in urls if urlsplit(u).hostname == "colab.research.google.com" and "/github/" in u]
+
+    launch = set(audit["launch"])
+    pattern = re.compile(rf"https://colab\.research\.google\.com/github/{re.escape(REPO_SLUG)}/blob/{BRANCH}/notebooks/([^/?#]+)\.ipynb")
+    for url in colab(audit["links"]):
+        report.colab_links_checked += 1
+        match = pattern.fullmatch(url)
+        if lesson is not None and url in launch and url != lesson.colab:
+            problem("colab", f"the launch link {url} does not open notebooks/{lesson.stem}.ipynb on {BRANCH}")
+        elif not (match and match.group(1) in stems):
+            problem("colab", f"{url} does not open a lesson notebook on {BRANCH}")
+    if lesson is None:
+        return
+    binder = [u for u in launch if urlsplit(u).hostname == "mybinder.org"]
+    if not colab(list(launch)):
+        problem("colab", "no Colab launch button")
+    if not binder:
+        problem("binder", "no Binder launch button")
+    for url in binder:
+        parts = urlsplit(url)
+        paths = parse_qs(parts.query).get("urlpath", [""])
+        if parts.path != f"/v2/gh/{REPO_SLUG}/{BRANCH}" or not paths[0].endswith(f"/notebooks/{lesson.stem}.ipynb"):
+            problem("binder", f"{url} does not open notebooks/{lesson.stem}.ipynb on {BRANCH}")
+
+
+def check_site(
+    site: Path,
+    notebooks: Path,
+    chromium: str | None = None,
+    term: str = SEARCH_TERM,
+    phone: bool = True,
+) -> Report:
+    site = Path(site).resolve()
+    lessons = expected_lessons(Path(notebooks), term)
+    by_page = {lesson.page: lesson for lesson in lessons}
+    stems = {lesson.stem for lesson in lessons}
+    report = Report(pages=site_pages(site))
+    for lesson in lessons:
+        if not (site / lesson.page).is_file():
+            report.problems.append(Problem(lesson.page, "missing-page", f"no page for notebooks/{lesson.stem}.ipynb"))
+    executable = chromium or find_chromium()
+    if executable is None:
+        raise RuntimeError("no Chromium found (Debian: apt-get install chromium; or set CHROMIUM)")
+
+    ids: dict[str, set[str]] = {}
+    links: dict[str, list[str]] = {}
+    with serve(site) as origin:
+        browser = Browser(executable)
+        try:
+            for call in ("Page.enable", "Runtime.enable", "Log.enable", "Network.enable"):
+                browser.call(call)
+            browser.call("Network.setCacheDisabled", {"cacheDisabled": True})
+            browser.call("Emulation.setDeviceMetricsOverride", DESKTOP)
+            for page in report.pages:
+                visit = PageVisit(browser, origin)
+                _first_visit(browser, origin)
+                visit.load(origin + page)
+                audit = browser.evaluate(AUDIT)
+                _record_visit(page, visit, audit, report)
+                ids[page] = set(audit["ids"])
+                links[page] = audit["links"]
+                lesson = by_page.get(page)
+                _check_launch_links(page, audit, lesson, stems, report)
+                if lesson is not None:
+                    _check_gifs(page, lesson, audit["images"], site, origin, report)
+            _check_search(browser, origin, lessons, term, report)
+            if phone:
+                browser.call("Emulation.setDeviceMetricsOverride", PHONE)
+                for page in report.pages:
+                    visit = PageVisit(browser, origin)
+                    visit.load(origin + page)
+                    size = browser.evaluate("({s: document.documentElement.scrollWidth, w: window.innerWidth})")
+                    if size["s"] > PHONE["width"] or size["w"] > PHONE["width"]:
+                        report.problems.append(Problem(page, "phone", f"{size['s']} px wide on a {PHONE['width']} px screen"))
+        finally:
+            browser.close()
+        _check_links(site, origin, links, ids, report)
+    return report
+
+
+def _first_visit(browser: Browser, origin: str) -> None:
+    """Forget what earlier pages stored (local storage, cookies): each page is checked as a first visit."""
+    browser.call("Storage.clearDataForOrigin", {"origin": origin.rstrip("/"), "storageTypes": "all"})
+
+
+def _record_visit(page: str, visit: PageVisit, audit: dict, report: Report) -> None:
+    if visit.status != 200:
+        report.problems.append(Problem(page, "status", f"status {visit.status}"))
+    for kind, text in visit.errors:
+        report.problems.append(Problem(page, kind, text[:300]))
+    for url in sorted(set(visit.external)):
+        report.problems.append(Problem(page, "external-request", url[:300]))
+    for image in audit["images"]:
+        if not image["width"]:
+            report.problems.append(Problem(page, "image", f"not loaded: {image['src'][:200]}"))
+
+
+def _check_gifs(page: str, lesson: Expected, images: list[dict], site: Path, origin: str, report: Report) -> None:
+    shown: dict[str, int] = {}
+    for image in images:
+        digest = _gif_digest(image["src"], site, origin)
+        if digest and image["width"]:
+            shown[digest] = shown.get(digest, 0) + 1
+    for digest, count in lesson.gifs.items():
+        report.gifs_checked += count
+        if shown.get(digest, 0) < count:
+            report.problems.append(
+                Problem(page, "gif", f"GIF {digest[:12]} of the stored outputs: {shown.get(digest, 0)} of {count} shown")
+            )
+
+
+def _check_links(site: Path, origin: str, links: dict[str, list[str]], ids: dict[str, set[str]], report: Report) -> None:
+    for page, hrefs in links.items():
+        for href in dict.fromkeys(hrefs):
+            if not href.startswith(origin):
+                continue
+            report.links_checked += 1
+            parts = urlsplit(href)
+            file = _file_for(site, parts.path)
+            target = file.relative_to(site).as_posix() if file.is_relative_to(site) else None
+            if target is None or not file.is_file():
+                report.problems.append(Problem(page, "link", f"{href[len(origin):]} does not exist"))
+                continue
+            anchor = unquote(parts.fragment)
+            if anchor and file.suffix == ".html":
+                known = ids[target] if target in ids else _html_ids(file)
+                if anchor not in known:
+                    report.problems.append(Problem(page, "anchor", f"{href[len(origin):]}: no #{anchor} on {target}"))
+
+
+SEARCH_WAIT = r"""
+(() => {
+  const box = document.querySelector('#search-results');
+  if (!box) return null;
+  const text = box.innerText || '';
+  const done = /found|no documents|did not match/i.test(text) && !/searching/i.test(box.querySelector('p, .search-summary')?.innerText || '');
+  return done ? [...box.querySelectorAll('a[href]')].map(a => a.href) : null;
+})()
+"""
+
+
+def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: str, report: Report) -> None:
+    page = "search.html"
+    visit = PageVisit(browser, origin)
+    visit.load(f"{origin}{page}?q={term}")
+    hits = None
+    deadline = time.monotonic() + 30
+    while hits is None and time.monotonic() < deadline:
+        hits = browser.evaluate(SEARCH_WAIT)
+        if hits is None:
+            browser.pump(lambda: False, 0.2)
+    for kind, text in visit.errors:
+        report.problems.append(Problem(f"{page}?q={term}", kind, text[:300]))
+    if hits is None:
+        report.problems.append(Problem(page, "search", f"a search for {term!r} did not finish in 30 s"))
+        return
+    found = {urlsplit(h).path.lstrip("/") for h in hits if h.startswith(origin)}
+    report.search_hits = sorted(found)
+    expected = [lesson for lesson in lessons if lesson.mentions_term]
+    if not expected:
+        report.problems.append(Problem(page, "search", f"no lesson mentions {term!r}: nothing to find"))
+    for lesson in expected:
+        if lesson.page not in found:
+            report.problems.append(Problem(page, "search", f"a search for {term!r} does not list {lesson.page}"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    repo = Path(__file__).resolve().parents[1]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("site", nargs="?", type=Path, default=repo / "build" / "site")
+    parser.add_argument("--notebooks", type=Path, default=repo / "notebooks")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    report = check_site(args.site, args.notebooks)
+    for problem in report.problems:
+        print(problem)
+    print(
+        f"{len(report.pages)} pages, {report.links_checked} internal links, {report.gifs_checked} GIFs, "
+        f"{report.colab_links_checked} Colab links checked; search hits: {len(report.search_hits)}; "
+        f"{len(report.problems)} problems; {time.perf_counter() - start:.1f} s"
+    )
+    return 1 if report.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
