@@ -7,9 +7,9 @@ import pytest
 from matplotlib.figure import Figure
 
 from shiftvit_lib import build_shiftvit, count_macs, preset
-from shiftvit_lib import experiments as ex
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.experiments import (
+from shiftvit_lib.tools import experiments as ex
+from shiftvit_lib.tools.experiments import (
     SHARED_FIELDS,
     comparison_record,
     equalise,

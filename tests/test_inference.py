@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from shiftvit_lib import inference
+import shiftvit_lib
 from shiftvit_lib.data import CIFAR10_CLASSES
-from shiftvit_lib.inference import (
+from shiftvit_lib.tools import inference
+from shiftvit_lib.tools.inference import (
     ImageReadError,
     confusion_matrix,
     export_saved_model,
@@ -27,7 +28,7 @@ from shiftvit_lib.inference import (
     softmax,
 )
 
-DEMO_IMAGES = Path(inference.__file__).with_name("assets") / "demo_images"
+DEMO_IMAGES = Path(shiftvit_lib.__file__).with_name("assets") / "demo_images"
 
 
 def tiny_model(input_dtype: str = "float32") -> keras.Model:

@@ -13,10 +13,11 @@ from keras import ops
 from test_train import _tiny_splits as random_splits
 
 from shiftvit_lib import build_shiftvit, preset
-from shiftvit_lib.data import DataSplits, NumpyBatches, make_dataset, mix_batch, one_hot
+from shiftvit_lib.data import DataSplits, make_dataset, mix_batch, one_hot
 from shiftvit_lib.layers import ImagePreprocessing
 from shiftvit_lib.model import initialise_like_spach
-from shiftvit_lib.train import compile_for_training, logits_metrics, mixes_labels, train, training_datasets
+from shiftvit_lib.tools.batches import NumpyBatches
+from shiftvit_lib.train import compile_for_training, logits_metrics, train, training_datasets
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -185,7 +186,7 @@ def _tiny_splits() -> DataSplits:
 
 def test_training_datasets_drop_the_last_batch_and_carry_one_hot_targets_when_mixing():
     config = preset("quick", batch_size=16, mixup_alpha=0.8, cutmix_alpha=1.0)
-    assert mixes_labels(config) and not mixes_labels(preset("quick"))
+    assert config.mixes_labels and not preset("quick").mixes_labels
     train_ds, val_ds, steps = training_datasets(config, _tiny_splits(), seed=0)
     assert steps == len(train_ds) == 2
     _, targets = train_ds[0]

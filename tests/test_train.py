@@ -145,6 +145,45 @@ def test_mirrored_strategy_over_two_logical_cpus(tmp_path):
     assert "REPLICAS mirrored 2 2" in result.stdout  # two replicas, two epochs
 
 
+def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
+    # XLA splits the host CPU into two devices, so Keras' DataParallel shards each batch
+    # over two replicas, as it would over two GPUs.
+    pytest.importorskip("jax")
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import jax, keras
+        assert [d.platform for d in jax.devices()] == ["cpu", "cpu"], jax.devices()
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_train import _tiny_splits
+        from shiftvit_lib import preset
+        from shiftvit_lib.train import train
+
+        seen = []
+
+        class RecordDistribution(keras.callbacks.Callback):
+            def on_train_begin(self, logs=None):
+                distribution = keras.distribution.distribution()
+                seen.append((type(distribution).__name__, distribution.device_mesh.shape))
+
+        run = train(preset("quick", batch_size=32), _tiny_splits(), {str(tmp_path / "data_parallel")!r}, epochs=2,
+                    distribute="data_parallel", extra_callbacks=[RecordDistribution()], verbose=0)
+        print("DISTRIBUTED", seen[0][0], tuple(seen[0][1]), keras.distribution.distribution())
+        print("REPLICAS", run.record["distribute"], run.record["replicas"], run.record["epochs_run"])
+        print("LOSS", max(run.history["loss"]))
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": "jax",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # During fit a two-device DataParallel is in force; after train() the default (None) is back.
+    assert "DISTRIBUTED DataParallel (2,) None" in result.stdout, result.stdout
+    assert "REPLICAS data_parallel 2 2" in result.stdout  # two replicas, two epochs
+    loss = float(result.stdout.split("LOSS")[1].split()[0])
+    assert np.isfinite(loss)
+
+
 def test_mixed_precision_build_keeps_float32_logits():
     from shiftvit_lib.train import precision_policy
 
@@ -168,7 +207,7 @@ def test_accelerator_detection_matches_the_backend_device_list():
     # quick or full mode from this answer.
     import tensorflow as tf
 
-    from shiftvit_lib.train import accelerator_platform, has_accelerator, recommended_mixed_precision
+    from shiftvit_lib.tools.devices import accelerator_platform, has_accelerator, recommended_mixed_precision
 
     gpus = tf.config.list_physical_devices("GPU")
     tpus = tf.config.list_physical_devices("TPU")
