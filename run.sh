@@ -4,6 +4,9 @@
 #   bash run.sh main   set up, execute every lesson on the bundled CIFAR-10 sample (quick mode)
 #                      into build/lessons/ (notebooks + HTML), and render the Manim animations
 #   bash run.sh test   set up, then run the library, animation and notebook (nbval) tests
+#   bash run.sh test-fast  the inner loop: ruff, then the library tests not marked slow (no notebooks,
+#                      no renders, no training runs), in under 2 minutes on a 2-core CPU; sets up
+#                      only when $VENV is missing. Extra arguments go to pytest (e.g. tests/test_data.py)
 #   bash run.sh test-colab  the library tests again, in .venv-colab, with the oldest versions we
 #                      support, chosen to match Colab: TensorFlow 2.19 (.ci/colab-requirements.txt)
 #                      and the Keras that pip resolves under pyproject.toml's floor
@@ -92,6 +95,14 @@ PY
   "$VENV/bin/python" -m pytest tests -m "not slow or colab" -p no:cacheprovider "$@"
 }
 
+run_fast_tests() {
+  export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
+  echo "==> ruff (lint: library and tests)"
+  "$VENV/bin/python" -m ruff check shiftvit_lib tests
+  echo "==> the fast tier: library tests not marked slow (the full suite: bash run.sh test)"
+  "$VENV/bin/python" -m pytest -m "not slow" -q -p no:cacheprovider "$@"  # testpaths: tests/
+}
+
 main_job() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
   "$VENV/bin/python" scripts/run_lessons.py --out build/lessons
@@ -109,6 +120,7 @@ case "${1:-}" in
   setup) setup ;;
   main) setup; main_job ;;
   test) shift; setup; run_tests "$@" ;;
+  test-fast) shift; [ -x "$VENV/bin/python" ] || setup; run_fast_tests "$@" ;;
   test-colab)
     shift
     VENV=${SHIFTVIT_VENV:-.venv-colab}
@@ -118,5 +130,5 @@ case "${1:-}" in
     WITH_TORCH=0
     setup_python
     run_colab_tests "$@" ;;
-  *) echo "usage: bash run.sh {main|test|test-colab|setup}" >&2; exit 2 ;;
+  *) echo "usage: bash run.sh {main|test|test-fast|test-colab|setup}" >&2; exit 2 ;;
 esac

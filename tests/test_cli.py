@@ -155,6 +155,8 @@ def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, 
 
 
 # --------------------------------------------------------------------------- models
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_saved_model_needs_the_trust_flag(capsys, tmp_path):
     if keras.backend.backend() != "tensorflow":
         pytest.skip("SavedModel export needs the TensorFlow backend")

@@ -73,6 +73,8 @@ def test_label_smoothing_loss_matches_formula():
     assert float(loss(np.array([0]), logits)) == pytest.approx(-(target * log_p).sum(), rel=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_quick_preset_learns_on_the_sample(tmp_path):
     # Real CIFAR-10 images: a few epochs of the quick recipe must beat chance (10 %) clearly.
     data = load_cifar10("sample")
@@ -104,6 +106,8 @@ KILLED_RUN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_killed_run_resumes_from_the_saved_epoch(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(KILLED_RUN.format(tests=str(Path(__file__).parent)))
@@ -123,6 +127,8 @@ def test_killed_run_resumes_from_the_saved_epoch(tmp_path):
     assert not (out / "backup").exists()  # a finished run cleans its backup
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_mirrored_strategy_over_two_logical_cpus(tmp_path):
     script = textwrap.dedent(
         f"""
@@ -145,6 +151,7 @@ def test_mirrored_strategy_over_two_logical_cpus(tmp_path):
     assert "REPLICAS mirrored 2 2" in result.stdout  # two replicas, two epochs
 
 
+@pytest.mark.slow
 def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
     # XLA splits the host CPU into two devices, so Keras' DataParallel shards each batch
     # over two replicas, as it would over two GPUs.
@@ -257,6 +264,8 @@ def _interrupted(folder, data, config, epochs=3, after=1):
     return {name: (folder / name).read_bytes() for name in ("run_spec.json", "history.csv")}
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_finished_folder_is_refused_and_overwrite_replaces_it(tmp_path):
     data = _tiny_splits()
     first = train(_fast_config(), data, tmp_path, epochs=1, **FAST)
@@ -277,6 +286,8 @@ def test_a_finished_folder_is_refused_and_overwrite_replaces_it(tmp_path):
     assert first.record["finished_at"] and second.record["resumed_from_epoch"] == 0
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
     data = _tiny_splits()
     config = _fast_config()
@@ -306,6 +317,8 @@ def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
     assert run.record["resumed_from_epoch"] == 1 and run.history["epoch"] == [0, 1, 2]
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_history_rows_never_duplicate_when_the_backup_lags(tmp_path):
     # Killed after history.csv got epoch 1's row but before the backup of epoch 1 was
     # written: the resumed run redoes epoch 1 and its row is replaced, not repeated.
@@ -320,6 +333,8 @@ def test_history_rows_never_duplicate_when_the_backup_lags(tmp_path):
     assert run.record["resumed_from_epoch"] == 1
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_run_that_died_before_its_record_finishes_without_training(tmp_path):
     data = _tiny_splits()
     config = _fast_config()
