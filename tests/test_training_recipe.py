@@ -87,6 +87,17 @@ def test_an_older_vit_record_is_read_in_its_current_form():
     assert in_current_form({"bogus_field": 1}, vit) == {"bogus_field": 1}  # not a ViTConfig: left as it is
 
 
+def test_every_recorded_comparison_run_matches_its_current_config():
+    # The configs reuse compares, for every model of the CPU-scale comparison recorded so far.
+    configs = ex.comparison_configs("cpu")
+    folders = sorted(folder for folder in CPU_RUNS.iterdir() if (folder / "run.json").is_file())
+    assert {"vit", "shiftvit_official"} <= {folder.name for folder in folders}
+    for folder in folders:
+        spec = folder / "run_spec.json"
+        saved = json.loads((spec if spec.is_file() else folder / "run.json").read_text())["config"]
+        assert in_current_form(saved, configs[folder.name]) == configs[folder.name].to_dict(), folder.name
+
+
 def test_finished_comparison_runs_of_an_older_version_are_reused():
     # What run_comparison(restart=False) asks before training a model of the CPU-scale comparison.
     configs = ex.comparison_configs("cpu")
