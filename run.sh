@@ -9,6 +9,9 @@
 #                      (Sphinx, offline, warnings are errors; website/build.py)
 #   bash run.sh test   set up, then run the library, animation, website (in Chromium) and notebook
 #                      (nbval) tests
+#   bash run.sh test-fast  the inner loop: ruff, then the library tests not marked slow (no notebooks,
+#                      no renders, no training runs), in under 2 minutes on a 2-core CPU; sets up
+#                      only when $VENV is missing. Extra arguments go to pytest (e.g. tests/test_data.py)
 #   bash run.sh test-colab  the library tests again, in .venv-colab, with the oldest versions we
 #                      support, chosen to match Colab: TensorFlow 2.19 (.ci/colab-requirements.txt)
 #                      and the Keras that pip resolves under pyproject.toml's floor
@@ -100,6 +103,14 @@ PY
   "$VENV/bin/python" -m pytest tests -m "not slow or colab" -p no:cacheprovider "$@"
 }
 
+run_fast_tests() {
+  export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
+  echo "==> ruff (lint: library and tests)"
+  "$VENV/bin/python" -m ruff check shiftvit_lib tests
+  echo "==> the fast tier: library tests not marked slow (the full suite: bash run.sh test)"
+  "$VENV/bin/python" -m pytest -m "not slow" -q -p no:cacheprovider "$@"  # testpaths: tests/
+}
+
 main_job() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
   "$VENV/bin/python" scripts/run_lessons.py --out build/lessons
@@ -129,6 +140,7 @@ case "${1:-}" in
     setup_python
     build_site ;;
   test) shift; setup; run_tests "$@" ;;
+  test-fast) shift; [ -x "$VENV/bin/python" ] || setup; run_fast_tests "$@" ;;
   test-colab)
     shift
     VENV=${SHIFTVIT_VENV:-.venv-colab}
@@ -138,5 +150,5 @@ case "${1:-}" in
     WITH_TORCH=0
     setup_python
     run_colab_tests "$@" ;;
-  *) echo "usage: bash run.sh {main|site|test|test-colab|setup}" >&2; exit 2 ;;
+  *) echo "usage: bash run.sh {main|site|test|test-fast|test-colab|setup}" >&2; exit 2 ;;
 esac

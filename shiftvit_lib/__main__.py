@@ -129,7 +129,8 @@ def _check_output_file(path: Path) -> None:
 def _train(args: argparse.Namespace) -> int:
     from shiftvit_lib.config import preset
     from shiftvit_lib.data import load_cifar10
-    from shiftvit_lib.train import check_run_folder, train
+    from shiftvit_lib.tools.runs import check_run_folder
+    from shiftvit_lib.train import train
 
     overrides = {"batch_size": args.batch_size} if args.batch_size else {}
     config = preset(args.preset, **overrides)
@@ -157,9 +158,9 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from shiftvit_lib import experiments as ex
     from shiftvit_lib.data import load_cifar10
-    from shiftvit_lib.train import check_run_folder
+    from shiftvit_lib.tools import experiments as ex
+    from shiftvit_lib.tools.runs import check_run_folder
 
     out = Path(args.out)
     _check_output_file(out)
@@ -191,7 +192,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _load_classifier(args: argparse.Namespace):  # noqa: ANN202 - keras is imported lazily
     from shiftvit_lib.data import CIFAR10_CLASSES
-    from shiftvit_lib.inference import check_classifier, load_model
+    from shiftvit_lib.tools.inference import check_classifier, load_model
 
     model = load_model(args.model, trust_saved_model=args.trust_saved_model)
     check_classifier(model, len(CIFAR10_CLASSES))
@@ -213,7 +214,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from shiftvit_lib.data import CIFAR10_CLASSES
-    from shiftvit_lib.inference import predict_folder
+    from shiftvit_lib.tools.inference import predict_folder
 
     if args.top_k > len(CIFAR10_CLASSES):
         raise UserError(f"--top-k {args.top_k} is more than the {len(CIFAR10_CLASSES)} classes")
@@ -260,7 +261,7 @@ def _one_line(error: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from shiftvit_lib.data import DataSourceUnavailableError
-    from shiftvit_lib.inference import BackendError
+    from shiftvit_lib.tools.inference import BackendError
 
     try:
         args = _parser().parse_args(argv)

@@ -1,6 +1,8 @@
-"""Model and training configuration: one dataclass, presets as data.
+"""Model and training configuration: one recipe type, one config per model, presets as data.
 
-A ShiftViT is fully described by a :class:`ShiftViTConfig`. Presets are plain
+A ShiftViT is fully described by a :class:`ShiftViTConfig`: its architecture, plus a
+:class:`TrainingRecipe` (input pipeline, optimiser, schedule, loss, batch, epochs) that
+lesson 07's ViT shares field for field. Presets are plain
 dictionaries of the fields that differ from the defaults, so adding a model size
 means adding data, not code (the timm / SPACH way)::
 
@@ -16,7 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from numbers import Integral
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 ShiftKind = Literal["official", "keras_io", "none"]
 ShiftImplementation = Literal["slice", "roll"]
@@ -26,19 +32,14 @@ WeightInit = Literal["keras", "spach"]
 
 
 @dataclass(frozen=True)
-class ShiftViTConfig:
-    """Every hyperparameter of a ShiftViT model and of its training recipe.
+class InputPipeline:
+    """What happens to an image (and its label) before the model's first layer.
 
-    The defaults are the keras-io ShiftViT example's values; presets override a few.
+    The defaults are the keras-io ShiftViT example's values.
     """
 
-    name: str = "custom"
-
-    # --- data -------------------------------------------------------------------
     input_shape: tuple[int, int, int] = (32, 32, 3)
     num_classes: int = 10
-
-    # --- input pipeline inside the model ---------------------------------------
     # Images are resized to `resize_to`, then cropped to `image_size`: a random crop
     # while training, the centre crop at inference (so `predict` is deterministic).
     augment: bool = True
@@ -57,7 +58,152 @@ class ShiftViTConfig:
     mixup_alpha: float = 0.0
     cutmix_alpha: float = 0.0
 
-    # --- architecture -------------------------------------------------------------
+    @property
+    def mixes_labels(self) -> bool:
+        """True if MixUp or CutMix is on: training targets are then mixed one-hot vectors."""
+        return self.mixup_alpha > 0 or self.cutmix_alpha > 0
+
+    def pipeline_problems(self) -> list[str]:
+        """What in these fields cannot work, one sentence each."""
+        problems = []
+        if len(self.input_shape) != 3:
+            problems.append(f"input_shape must be (height, width, channels), got {self.input_shape}")
+        if self.image_size > self.resize_to:
+            problems.append(
+                f"image_size ({self.image_size}) cannot be larger than resize_to ({self.resize_to})"
+            )
+        if self.rand_augment_ops < 0 or not 0.0 <= self.rand_augment_factor <= 1.0:
+            problems.append(
+                "rand_augment_ops must be >= 0 and rand_augment_factor in [0, 1], got "
+                f"{self.rand_augment_ops} and {self.rand_augment_factor}"
+            )
+        if not 0.0 <= self.random_erasing <= 1.0:
+            problems.append(f"random_erasing is a probability in [0, 1], got {self.random_erasing}")
+        if self.mixup_alpha < 0 or self.cutmix_alpha < 0:
+            problems.append(
+                f"mixup_alpha and cutmix_alpha must be >= 0 (0 turns them off), got "
+                f"{self.mixup_alpha} and {self.cutmix_alpha}"
+            )
+        return problems
+
+
+@dataclass(frozen=True)
+class TrainingRecipe(InputPipeline):
+    """The input pipeline and how a model is trained: shared by every model config.
+
+    :class:`ShiftViTConfig` and :class:`shiftvit_lib.vit.ViTConfig` both extend it with
+    their architecture, so "trained on equal terms" means "equal in every field
+    declared here" (``name`` aside): :data:`PIPELINE_FIELDS` and :data:`RECIPE_FIELDS`.
+    """
+
+    name: str = "custom"  # the preset's name; it labels a run, it is not a setting
+    # "keras": Keras' defaults (Glorot uniform), as the keras-io example;
+    # "spach": every Dense/Conv kernel from N(0, 0.02^2), biases zero, as the official
+    # code's _init_weights (shiftvit_lib.model.initialise_like_spach).
+    init: WeightInit = "keras"
+    batch_size: int = 256
+    epochs: int = 100
+    lr_start: float = 1e-5
+    lr_max: float = 1e-3
+    warmup_fraction: float = 0.15
+    weight_decay: float = 1e-4
+    label_smoothing: float = 0.0
+    early_stopping_patience: int | None = 5
+
+    def __post_init__(self) -> None:
+        # Lists from JSON or from a user become tuples so the config stays hashable.
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, (list, tuple)):
+                object.__setattr__(self, field.name, tuple(int(item) for item in value))
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming every field that cannot work."""
+        problems = self.pipeline_problems() + self.recipe_problems() + self.architecture_problems()
+        if problems:
+            raise ValueError(f"Invalid {type(self).__name__} {self.name!r}: " + "; ".join(problems))
+
+    def recipe_problems(self) -> list[str]:
+        """What in the training fields cannot work, one sentence each."""
+        problems = []
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, Integral) or self.batch_size < 1:
+            problems.append(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            problems.append(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
+        if self.init not in ("keras", "spach"):
+            problems.append(f"init must be 'keras' or 'spach', got {self.init!r}")
+        if not 0.0 <= self.warmup_fraction < 1.0:
+            problems.append(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
+        return problems
+
+    def architecture_problems(self) -> list[str]:
+        """What in the model's own fields cannot work; each model config says."""
+        return []
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with some fields changed (the config itself is immutable)."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict (saved next to every training run).
+
+        Keys in reading order: the name, the input pipeline, the architecture, the recipe.
+        """
+        architecture = [f.name for f in dataclasses.fields(self) if f.name not in _RECIPE_TYPE_FIELDS]
+        order = ["name", *PIPELINE_FIELDS, *architecture, *RECIPE_FIELDS]
+        return {key: _json_value(getattr(self, key)) for key in order}
+
+    @classmethod
+    def from_preset(cls, presets: dict[str, dict[str, Any]], name: str, **overrides: Any) -> Self:
+        """The preset ``name`` of ``presets`` (fields that differ from the defaults) with ``overrides``.
+
+        Raises:
+            KeyError: ``name`` is not a preset (the message lists the valid names).
+            TypeError: an override is not a field of ``cls``.
+        """
+        if name not in presets:
+            raise KeyError(f"Unknown preset {name!r}; choose one of {sorted(presets)}")
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
+        return cls(**{"name": name, **presets[name], **overrides})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Inverse of :meth:`to_dict`; unknown keys are an error, not silently dropped.
+
+        A field missing from ``data`` (a record written before the field existed) takes
+        its default, which is the value that older version used.
+        """
+        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
+        return cls(**data)
+
+
+def _json_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+# The fields that make two models' training comparable, each declared once above.
+PIPELINE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(InputPipeline))
+_RECIPE_TYPE_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainingRecipe))
+RECIPE_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(TrainingRecipe) if f.name not in PIPELINE_FIELDS and f.name != "name"
+)
+
+
+@dataclass(frozen=True)
+class ShiftViTConfig(TrainingRecipe):
+    """A ShiftViT: its architecture, plus the :class:`TrainingRecipe` it is trained with.
+
+    The defaults are the keras-io ShiftViT example's values; presets override a few.
+    """
+
     patch_size: int = 4
     projected_dim: int = 96
     depths: tuple[int, ...] = (2, 4, 8, 2)
@@ -77,35 +223,12 @@ class ShiftViTConfig:
     layer_norm_epsilon: float = 1e-5
     patch_norm: bool = False
     final_norm: bool = False
-    # "keras": Keras' defaults (Glorot uniform), as the keras-io example;
-    # "spach": every Dense/Conv kernel truncated-normal with std 0.02, biases zero,
-    # as the official code's _init_weights.
-    init: WeightInit = "keras"
 
-    # --- training recipe ---------------------------------------------------------
-    batch_size: int = 256
-    epochs: int = 100
-    lr_start: float = 1e-5
-    lr_max: float = 1e-3
-    warmup_fraction: float = 0.15
-    weight_decay: float = 1e-4
-    label_smoothing: float = 0.0
-    early_stopping_patience: int | None = 5
-
-    def __post_init__(self) -> None:
-        # Lists from JSON or from a user become tuples so the config stays hashable.
-        object.__setattr__(self, "depths", tuple(int(d) for d in self.depths))
-        object.__setattr__(self, "input_shape", tuple(int(d) for d in self.input_shape))
-        self.validate()
-
-    # ------------------------------------------------------------------------------
-    def validate(self) -> None:
-        """Raise ``ValueError`` naming the first field that cannot work."""
+    def architecture_problems(self) -> list[str]:
         problems = []
-        if len(self.input_shape) != 3:
-            problems.append(f"input_shape must be (height, width, channels), got {self.input_shape}")
         if not self.depths or any(d < 1 for d in self.depths):
             problems.append(f"depths must be a non-empty list of positive ints, got {self.depths}")
+            return problems  # the checks below need the stages
         if self.num_div < 4:
             problems.append(f"num_div must be >= 4 (four groups move), got {self.num_div}")
         if self.projected_dim < self.num_div:
@@ -115,10 +238,6 @@ class ShiftViTConfig:
             )
         if self.shift_pixel < 1:
             problems.append(f"shift_pixel must be >= 1, got {self.shift_pixel}")
-        if self.image_size > self.resize_to:
-            problems.append(
-                f"image_size ({self.image_size}) cannot be larger than resize_to ({self.resize_to})"
-            )
         if self.image_size % self.patch_size:
             problems.append(
                 f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"
@@ -152,28 +271,8 @@ class ShiftViTConfig:
             )
         if not 0.0 <= self.drop_path_rate < 1.0 or not 0.0 <= self.mlp_dropout < 1.0:
             problems.append("drop_path_rate and mlp_dropout must lie in [0, 1)")
-        if self.rand_augment_ops < 0 or not 0.0 <= self.rand_augment_factor <= 1.0:
-            problems.append(
-                "rand_augment_ops must be >= 0 and rand_augment_factor in [0, 1], got "
-                f"{self.rand_augment_ops} and {self.rand_augment_factor}"
-            )
-        if not 0.0 <= self.random_erasing <= 1.0:
-            problems.append(f"random_erasing is a probability in [0, 1], got {self.random_erasing}")
-        if self.mixup_alpha < 0 or self.cutmix_alpha < 0:
-            problems.append(
-                f"mixup_alpha and cutmix_alpha must be >= 0 (0 turns them off), got "
-                f"{self.mixup_alpha} and {self.cutmix_alpha}"
-            )
-        if not 0.0 <= self.label_smoothing < 1.0:
-            problems.append(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
-        if self.init not in ("keras", "spach"):
-            problems.append(f"init must be 'keras' or 'spach', got {self.init!r}")
-        if not 0.0 <= self.warmup_fraction < 1.0:
-            problems.append(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
-        if problems:
-            raise ValueError(f"Invalid ShiftViTConfig {self.name!r}: " + "; ".join(problems))
+        return problems
 
-    # ------------------------------------------------------------------------------
     @property
     def stage_dims(self) -> tuple[int, ...]:
         """Channels of each stage: patch merging doubles them from stage to stage."""
@@ -190,33 +289,6 @@ class ShiftViTConfig:
             side = -(-side // 2)
         return tuple(sides)
 
-    @property
-    def mixes_labels(self) -> bool:
-        """True if MixUp or CutMix is on: training targets are then mixed one-hot vectors."""
-        return self.mixup_alpha > 0 or self.cutmix_alpha > 0
-
-    def replace(self, **changes: Any) -> ShiftViTConfig:
-        """A copy with some fields changed (the config itself is immutable)."""
-        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
-        if unknown:
-            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-friendly dict (saved next to every training run)."""
-        data = dataclasses.asdict(self)
-        data["depths"] = list(self.depths)
-        data["input_shape"] = list(self.input_shape)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ShiftViTConfig:
-        """Inverse of :meth:`to_dict`; unknown keys are an error, not silently dropped."""
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
-        return cls(**data)
-
 
 # Presets hold only what differs from the defaults above.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -227,17 +299,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "seed_keras_io_shift": dict(drop_path_schedule="per_stage", shift="keras_io"),
     # Tiny and fast: CPU tests, CI and the quick mode of every lesson.
     "quick": dict(
-        resize_to=36,
-        image_size=32,
-        projected_dim=24,
-        depths=(1, 2, 1),
-        num_div=12,
-        mlp_dropout=0.0,
-        drop_path_rate=0.1,
-        batch_size=64,
-        epochs=5,
-        warmup_fraction=0.1,
-        lr_max=2e-3,
+        resize_to=36, image_size=32, projected_dim=24, depths=(1, 2, 1), num_div=12, mlp_dropout=0.0,
+        drop_path_rate=0.1, batch_size=64, epochs=5, warmup_fraction=0.1, lr_max=2e-3,
         early_stopping_patience=None,
     ),
     # A stronger recipe for CIFAR-10 with the seed architecture: the regularisers
@@ -248,69 +311,30 @@ PRESETS: dict[str, dict[str, Any]] = {
     # decoupled weight decay 0.05 as in DeiT/SPACH. No early stopping: with mixed
     # labels the validation accuracy keeps rising late in the cosine schedule.
     "strong": dict(
-        mlp_dropout=0.0,
-        drop_path_rate=0.1,
-        init="spach",
-        rand_augment_ops=2,
-        rand_augment_factor=0.5,
-        random_erasing=0.25,
-        mixup_alpha=0.8,
-        cutmix_alpha=1.0,
-        label_smoothing=0.1,
-        weight_decay=0.05,
-        warmup_fraction=0.1,
-        epochs=100,
-        early_stopping_patience=None,
+        mlp_dropout=0.0, drop_path_rate=0.1, init="spach", rand_augment_ops=2, rand_augment_factor=0.5,
+        random_erasing=0.25, mixup_alpha=0.8, cutmix_alpha=1.0, label_smoothing=0.1, weight_decay=0.05,
+        warmup_fraction=0.1, epochs=100, early_stopping_patience=None,
     ),
     # Sized and scheduled for a 2-core CPU: the full CIFAR-10 at its own 32 px
     # (the resize-and-crop makes a 36 -> 32 px random crop), 64 channels, depths
-    # (2, 2, 6), a short schedule (26 epochs, about one of warm-up), light regularisation
-    # (a short run underfits rather than overfits). Chosen by measurement on the
-    # 2-core machine (results/cpu_full/); trains in under 30 minutes there.
+    # (2, 2, 6), a short schedule (26 epochs, about one of warm-up: warmup_fraction
+    # 0.04), light regularisation (a short run underfits rather than overfits). Chosen
+    # by measurement on the 2-core machine (results/cpu_full/); trains in under 30 minutes there.
     "cpu": dict(
-        resize_to=36,
-        image_size=32,
-        projected_dim=64,
-        depths=(2, 2, 6),
-        mlp_dropout=0.0,
-        drop_path_rate=0.2,
-        random_erasing=0.25,
-        batch_size=128,
-        epochs=26,
-        lr_max=2e-3,
-        warmup_fraction=0.04,  # about one epoch of 26
-        weight_decay=0.05,
-        label_smoothing=0.1,
-        early_stopping_patience=None,
+        resize_to=36, image_size=32, projected_dim=64, depths=(2, 2, 6), mlp_dropout=0.0, drop_path_rate=0.2,
+        random_erasing=0.25, batch_size=128, epochs=26, lr_max=2e-3, warmup_fraction=0.04,
+        weight_decay=0.05, label_smoothing=0.1, early_stopping_patience=None,
     ),
     # Official SPACH sizes (registry names shiftvit_light_tiny and shiftvit_r2_tiny),
     # with their normalisation placement: a norm after the stem and before the head,
     # GroupNorm(1) in the blocks. Defined for ImageNet (224 px, 1000 classes).
     "shiftvit_light_tiny": dict(
-        input_shape=(224, 224, 3),
-        num_classes=1000,
-        augment=False,
-        resize_to=224,
-        image_size=224,
-        depths=(2, 2, 6, 2),
-        mlp_ratio=4.0,
-        mlp_dropout=0.0,
-        norm="group",
-        patch_norm=True,
-        final_norm=True,
+        input_shape=(224, 224, 3), num_classes=1000, augment=False, resize_to=224, image_size=224,
+        depths=(2, 2, 6, 2), mlp_ratio=4.0, mlp_dropout=0.0, norm="group", patch_norm=True, final_norm=True,
     ),
     "shiftvit_r2_tiny": dict(
-        input_shape=(224, 224, 3),
-        num_classes=1000,
-        augment=False,
-        resize_to=224,
-        image_size=224,
-        depths=(6, 8, 18, 6),
-        mlp_ratio=2.0,
-        mlp_dropout=0.0,
-        norm="group",
-        patch_norm=True,
-        final_norm=True,
+        input_shape=(224, 224, 3), num_classes=1000, augment=False, resize_to=224, image_size=224,
+        depths=(6, 8, 18, 6), mlp_ratio=2.0, mlp_dropout=0.0, norm="group", patch_norm=True, final_norm=True,
     ),
 }
 
@@ -321,15 +345,11 @@ def list_presets() -> list[str]:
 
 
 def preset(name: str, **overrides: Any) -> ShiftViTConfig:
-    """Look up a preset by name, optionally overriding fields.
-
-    Raises:
-        KeyError: if ``name`` is not a preset (the message lists the valid names).
-    """
-    if name not in PRESETS:
-        raise KeyError(f"Unknown preset {name!r}; choose one of {list_presets()}")
-    fields: dict[str, Any] = {"name": name, **PRESETS[name], **overrides}
-    return ShiftViTConfig(**fields)
+    """Look up a ShiftViT preset by name, optionally overriding fields (see :meth:`~TrainingRecipe.from_preset`)."""
+    return ShiftViTConfig.from_preset(PRESETS, name, **overrides)
 
 
-__all__ = ["ShiftViTConfig", "PRESETS", "preset", "list_presets"]
+__all__ = [
+    "InputPipeline", "TrainingRecipe", "PIPELINE_FIELDS", "RECIPE_FIELDS", "ShiftViTConfig", "PRESETS",
+    "preset", "list_presets",
+]

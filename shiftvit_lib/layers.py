@@ -57,18 +57,9 @@ class ImagePreprocessing(layers.Layer):
     Input: uint8 or float pixels in [0, 255]. Output: float pixels in [0, 1].
     """
 
-    def __init__(
-        self,
-        resize_to: int = 52,
-        crop_size: int = 48,
-        flip: bool = True,
-        augment: bool = True,
-        seed: int | None = None,
-        rand_augment_ops: int = 0,
-        rand_augment_factor: float = 0.5,
-        random_erasing: float = 0.0,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, resize_to: int = 52, crop_size: int = 48, flip: bool = True, augment: bool = True,
+                 seed: int | None = None, rand_augment_ops: int = 0, rand_augment_factor: float = 0.5,
+                 random_erasing: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if crop_size > resize_to:
             raise ValueError(f"crop_size ({crop_size}) cannot exceed resize_to ({resize_to}).")
@@ -162,17 +153,19 @@ class ImagePreprocessing(layers.Layer):
     def compute_output_shape(self, input_shape: Sequence[Any]) -> tuple[Any, ...]:
         return (input_shape[0], self.crop_size, self.crop_size, input_shape[-1])
 
+    @classmethod
+    def for_pipeline(cls, pipeline: Any, seed: int | None = None) -> ImagePreprocessing:
+        """The layer of a config's input pipeline (:class:`shiftvit_lib.config.InputPipeline`)."""
+        return cls(resize_to=pipeline.resize_to, crop_size=pipeline.image_size, flip=pipeline.flip,
+                   augment=pipeline.augment, seed=seed, rand_augment_ops=pipeline.rand_augment_ops,
+                   rand_augment_factor=pipeline.rand_augment_factor, random_erasing=pipeline.random_erasing,
+                   name="preprocessing")
+
     def get_config(self) -> dict[str, Any]:
         return {
-            **super().get_config(),
-            "resize_to": self.resize_to,
-            "crop_size": self.crop_size,
-            "flip": self.flip,
-            "augment": self.augment,
-            "seed": self.seed,
-            "rand_augment_ops": self.rand_augment_ops,
-            "rand_augment_factor": self.rand_augment_factor,
-            "random_erasing": self.random_erasing,
+            **super().get_config(), "resize_to": self.resize_to, "crop_size": self.crop_size, "flip": self.flip,
+            "augment": self.augment, "seed": self.seed, "rand_augment_ops": self.rand_augment_ops,
+            "rand_augment_factor": self.rand_augment_factor, "random_erasing": self.random_erasing,
         }
 
 
@@ -247,19 +240,9 @@ class ShiftViTBlock(layers.Layer):
         norm, epsilon: normalisation kind and epsilon.
     """
 
-    def __init__(
-        self,
-        num_div: int = 12,
-        shift_pixel: int = 1,
-        shift: str = "official",
-        mlp_ratio: float = 2.0,
-        mlp_dropout: float = 0.0,
-        drop_path_rate: float = 0.0,
-        shift_implementation: str = "slice",
-        norm: str = "layer",
-        epsilon: float = 1e-5,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, num_div: int = 12, shift_pixel: int = 1, shift: str = "official", mlp_ratio: float = 2.0,
+                 mlp_dropout: float = 0.0, drop_path_rate: float = 0.0, shift_implementation: str = "slice",
+                 norm: str = "layer", epsilon: float = 1e-5, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.num_div = num_div
         self.shift_pixel = shift_pixel
@@ -285,15 +268,9 @@ class ShiftViTBlock(layers.Layer):
 
     def get_config(self) -> dict[str, Any]:
         return {
-            **super().get_config(),
-            "num_div": self.num_div,
-            "shift_pixel": self.shift_pixel,
-            "shift": self.shift,
-            "shift_implementation": self.shift_implementation,
-            "mlp_ratio": self.mlp_ratio,
-            "mlp_dropout": self.mlp_dropout,
-            "drop_path_rate": self.drop_path_rate,
-            "norm": self.norm_kind,
+            **super().get_config(), "num_div": self.num_div, "shift_pixel": self.shift_pixel, "shift": self.shift,
+            "shift_implementation": self.shift_implementation, "mlp_ratio": self.mlp_ratio,
+            "mlp_dropout": self.mlp_dropout, "drop_path_rate": self.drop_path_rate, "norm": self.norm_kind,
             "epsilon": self.epsilon,
         }
 
@@ -340,33 +317,16 @@ class ShiftViTStage(layers.Layer):
         **block_options: passed to every :class:`ShiftViTBlock`.
     """
 
-    def __init__(
-        self,
-        drop_path_rates: Sequence[float] = (0.0,),
-        merge: bool = True,
-        num_div: int = 12,
-        shift_pixel: int = 1,
-        shift: str = "official",
-        mlp_ratio: float = 2.0,
-        mlp_dropout: float = 0.0,
-        norm: str = "layer",
-        epsilon: float = 1e-5,
-        shift_implementation: str = "slice",
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, drop_path_rates: Sequence[float] = (0.0,), merge: bool = True, num_div: int = 12,
+                 shift_pixel: int = 1, shift: str = "official", mlp_ratio: float = 2.0, mlp_dropout: float = 0.0,
+                 norm: str = "layer", epsilon: float = 1e-5, shift_implementation: str = "slice",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.drop_path_rates = [float(rate) for rate in drop_path_rates]
         self.merge = merge
-        self.block_options = dict(
-            num_div=num_div,
-            shift_pixel=shift_pixel,
-            shift=shift,
-            shift_implementation=shift_implementation,
-            mlp_ratio=mlp_ratio,
-            mlp_dropout=mlp_dropout,
-            norm=norm,
-            epsilon=epsilon,
-        )
+        self.block_options = dict(num_div=num_div, shift_pixel=shift_pixel, shift=shift,
+                                  shift_implementation=shift_implementation, mlp_ratio=mlp_ratio,
+                                  mlp_dropout=mlp_dropout, norm=norm, epsilon=epsilon)
         self.blocks = [
             ShiftViTBlock(drop_path_rate=rate, name=f"block_{index + 1}", **self.block_options)
             for index, rate in enumerate(self.drop_path_rates)
@@ -392,12 +352,8 @@ class ShiftViTStage(layers.Layer):
         return self.patch_merging.compute_output_shape(input_shape)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "drop_path_rates": self.drop_path_rates,
-            "merge": self.merge,
-            **self.block_options,
-        }
+        return {**super().get_config(), "drop_path_rates": self.drop_path_rates, "merge": self.merge,
+                **self.block_options}
 
 
 def drop_path_rates(
@@ -424,12 +380,6 @@ def drop_path_rates(
 
 
 __all__ = [
-    "ImagePreprocessing",
-    "MLP",
-    "DropPath",
-    "ShiftViTBlock",
-    "PatchMerging",
-    "ShiftViTStage",
-    "drop_path_rates",
-    "make_norm",
+    "ImagePreprocessing", "MLP", "DropPath", "ShiftViTBlock", "PatchMerging", "ShiftViTStage",
+    "drop_path_rates", "make_norm",
 ]

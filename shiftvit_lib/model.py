@@ -36,17 +36,7 @@ def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.
             f"build_shiftvit expects a ShiftViTConfig (e.g. preset('seed')), got {type(config).__name__}"
         )
     inputs = keras.Input(shape=config.input_shape, name="images")
-    x = ImagePreprocessing(
-        resize_to=config.resize_to,
-        crop_size=config.image_size,
-        flip=config.flip,
-        augment=config.augment,
-        seed=seed,
-        rand_augment_ops=config.rand_augment_ops,
-        rand_augment_factor=config.rand_augment_factor,
-        random_erasing=config.random_erasing,
-        name="preprocessing",
-    )(inputs)
+    x = ImagePreprocessing.for_pipeline(config, seed=seed)(inputs)
     x = layers.Conv2D(
         config.projected_dim,
         config.patch_size,
@@ -61,17 +51,10 @@ def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.
     last = len(config.depths) - 1
     for index, stage_rates in enumerate(rates):
         x = ShiftViTStage(
-            drop_path_rates=stage_rates,
-            merge=index < last,
-            num_div=config.num_div,
-            shift_pixel=config.shift_pixel,
-            shift=config.shift,
-            shift_implementation=config.shift_implementation,
-            mlp_ratio=config.mlp_ratio,
-            mlp_dropout=config.mlp_dropout,
-            norm=config.norm,
-            epsilon=config.layer_norm_epsilon,
-            name=f"stage_{index + 1}",
+            drop_path_rates=stage_rates, merge=index < last, num_div=config.num_div,
+            shift_pixel=config.shift_pixel, shift=config.shift, shift_implementation=config.shift_implementation,
+            mlp_ratio=config.mlp_ratio, mlp_dropout=config.mlp_dropout, norm=config.norm,
+            epsilon=config.layer_norm_epsilon, name=f"stage_{index + 1}",
         )(x)
 
     if config.final_norm:

@@ -13,7 +13,8 @@ from PIL import Image
 
 from shiftvit_lib import data as data_module
 from shiftvit_lib.__main__ import main
-from shiftvit_lib.inference import export_saved_model, save_model
+from shiftvit_lib.tools import data_sources
+from shiftvit_lib.tools.inference import export_saved_model, save_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -96,7 +97,7 @@ def test_offline_keras_data_is_one_line(capsys, tmp_path, monkeypatch):
     def offline() -> None:
         raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
 
-    monkeypatch.setattr(data_module, "_load_from_keras", offline)
+    monkeypatch.setattr(data_sources, "_load_from_keras", offline)
     code, _, err = run_cli(capsys, "train", "--data", "keras", "--out", tmp_path / "run")
     assert_user_error(code, err, "no network", "source='sample'")
     assert not (tmp_path / "run").exists()
@@ -110,7 +111,7 @@ def test_an_unreadable_data_folder_is_one_line(capsys, tmp_path, monkeypatch):
         onerror(PermissionError(13, "Permission denied", str(top)))
         yield from ()
 
-    monkeypatch.setattr(data_module.os, "walk", walk)
+    monkeypatch.setattr(data_sources.os, "walk", walk)
     code, _, err = run_cli(capsys, "train", "--data", tmp_path / "data", "--out", tmp_path / "run")
     assert_user_error(code, err, "cannot read the folder", "Permission denied")
 
@@ -139,7 +140,7 @@ def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
     from shiftvit_lib.config import preset
     from shiftvit_lib.data import load_cifar10
-    from shiftvit_lib.train import run_spec
+    from shiftvit_lib.tools.runs import run_spec
 
     out = tmp_path / "run"
     out.mkdir()
@@ -154,6 +155,8 @@ def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, 
 
 
 # --------------------------------------------------------------------------- models
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_saved_model_needs_the_trust_flag(capsys, tmp_path):
     if keras.backend.backend() != "tensorflow":
         pytest.skip("SavedModel export needs the TensorFlow backend")

@@ -18,11 +18,12 @@ from shiftvit_lib.data import (
     CIFAR10_CLASSES,
     DataSourceFallbackWarning,
     DataSplits,
-    NumpyBatches,
     iterate_batches,
     load_cifar10,
     make_dataset,
 )
+from shiftvit_lib.tools import data_sources
+from shiftvit_lib.tools.batches import NumpyBatches
 
 TRAIN_PER_CLASS, TEST_PER_CLASS = 5, 2
 
@@ -116,7 +117,7 @@ def test_sample_has_the_documented_sizes_and_class_balance(sample_splits: DataSp
 
 
 def test_sample_archive_is_small_and_has_2500_jpegs() -> None:
-    path = data.sample_archive_path()
+    path = data_sources.sample_archive_path()
     assert path.stat().st_size < 3 * 1024 * 1024
     with zipfile.ZipFile(path) as archive:
         names = archive.namelist()
@@ -340,19 +341,19 @@ def test_data_splits_rejects_inconsistent_arrays() -> None:
 # --------------------------------------------------------------------------
 
 
-def fake_keras_raw() -> data._RawData:
+def fake_keras_raw() -> data_sources.RawData:
     x = np.zeros((30, 32, 32, 3), np.uint8)
     y = np.repeat(np.arange(10), 3).astype(np.int64)
-    return data._RawData(x, y, x[:10], y[:10], description="fake keras.datasets")
+    return data_sources.RawData(x, y, x[:10], y[:10], description="fake keras.datasets")
 
 
 def test_auto_falls_back_to_the_sample_when_offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "keras_cifar10_available", lambda: (False, "the test is offline"))
+    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (False, "the test is offline"))
 
-    def must_not_download() -> data._RawData:
+    def must_not_download() -> data_sources.RawData:
         raise AssertionError("auto must not try keras.datasets when it is unreachable")
 
-    monkeypatch.setattr(data, "_load_from_keras", must_not_download)
+    monkeypatch.setattr(data_sources, "_load_from_keras", must_not_download)
     with pytest.warns(DataSourceFallbackWarning, match="bundled CIFAR-10 sample.*the test is offline"):
         splits = load_cifar10("auto", limit=5)
     assert "bundled CIFAR-10 sample" in splits.source
@@ -360,20 +361,20 @@ def test_auto_falls_back_to_the_sample_when_offline(monkeypatch: pytest.MonkeyPa
 
 
 def test_auto_falls_back_when_the_download_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "keras_cifar10_available", lambda: (True, "reachable"))
+    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "reachable"))
 
-    def failing_download() -> data._RawData:
+    def failing_download() -> data_sources.RawData:
         raise Exception("URL fetch failure on https://www.cs.toronto.edu: 503")
 
-    monkeypatch.setattr(data, "_load_from_keras", failing_download)
+    monkeypatch.setattr(data_sources, "_load_from_keras", failing_download)
     with pytest.warns(DataSourceFallbackWarning, match="URL fetch failure"):
         splits = load_cifar10("auto", limit=5)
     assert "bundled CIFAR-10 sample" in splits.source
 
 
 def test_auto_uses_keras_datasets_when_available(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "keras_cifar10_available", lambda: (True, "cached"))
-    monkeypatch.setattr(data, "_load_from_keras", fake_keras_raw)
+    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "cached"))
+    monkeypatch.setattr(data_sources, "_load_from_keras", fake_keras_raw)
     import warnings
 
     with warnings.catch_warnings():
@@ -384,38 +385,38 @@ def test_auto_uses_keras_datasets_when_available(monkeypatch: pytest.MonkeyPatch
 
 
 def test_explicit_keras_source_explains_a_failed_download(monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing_download() -> data._RawData:
+    def failing_download() -> data_sources.RawData:
         raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
 
-    monkeypatch.setattr(data, "_load_from_keras", failing_download)
+    monkeypatch.setattr(data_sources, "_load_from_keras", failing_download)
     with pytest.raises(RuntimeError, match="no network.*source='sample'"):
         load_cifar10("keras")
 
 
 def test_reachability_check_reports_a_refused_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "_keras_cached_files", lambda: [])
-    monkeypatch.setattr(data.urllib.request, "getproxies", lambda: {})
+    monkeypatch.setattr(data_sources, "_keras_cached_files", lambda: [])
+    monkeypatch.setattr(data_sources.urllib.request, "getproxies", lambda: {})
 
     def refuse(*args: object, **kwargs: object) -> socket.socket:
         raise ConnectionRefusedError("refused for the test")
 
-    monkeypatch.setattr(data.socket, "create_connection", refuse)
-    available, reason = data.keras_cifar10_available(timeout_s=1.0)
+    monkeypatch.setattr(data_sources.socket, "create_connection", refuse)
+    available, reason = data_sources.keras_cifar10_available(timeout_s=1.0)
     assert not available
     assert "www.cs.toronto.edu:443" in reason and "refused for the test" in reason
 
 
 def test_reachability_check_never_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "_keras_cached_files", lambda: [])
-    monkeypatch.setattr(data.urllib.request, "getproxies", lambda: {})
+    monkeypatch.setattr(data_sources, "_keras_cached_files", lambda: [])
+    monkeypatch.setattr(data_sources.urllib.request, "getproxies", lambda: {})
 
     def silent_host(*args: object, **kwargs: object) -> socket.socket:
         time.sleep(3)  # like a DNS lookup that hangs; the check must not wait for it
         raise TimeoutError("too late")
 
-    monkeypatch.setattr(data.socket, "create_connection", silent_host)
+    monkeypatch.setattr(data_sources.socket, "create_connection", silent_host)
     start = time.monotonic()
-    available, reason = data.keras_cifar10_available(timeout_s=0.2)
+    available, reason = data_sources.keras_cifar10_available(timeout_s=0.2)
     assert time.monotonic() - start < 2
     assert not available and "no answer" in reason
 
@@ -427,15 +428,8 @@ def test_reachability_check_accepts_a_cached_download(
     cached.parent.mkdir()
     cached.write_bytes(b"x")
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
-    available, reason = data.keras_cifar10_available()
+    available, reason = data_sources.keras_cifar10_available()
     assert available and "cached" in reason
-
-
-def test_jpeg_quality_is_recognised() -> None:
-    for quality in (50, 75, 95):
-        buffer = io.BytesIO()
-        Image.new("RGB", (32, 32), (9, 9, 9)).save(buffer, "JPEG", quality=quality)
-        assert data.jpeg_quality(Image.open(buffer)) == quality
 
 
 # --------------------------------------------------------------------------
@@ -582,7 +576,7 @@ def test_tar_entries_outside_train_and_test_are_skipped_before_reading(
 def test_an_image_file_over_the_size_cap_is_refused_by_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    monkeypatch.setattr(data, "MAX_IMAGE_FILE_BYTES", 4096)
+    monkeypatch.setattr(data_sources, "MAX_IMAGE_FILE_BYTES", 4096)
     files = class_folder_files()
     files["train/cat/0000.png"] = encode(1, "PNG") + b"\0" * 8192  # a valid PNG with trailing bytes
     if kind == "zip":
@@ -614,11 +608,11 @@ def test_a_zip_entry_that_understates_its_size_is_an_error_not_a_big_read(
 
 def test_the_total_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_zip(tmp_path / "ok.zip", class_folder_files())
-    monkeypatch.setattr(data, "MAX_TOTAL_BYTES", 10_000)
+    monkeypatch.setattr(data_sources, "MAX_TOTAL_BYTES", 10_000)
     with pytest.raises(ValueError, match=r"add up to more than .*MiB"):
         load_cifar10(path)
-    monkeypatch.setattr(data, "MAX_TOTAL_BYTES", 2**30)
-    monkeypatch.setattr(data, "MAX_FILES", 10)
+    monkeypatch.setattr(data_sources, "MAX_TOTAL_BYTES", 2**30)
+    monkeypatch.setattr(data_sources, "MAX_FILES", 10)
     with pytest.raises(ValueError, match="more than 10 files"):
         load_cifar10(path)
 
@@ -683,15 +677,15 @@ def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest
             onerror(PermissionError(13, "Permission denied", str(top)))
         yield from real_walk(top, onerror=onerror, **kwargs)
 
-    monkeypatch.setattr(data.os, "walk", walk)
+    monkeypatch.setattr(data_sources.os, "walk", walk)
     with pytest.raises(PermissionError, match=r"cannot read the folder .*test \(Permission denied\); check"):
         load_cifar10(tree)
 
 
 def test_offline_keras_source_is_a_data_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing_download() -> data._RawData:
+    def failing_download() -> data_sources.RawData:
         raise Exception("URL fetch failure: no network")
 
-    monkeypatch.setattr(data, "_load_from_keras", failing_download)
+    monkeypatch.setattr(data_sources, "_load_from_keras", failing_download)
     with pytest.raises(data.DataSourceUnavailableError, match="no network"):
         load_cifar10("keras")

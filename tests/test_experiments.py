@@ -7,9 +7,9 @@ import pytest
 from matplotlib.figure import Figure
 
 from shiftvit_lib import build_shiftvit, count_macs, preset
-from shiftvit_lib import experiments as ex
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.experiments import (
+from shiftvit_lib.tools import experiments as ex
+from shiftvit_lib.tools.experiments import (
     SHARED_FIELDS,
     comparison_record,
     equalise,
@@ -182,6 +182,8 @@ def test_rows_carry_a_95_percent_interval():
     assert row["test_top1_ci95"] == pytest.approx([0.7922, 0.8078], abs=1e-4)
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_compare_command_writes_a_record_and_resumes(tmp_path, capsys):
     from shiftvit_lib.__main__ import main
 

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from shiftvit_lib import inference
+import shiftvit_lib
 from shiftvit_lib.data import CIFAR10_CLASSES
-from shiftvit_lib.inference import (
+from shiftvit_lib.tools import inference
+from shiftvit_lib.tools.inference import (
     ImageReadError,
     confusion_matrix,
     export_saved_model,
@@ -27,7 +28,7 @@ from shiftvit_lib.inference import (
     softmax,
 )
 
-DEMO_IMAGES = Path(inference.__file__).with_name("assets") / "demo_images"
+DEMO_IMAGES = Path(shiftvit_lib.__file__).with_name("assets") / "demo_images"
 
 
 def tiny_model(input_dtype: str = "float32") -> keras.Model:
@@ -279,6 +280,8 @@ def test_keras_file_round_trip(model: keras.Model, tmp_path: Path) -> None:
         save_model(model, tmp_path / "tiny.h5")
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_saved_model_export_gives_the_same_logits(tmp_path: Path) -> None:
     if keras.backend.backend() != "tensorflow":
         pytest.skip("SavedModel export needs the TensorFlow backend")
@@ -348,6 +351,8 @@ def test_with_the_real_shiftvit_model(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_saved_model_loads_only_with_the_trust_switch(tmp_path: Path) -> None:
     if keras.backend.backend() != "tensorflow":
         pytest.skip("SavedModel export needs the TensorFlow backend")
@@ -359,6 +364,8 @@ def test_a_saved_model_loads_only_with_the_trust_switch(tmp_path: Path) -> None:
     assert load_model(export_dir, trust_saved_model=True).output_shape == (None, 10)
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_saved_model_whose_signature_takes_a_list_loads(tmp_path: Path) -> None:
     # Keras 3.10 (Colab: TensorFlow 2.19) exports a model loaded from a .keras file with a
     # serving signature that takes a *list* of one tensor; lesson 06 crashed on it with an

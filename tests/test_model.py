@@ -79,6 +79,8 @@ def test_builder_rejects_non_configs():
         build_shiftvit({"depths": [2, 2]})
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_model_trains_and_round_trips_on_other_backends(backend):
     import importlib.util

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import shiftvit_lib as sv
-from shiftvit_lib import published as pt
+from shiftvit_lib.tools import published as pt
 from shiftvit_lib.train import logits_metrics
 
 ROOT = Path(__file__).resolve().parents[1]

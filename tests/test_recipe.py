@@ -13,10 +13,11 @@ from keras import ops
 from test_train import _tiny_splits as random_splits
 
 from shiftvit_lib import build_shiftvit, preset
-from shiftvit_lib.data import DataSplits, NumpyBatches, make_dataset, mix_batch, one_hot
+from shiftvit_lib.data import DataSplits, make_dataset, mix_batch, one_hot
 from shiftvit_lib.layers import ImagePreprocessing
 from shiftvit_lib.model import initialise_like_spach
-from shiftvit_lib.train import compile_for_training, logits_metrics, mixes_labels, train, training_datasets
+from shiftvit_lib.tools.batches import NumpyBatches
+from shiftvit_lib.train import compile_for_training, logits_metrics, train, training_datasets
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -168,6 +169,8 @@ def test_rand_augment_and_erasing_act_in_training_only():
     assert clone.get_config() == strong.get_config() and clone.rand_augment.num_ops == 2
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_strong_model_round_trips_and_predicts_deterministically(tmp_path):
     model = build_shiftvit(preset("strong"), seed=0)
     images = np.random.default_rng(1).integers(0, 256, (3, 32, 32, 3)).astype("uint8")
@@ -185,7 +188,7 @@ def _tiny_splits() -> DataSplits:
 
 def test_training_datasets_drop_the_last_batch_and_carry_one_hot_targets_when_mixing():
     config = preset("quick", batch_size=16, mixup_alpha=0.8, cutmix_alpha=1.0)
-    assert mixes_labels(config) and not mixes_labels(preset("quick"))
+    assert config.mixes_labels and not preset("quick").mixes_labels
     train_ds, val_ds, steps = training_datasets(config, _tiny_splits(), seed=0)
     assert steps == len(train_ds) == 2
     _, targets = train_ds[0]
@@ -194,6 +197,8 @@ def test_training_datasets_drop_the_last_batch_and_carry_one_hot_targets_when_mi
     assert set(np.unique(val_targets)) == {0.0, 1.0}  # validation is never mixed
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_mixed_label_run_trains_with_soft_targets_and_reports_hard_label_metrics(tmp_path):
     config = preset("quick", batch_size=16, mixup_alpha=0.8, cutmix_alpha=1.0, rand_augment_ops=1,
                     random_erasing=0.25, label_smoothing=0.1, init="spach")
@@ -219,6 +224,8 @@ def test_compile_for_mixed_labels_takes_soft_targets_and_keeps_the_metric_names(
     assert logs["accuracy"] == pytest.approx(np.mean(predicted == soft.argmax(axis=1)))
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_rand_augment_model_compiles_with_xla_on_jax():
     # Keras marks two of RandAugment's layers as not XLA-safe (a TensorFlow kernel);
     # on JAX our preprocessing layer lifts that, so jit_compile="auto" keeps XLA on.
@@ -245,6 +252,8 @@ def test_rand_augment_model_compiles_with_xla_on_jax():
     assert "JIT True" in result.stdout, result.stdout + result.stderr[-2000:]
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_load_run_reads_back_a_finished_run_and_names_a_missing_one(tmp_path):
     from shiftvit_lib.train import describe_run, load_run
 

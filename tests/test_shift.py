@@ -106,6 +106,8 @@ def _backend_available(name):
     return importlib.util.find_spec({"jax": "jax", "torch": "torch"}[name]) is not None
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_shift_matches_reference_on_other_backends(backend):
     if not _backend_available(backend):

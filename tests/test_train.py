@@ -73,6 +73,8 @@ def test_label_smoothing_loss_matches_formula():
     assert float(loss(np.array([0]), logits)) == pytest.approx(-(target * log_p).sum(), rel=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_quick_preset_learns_on_the_sample(tmp_path):
     # Real CIFAR-10 images: a few epochs of the quick recipe must beat chance (10 %) clearly.
     data = load_cifar10("sample")
@@ -104,6 +106,8 @@ KILLED_RUN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_killed_run_resumes_from_the_saved_epoch(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(KILLED_RUN.format(tests=str(Path(__file__).parent)))
@@ -123,6 +127,8 @@ def test_killed_run_resumes_from_the_saved_epoch(tmp_path):
     assert not (out / "backup").exists()  # a finished run cleans its backup
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_mirrored_strategy_over_two_logical_cpus(tmp_path):
     script = textwrap.dedent(
         f"""
@@ -143,6 +149,46 @@ def test_mirrored_strategy_over_two_logical_cpus(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "REPLICAS mirrored 2 2" in result.stdout  # two replicas, two epochs
+
+
+@pytest.mark.slow
+def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
+    # XLA splits the host CPU into two devices, so Keras' DataParallel shards each batch
+    # over two replicas, as it would over two GPUs.
+    pytest.importorskip("jax")
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import jax, keras
+        assert [d.platform for d in jax.devices()] == ["cpu", "cpu"], jax.devices()
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_train import _tiny_splits
+        from shiftvit_lib import preset
+        from shiftvit_lib.train import train
+
+        seen = []
+
+        class RecordDistribution(keras.callbacks.Callback):
+            def on_train_begin(self, logs=None):
+                distribution = keras.distribution.distribution()
+                seen.append((type(distribution).__name__, distribution.device_mesh.shape))
+
+        run = train(preset("quick", batch_size=32), _tiny_splits(), {str(tmp_path / "data_parallel")!r}, epochs=2,
+                    distribute="data_parallel", extra_callbacks=[RecordDistribution()], verbose=0)
+        print("DISTRIBUTED", seen[0][0], tuple(seen[0][1]), keras.distribution.distribution())
+        print("REPLICAS", run.record["distribute"], run.record["replicas"], run.record["epochs_run"])
+        print("LOSS", max(run.history["loss"]))
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": "jax",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # During fit a two-device DataParallel is in force; after train() the default (None) is back.
+    assert "DISTRIBUTED DataParallel (2,) None" in result.stdout, result.stdout
+    assert "REPLICAS data_parallel 2 2" in result.stdout  # two replicas, two epochs
+    loss = float(result.stdout.split("LOSS")[1].split()[0])
+    assert np.isfinite(loss)
 
 
 def test_mixed_precision_build_keeps_float32_logits():
@@ -168,7 +214,7 @@ def test_accelerator_detection_matches_the_backend_device_list():
     # quick or full mode from this answer.
     import tensorflow as tf
 
-    from shiftvit_lib.train import accelerator_platform, has_accelerator, recommended_mixed_precision
+    from shiftvit_lib.tools.devices import accelerator_platform, has_accelerator, recommended_mixed_precision
 
     gpus = tf.config.list_physical_devices("GPU")
     tpus = tf.config.list_physical_devices("TPU")
@@ -218,6 +264,8 @@ def _interrupted(folder, data, config, epochs=3, after=1):
     return {name: (folder / name).read_bytes() for name in ("run_spec.json", "history.csv")}
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_finished_folder_is_refused_and_overwrite_replaces_it(tmp_path):
     data = _tiny_splits()
     first = train(_fast_config(), data, tmp_path, epochs=1, **FAST)
@@ -238,6 +286,8 @@ def test_a_finished_folder_is_refused_and_overwrite_replaces_it(tmp_path):
     assert first.record["finished_at"] and second.record["resumed_from_epoch"] == 0
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
     data = _tiny_splits()
     config = _fast_config()
@@ -267,6 +317,8 @@ def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
     assert run.record["resumed_from_epoch"] == 1 and run.history["epoch"] == [0, 1, 2]
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_history_rows_never_duplicate_when_the_backup_lags(tmp_path):
     # Killed after history.csv got epoch 1's row but before the backup of epoch 1 was
     # written: the resumed run redoes epoch 1 and its row is replaced, not repeated.
@@ -281,6 +333,8 @@ def test_history_rows_never_duplicate_when_the_backup_lags(tmp_path):
     assert run.record["resumed_from_epoch"] == 1
 
 
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_run_that_died_before_its_record_finishes_without_training(tmp_path):
     data = _tiny_splits()
     config = _fast_config()

@@ -31,9 +31,9 @@ import numpy as np
 
 from shiftvit_lib.config import ShiftViTConfig
 from shiftvit_lib.model import build_shiftvit
-from shiftvit_lib.train import read_history_csv
+from shiftvit_lib.tools.runs import read_history_csv
 
-ASSETS = Path(__file__).with_name("assets")
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 RECORDS = ASSETS / "records"
 
 # Published weights: the file under assets/ and its sha256. The hash lives here, in

@@ -25,7 +25,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -36,33 +35,15 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from shiftvit_lib.config import ShiftViTConfig
+from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.model import build_shiftvit, count_macs
-from shiftvit_lib.train import (
-    RUN_RECORD,
-    clear_run,
-    describe_machine,
-    read_run_spec,
-    run_spec,
-    spec_differences,
-    train,
-)
+from shiftvit_lib.tools.devices import describe_machine
+from shiftvit_lib.tools.runs import finished_run, run_spec
+from shiftvit_lib.train import train
 from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs
 
-# What the model does to an image before its first layer (inside the model).
-PIPELINE_FIELDS = ("input_shape", "num_classes", "augment", "resize_to", "image_size", "flip", "random_erasing")
-# How it is trained: optimizer, schedule, loss, batch, length, stopping rule.
-RECIPE_FIELDS = (
-    "batch_size",
-    "epochs",
-    "lr_start",
-    "lr_max",
-    "warmup_fraction",
-    "weight_decay",
-    "label_smoothing",
-    "early_stopping_patience",
-)
+# Every field of the shared TrainingRecipe (its input pipeline included), by construction.
 SHARED_FIELDS = PIPELINE_FIELDS + RECIPE_FIELDS
 
 # (key, header, format) of the default comparison table.
@@ -127,28 +108,6 @@ def model_costs(config: Config) -> dict[str, int]:
     macs = _total_macs(config)  # first: it rejects a wrong config type before building anything
     model = build_vit(config) if isinstance(config, ViTConfig) else build_shiftvit(config)
     return {"parameters": int(model.count_params()), "macs": macs}
-
-
-def _clear_run(out_dir: Path) -> None:
-    """Remove exactly the files a previous :func:`train` call wrote into ``out_dir``."""
-    clear_run(out_dir)
-
-
-def _finished_run(out_dir: Path, spec: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The record of a finished run in ``out_dir`` with exactly these settings, else ``None``.
-
-    A folder of an older version (no ``run_spec.json``) matches on its recorded
-    config and epochs, as before.
-    """
-    record_path = out_dir / RUN_RECORD
-    if not record_path.exists():
-        return None
-    record = json.loads(record_path.read_text())
-    saved = read_run_spec(out_dir)
-    if saved is not None:
-        return record if not spec_differences(saved, dict(spec)) else None
-    same = record.get("epochs_requested") == spec["epochs"] and record.get("config") == spec["config"]
-    return record if same else None
 
 
 def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
@@ -271,7 +230,7 @@ def run_comparison(
     for name, config in configs.items():
         out_dir = Path(out_root) / name
         started = time.perf_counter()
-        previous = None if restart else _finished_run(out_dir, run_spec(config, data, epochs=epochs, seed=seed))
+        previous = None if restart else finished_run(out_dir, config, run_spec(config, data, epochs=epochs, seed=seed))
         if previous is not None:
             record, how = previous, "reused a finished run"
         else:

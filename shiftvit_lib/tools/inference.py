@@ -28,7 +28,8 @@ import keras
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from shiftvit_lib.data import CIFAR10_CLASSES, describe_file_mode
+from shiftvit_lib.data import CIFAR10_CLASSES
+from shiftvit_lib.tools.data_sources import describe_file_mode
 
 Fit = Literal["crop", "stretch"]
 # Modules that register custom Keras objects; imported before loading .keras files.

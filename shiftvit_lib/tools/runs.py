@@ -1,0 +1,444 @@
+"""Run records: what a training run writes into its folder, and how a run resumes or is reused.
+
+A run folder holds ``run_spec.json`` (what the run *is*, written when it starts),
+``history.csv`` and ``best.keras`` (written while it trains), ``backup/`` (Keras'
+``BackupAndRestore``, removed when it ends) and ``run.json`` (the record written when
+it ends). :func:`shiftvit_lib.train.train` uses :func:`open_run_folder` to start,
+resume or refuse a folder, and :func:`run_record` for ``run.json``; lesson 05 reads
+finished runs back with :func:`load_run` and :func:`describe_run`.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+
+from shiftvit_lib.config import TrainingRecipe
+from shiftvit_lib.data import DataSplits
+
+BEST_MODEL = "best.keras"
+HISTORY_CSV = "history.csv"
+RUN_RECORD = "run.json"
+BACKUP_DIR = "backup"
+RUN_SPEC = "run_spec.json"
+RUN_FILES = (RUN_SPEC, HISTORY_CSV, BEST_MODEL, RUN_RECORD)
+# Fields of run_spec.json that are not the run's identity: the folder's progress, and the data
+# source's sentence (an 'auto' fallback names its network error, which may differ between
+# sessions; the data's identity is its hash, data_digest).
+_SPEC_NOT_COMPARED = ("format", "created_at", "fit_finished_at", "data_source")
+
+
+class RunFolderError(ValueError):
+    """An output folder that :func:`train` must not use as asked; the message says what to do."""
+
+
+def now() -> str:
+    """The local time as run records write it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write JSON atomically: a reader never sees half a file."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(payload, indent=2, default=str))
+    partial.replace(path)
+
+
+def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
+    """A ``history.csv`` written by training, as ``{metric: [value per epoch]}``."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    history: dict[str, list[float]] = {}
+    for row in rows:
+        for key, value in row.items():
+            history.setdefault(key, []).append(float(value))
+    return history
+
+
+# --------------------------------------------------------------------------- what a run is
+def data_digest(data: DataSplits) -> str:
+    """A short hash of every image and label of ``data`` (its identity in ``run_spec.json``)."""
+    digest = hashlib.blake2b(digest_size=12)
+    for split in ("train", "val", "test"):
+        for array in (getattr(data, f"x_{split}"), getattr(data, f"y_{split}")):
+            array = np.ascontiguousarray(array)
+            digest.update(f"{split}{array.dtype.str}{array.shape}".encode())
+            digest.update(array.data)
+    return digest.hexdigest()
+
+
+def _builder_name(build_model: Callable[..., Any] | None, config: TrainingRecipe) -> str:
+    # Imported here: train imports this module, and the default builder is its decision.
+    from shiftvit_lib.train import default_builder
+
+    function = build_model or default_builder(config)
+    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
+
+
+def run_spec(
+    config: TrainingRecipe,
+    data: DataSplits,
+    *,
+    epochs: int | None = None,
+    seed: int = 42,
+    mixed_precision: str | None = None,
+    build_model: Callable[[Any], Any] | None = None,
+) -> dict[str, Any]:
+    """What a run *is*: the settings a resumed run must share with the one it continues.
+
+    The config (architecture and recipe, batch size included), the data (its source
+    sentence, split sizes and a hash of every image), the number of epochs (it sets
+    the learning-rate schedule), the seed, the precision policy and the model
+    builder. :func:`train` stores it in ``run_spec.json`` when a run starts.
+    """
+    spec = {
+        "format": 1,
+        "config": config.to_dict(),
+        "data_source": data.source,
+        "split_sizes": data.split_sizes(),
+        "data_digest": data_digest(data),
+        "epochs": int(epochs if epochs is not None else config.epochs),
+        "batch_size": int(config.batch_size),
+        "seed": int(seed),
+        "mixed_precision": mixed_precision,
+        "model_builder": _builder_name(build_model, config),
+    }
+    return json.loads(json.dumps(spec, default=str))  # as it reads back from the file
+
+
+def in_current_form(saved_config: dict[str, Any], config: TrainingRecipe) -> dict[str, Any]:
+    """A config dict that an older version recorded, as ``config``'s type writes it today.
+
+    Fields added since take their defaults, which are what the older version did (a ViT
+    recorded before ViTConfig shared the TrainingRecipe has no ``mixup_alpha``: it did not
+    mix). A dict that is not of this type is returned as it is, so it still differs.
+    """
+    try:
+        return type(config).from_dict(saved_config).to_dict()
+    except (TypeError, ValueError):
+        return saved_config
+
+
+def spec_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """The fields in which two run specs differ, e.g. ``["epochs (4 -> 6)", "config.lr_max (...)"]``."""
+    differences = []
+    for key in sorted(set(saved) | set(current)):
+        if key in _SPEC_NOT_COMPARED or saved.get(key) == current.get(key):
+            continue
+        if key == "config" and isinstance(saved.get(key), dict) and isinstance(current.get(key), dict):
+            old, new = saved[key], current[key]
+            for name in sorted(set(old) | set(new)):
+                if old.get(name) != new.get(name):
+                    differences.append(f"config.{name} ({old.get(name)!r} -> {new.get(name)!r})")
+        elif key == "data_digest":
+            differences.append("data (other images or labels)")
+        else:
+            differences.append(f"{key} ({saved.get(key)!r} -> {current.get(key)!r})")
+    return differences
+
+
+def read_run_spec(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``run_spec.json`` of a run folder, or ``None`` if it has none."""
+    path = Path(folder) / RUN_SPEC
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise RunFolderError(f"{path} is unreadable ({error}); pass overwrite=True (--overwrite) to start "
+                             "the run afresh there, or choose another folder") from error
+
+
+def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``run.json`` record of a finished run in ``out_dir`` with exactly ``spec``, else ``None``.
+
+    Configs recorded by older versions are compared in their current form
+    (:func:`in_current_form`). A folder without ``run_spec.json`` (older still) matches
+    on its recorded config and epochs.
+    """
+    record_path = out_dir / RUN_RECORD
+    if not record_path.exists():
+        return None
+    record = json.loads(record_path.read_text())
+    saved = read_run_spec(out_dir)
+    if saved is None:
+        saved = {"config": record.get("config"), "epochs": record.get("epochs_requested")}
+        spec = {"config": spec["config"], "epochs": spec["epochs"]}
+    saved = {**saved, "config": in_current_form(saved.get("config") or {}, config)}
+    return record if not spec_differences(saved, spec) else None
+
+
+# --------------------------------------------------------------------------- the folder
+def _has_run_files(folder: Path) -> bool:
+    return any((folder / name).exists() for name in (*RUN_FILES, BACKUP_DIR))
+
+
+def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> str:
+    """Check that ``out_dir`` may take a run, writing nothing; returns ``"new"`` or ``"resume"``.
+
+    Raises :class:`RunFolderError` (a ``ValueError``) when ``out_dir`` is a file, or
+    cannot be created or written, or (unless ``overwrite``) holds a finished run or
+    training files of an unknown run. Whether an interrupted run's settings match is
+    checked by :func:`open_run_folder`, which knows them.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise RunFolderError(f"the output folder {out} is a file; choose another folder")
+    existing = out
+    while not existing.exists():  # the nearest folder that exists: it must let us create ours
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RunFolderError(f"cannot create the output folder {out}: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RunFolderError(f"cannot write to {existing} (permission denied); choose another output folder")
+    if not out.exists() or overwrite or not _has_run_files(out):
+        return "new"
+    record = out / RUN_RECORD
+    if record.exists():
+        raise RunFolderError(f"{out} already holds a finished run (its record: {record}); train into "
+                             "another folder, or pass overwrite=True (--overwrite) to replace it")
+    if read_run_spec(out) is None:
+        raise RunFolderError(f"{out} holds training files without {RUN_SPEC} (an older version's or an "
+                             "unknown run), so it cannot be resumed safely; pass overwrite=True "
+                             "(--overwrite) to start afresh there, or choose another folder")
+    return "resume"
+
+
+def clear_run(out_dir: str | os.PathLike[str]) -> None:
+    """Remove exactly the files a :func:`train` call writes into ``out_dir`` (nothing else)."""
+    out = Path(out_dir)
+    for name in RUN_FILES:
+        (out / name).unlink(missing_ok=True)
+    if (out / BACKUP_DIR).is_dir():
+        shutil.rmtree(out / BACKUP_DIR)
+
+
+@dataclass
+class RunFolder:
+    """A run folder ready for training: where it is, what it holds, where training starts."""
+
+    path: Path
+    spec: dict[str, Any]  # as stored in run_spec.json
+    resumed_from: int  # the first epoch this session trains (0: a fresh run)
+    fit_finished: bool  # a previous session trained to the end and died before run.json
+    best_val_accuracy: float | None  # the best epoch so far (a resumed run must beat it)
+
+    def mark_fit_finished(self) -> None:
+        """Record that fitting ended, so a session that dies before run.json does not train again."""
+        self.spec = {**self.spec, "fit_finished_at": now()}
+        write_json(self.path / RUN_SPEC, self.spec)
+
+
+def open_run_folder(out_dir: str | os.PathLike[str], spec: dict[str, Any], config: TrainingRecipe,
+                    *, overwrite: bool = False) -> RunFolder:
+    """Start a run in ``out_dir``, or resume the interrupted run there with the same ``spec``.
+
+    Raises :class:`RunFolderError`, before anything is written, for a folder that holds a
+    finished run (unless ``overwrite``), a run with other settings (naming what differs),
+    or cannot be written.
+    """
+    out = Path(out_dir)
+    state = check_run_folder(out, overwrite=overwrite)
+    if state == "new":
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            if overwrite:
+                clear_run(out)
+            stored = {**spec, "created_at": now()}
+            write_json(out / RUN_SPEC, stored)
+        except OSError as error:
+            raise RunFolderError(f"cannot write the run folder {out} ({error.strerror or error})") from error
+        return RunFolder(out, stored, resumed_from=0, fit_finished=False, best_val_accuracy=None)
+
+    saved = read_run_spec(out) or {}
+    differences = spec_differences({**saved, "config": in_current_form(saved.get("config") or {}, config)}, spec)
+    if differences:
+        raise RunFolderError(
+            f"{out} holds an interrupted run with other settings; it differs in "
+            f"{'; '.join(differences)}. Resume it with the same settings, pass overwrite=True "
+            "(--overwrite) to start afresh there, or choose another folder"
+        )
+    fit_finished = bool(saved.get("fit_finished_at"))
+    if fit_finished and not (out / BEST_MODEL).exists():
+        raise RunFolderError(f"{out} says its training finished but holds no {BEST_MODEL}; pass "
+                             "overwrite=True (--overwrite) to train afresh there, or choose another folder")
+    if fit_finished:
+        resumed_from = len(read_history_csv(out / HISTORY_CSV).get("epoch", []))
+    else:
+        # Rows of epochs after the last backup would be trained again: drop them, so
+        # history.csv never holds an epoch twice. Nothing backed up: start over.
+        resumed_from = _resume_point(out)
+        _keep_history_rows(out / HISTORY_CSV, resumed_from)
+        if resumed_from == 0:
+            clear_run(out)
+            write_json(out / RUN_SPEC, saved)
+    val_accuracy = read_history_csv(out / HISTORY_CSV).get("val_accuracy")
+    return RunFolder(out, saved, resumed_from, fit_finished, max(val_accuracy) if val_accuracy else None)
+
+
+def _resume_point(out: Path) -> int:
+    """The epoch a resumed fit starts at: the last one ``BackupAndRestore`` saved, else 0."""
+    metadata = out / BACKUP_DIR / "training_metadata.json"
+    try:
+        return int(json.loads(metadata.read_text())["epoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def _keep_history_rows(path: Path, before_epoch: int) -> None:
+    """Drop the rows of epochs >= ``before_epoch`` (they will be trained again)."""
+    if not path.exists():
+        return
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        return
+    header, body = rows[0], rows[1:]
+    column = header.index("epoch") if "epoch" in header else 0
+    kept = [row for row in body if row and int(float(row[column])) < before_epoch]
+    if len(kept) == len(body):
+        return
+    partial = path.with_name(f".{path.name}.tmp")
+    with partial.open("w", newline="") as handle:
+        csv.writer(handle).writerows([header, *kept])
+    partial.replace(path)
+
+
+# --------------------------------------------------------------------------- the record
+class ThroughputMeter(keras.callbacks.Callback):
+    """Adds ``epoch_seconds`` and ``images_per_second`` to every epoch's logs.
+
+    ``epoch_seconds`` is the whole epoch, validation included; ``images_per_second``
+    counts training alone (the clock stops when validation starts).
+    """
+
+    def __init__(self, images_per_epoch: int) -> None:
+        super().__init__()
+        self.images_per_epoch = images_per_epoch
+        self._start = 0.0
+        self._training_end: float | None = None
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._start = time.perf_counter()
+        self._training_end = None
+
+    def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
+        if self._training_end is None:
+            self._training_end = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        now = time.perf_counter()
+        training_seconds = (self._training_end or now) - self._start
+        if logs is not None:
+            logs["epoch_seconds"] = now - self._start
+            logs["images_per_second"] = self.images_per_epoch / max(training_seconds, 1e-9)
+
+
+def run_record(folder: RunFolder, config: TrainingRecipe, data: DataSplits, *, epochs: int,
+               test_metrics: dict[str, float], wall_seconds: float, parameters: int,
+               settings: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
+    """The ``run.json`` record of a finished run, written into its folder and returned.
+
+    ``settings``: how it ran (``jit_compile``, ``mixed_precision``, ``distribute``, ``replicas``).
+    """
+    history = read_history_csv(folder.path / HISTORY_CSV)
+    speeds = history.get("images_per_second", [])
+    record = {
+        "config": config.to_dict(),
+        "data_source": data.source,
+        "split_sizes": data.split_sizes(),
+        "epochs_requested": epochs,
+        "epochs_run": len(history.get("epoch", [])),
+        "resumed_from_epoch": folder.resumed_from,
+        "best_val_accuracy": max(history.get("val_accuracy", [float("nan")])),
+        "test": test_metrics,
+        "wall_seconds_this_session": round(wall_seconds, 2),
+        # Over all sessions of a resumed run: every epoch's time, validation included.
+        "train_seconds": round(float(sum(history.get("epoch_seconds", []))), 2),
+        # The first epoch includes compilation, so it is left out when possible.
+        "train_images_per_second": round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None,
+        "parameters": parameters,
+        **settings,
+        "machine": machine,
+        "finished_at": now(),
+    }
+    write_json(folder.path / RUN_RECORD, record)
+    return record
+
+
+def load_run(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """The ``run.json`` record and the ``history.csv`` of a finished run in ``folder``.
+
+    Lessons use it to show a full run that was trained elsewhere (on a GPU) and
+    stored under ``results/``. Raises ``FileNotFoundError`` naming the missing file.
+    """
+    folder = Path(folder)
+    record_path = folder / RUN_RECORD
+    if not record_path.exists():
+        raise FileNotFoundError(
+            f"no finished run in {folder}: {RUN_RECORD} is missing (a run writes it when it ends; "
+            "results/README.md gives the commands for the full runs)"
+        )
+    return json.loads(record_path.read_text()), read_history_csv(folder / HISTORY_CSV)
+
+
+def describe_run(record: dict[str, Any]) -> str:
+    """A few lines on a run record: data, epochs, test accuracy, time, speed and machine."""
+    test, machine = record["test"], record.get("machine", {})
+    config = record.get("config", {})
+    train_seconds = record.get("train_seconds")
+    lines = [
+        f"preset {config.get('name', '?')!r} on {record['data_source']}",
+        f"split sizes {record.get('split_sizes')}",
+        f"epochs run {record['epochs_run']} of {record['epochs_requested']}; best validation top-1 "
+        f"{record['best_val_accuracy']:.2%}",
+        f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
+        f"training images/s (median epoch) {record.get('train_images_per_second')}, "
+        f"mixed precision {record.get('mixed_precision')}, XLA {record.get('jit_compile')}",
+        f"machine: backend {machine.get('backend')}, Keras {machine.get('keras')}, devices {machine.get('devices')}, "
+        f"{machine.get('cpu_count')} CPU cores",
+        f"finished {record.get('finished_at')}",
+    ]
+    if train_seconds is not None:
+        lines.insert(4, f"training time (sum of epochs, validation included) {train_seconds / 60:.1f} min")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "BACKUP_DIR",
+    "BEST_MODEL",
+    "HISTORY_CSV",
+    "RUN_FILES",
+    "RUN_RECORD",
+    "RUN_SPEC",
+    "RunFolder",
+    "RunFolderError",
+    "ThroughputMeter",
+    "check_run_folder",
+    "clear_run",
+    "data_digest",
+    "describe_run",
+    "finished_run",
+    "in_current_form",
+    "load_run",
+    "open_run_folder",
+    "read_history_csv",
+    "read_run_spec",
+    "run_record",
+    "run_spec",
+    "spec_differences",
+]
