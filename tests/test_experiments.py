@@ -125,6 +125,11 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
     again = run_comparison(configs, data, tmp_path, epochs=1, restart=False, log=lines.append)
     assert "reused a finished run" in lines[-1]
     assert [r["test_top1"] for r in again] == [r["test_top1"] for r in rows]
+    # A reused row reports the training time recorded in the run, not this call's wall time.
+    for row in again:
+        recorded = json.loads((tmp_path / row["name"] / "run.json").read_text())["train_seconds"]
+        assert row["train_seconds"] == recorded > 0
+    assert [r["train_seconds"] for r in again] == [r["train_seconds"] for r in rows]
     # restart=True trains afresh: one epoch in the history, not two.
     fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, epochs=1, restart=True, log=None)
     assert [r["epochs_run"] for r in fresh] == [1]

@@ -124,6 +124,9 @@ def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -
                            top1_interval(float(record["test"]["accuracy"]), int(record["test"]["images"]))],
         "best_val_top1": float(record["best_val_accuracy"]),
         "epochs_run": int(record["epochs_run"]),
+        # Training time from the run's own record (the same for a reused run), and the
+        # wall time this call spent on it (about zero for a reused run).
+        "train_seconds": float(record["train_seconds"]),
         "seconds": round(seconds, 1),
     }
 
@@ -218,7 +221,8 @@ def run_comparison(
     Returns:
         Rows with ``name``, ``model``, ``parameters``, ``macs``,
         ``train_images_per_second``, ``test_top1``, ``test_top5``, ``test_images``,
-        ``best_val_top1``, ``epochs_run`` and ``seconds`` (wall time of this call).
+        ``best_val_top1``, ``epochs_run``, ``train_seconds`` (from the run's record) and
+        ``seconds`` (wall time of this call).
     """
     shared = shared_terms(configs)
     if shared["epochs"] != epochs:
@@ -243,7 +247,7 @@ def run_comparison(
         rows.append(row)
         if log is not None:
             log(
-                f"{name:<22} {how}: {row['epochs_run']} epochs in {row['seconds']:.0f} s, "
+                f"{name:<22} {how}: {row['epochs_run']} epochs, {row['train_seconds']:.0f} s of training, "
                 f"test top-1 {row['test_top1']:.1%}"
             )
     return rows
