@@ -180,11 +180,12 @@ def test_cpu_scale_comparison_trains_the_cpu_preset_with_its_own_recipe():
 
 
 def test_rows_carry_a_95_percent_interval():
-    record = {"parameters": 1, "train_images_per_second": 1.0, "best_val_accuracy": 0.5, "epochs_run": 1,
+    record = {"parameters": 1, "train_images_per_second": 1.0, "best_val_accuracy": 0.5, "epochs_run": 1, "train_seconds": 12.5,
               "test": {"accuracy": 0.8, "top5": 0.99, "images": 10_000}}
     row = ex._row("m", preset("quick"), record, 1.0)
     # 1.96 * sqrt(0.8 * 0.2 / 10000) = 0.00784
     assert row["test_top1_ci95"] == pytest.approx([0.7922, 0.8078], abs=1e-4)
+    assert row["train_seconds"] == 12.5 and row["seconds"] == 1.0
 
 
 @pytest.mark.slow
