@@ -267,14 +267,17 @@ def plot_architecture(config: Any) -> Figure:
     fig, axes = _new_figure(10, 3.1)
     ax = axes[0, 0]
     largest = max(shape[0] for _, shape in parts)
+    sides = [shape[0] for _, shape in parts]
     x = 0.0
     for index, (name, (height, _, channels)) in enumerate(parts):
-        box_h = 0.25 + 1.75 * height / largest
+        box_h = 0.2 + 1.8 * math.sqrt(height / largest)
         box_w = 0.35 + 0.22 * math.log2(max(channels, 1))
         if name.startswith("stage_"):
             stage = int(name.split("_")[1]) - 1
             merge = stage < len(config.depths) - 1
-            label = f"stage {stage + 1}\n{config.depths[stage]} block{'s' if config.depths[stage] > 1 else ''}"
+            side_in = sides[index - 1]  # the blocks work at the previous part's size
+            label = (f"stage {stage + 1}\n{config.depths[stage]} block{'s' if config.depths[stage] > 1 else ''}"
+                     f"\nat {side_in}×{side_in}")
             label += "\n+ merging" if merge else ""
             color = "tab:orange"
         else:
@@ -319,6 +322,7 @@ def plot_block_comparison() -> Figure:
             ("drop path, + residual", None),
         ], "mixes tokens with a fixed pattern:\n4 neighbours per block; cost grows with tokens"),
     ]
+    bottoms = []
     for ax, (title, boxes, note) in zip(axes[0], columns):
         y = 0.0
         for text, color in boxes:
@@ -335,10 +339,12 @@ def plot_block_comparison() -> Figure:
                         arrowprops=dict(arrowstyle="->", linewidth=0.8))
             y -= height + 0.15
         ax.text(0.5, y - 0.05, note, ha="center", va="top", fontsize=8)
+        bottoms.append(y - 0.75)
         ax.set_xlim(0, 1)
-        ax.set_ylim(y - 0.75, 0.1)
         ax.axis("off")
         ax.set_title(title, fontsize=10)
+    for ax in axes[0]:  # one scale for both columns, so equal boxes look equal
+        ax.set_ylim(min(bottoms), 0.1)
     fig.tight_layout()
     return fig
 
