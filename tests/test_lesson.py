@@ -1,6 +1,7 @@
 """Lesson set-up: the quick/full switch, the lesson header and time card, the animation lookup."""
 
 import datetime
+import importlib
 import importlib.util
 import json
 import re
@@ -33,14 +34,14 @@ def test_bad_values_are_rejected():
 
 
 def test_a_gpu_never_switches_to_full_mode(monkeypatch):
-    import shiftvit_lib.train
+    train_module = importlib.import_module("shiftvit_lib.train")  # shiftvit_lib.train is also a function
 
     monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
-    monkeypatch.setattr(shiftvit_lib.train, "has_accelerator", lambda: True)
+    monkeypatch.setattr(train_module, "has_accelerator", lambda: True)
     settings = setup_lesson(seed=3)
     assert settings.quick and settings.preset_name == "quick" and settings.accelerator is True
     assert "A GPU/TPU was found" in settings.describe()
-    monkeypatch.setattr(shiftvit_lib.train, "has_accelerator", lambda: False)
+    monkeypatch.setattr(train_module, "has_accelerator", lambda: False)
     assert "GPU" not in setup_lesson(seed=3).describe()
 
 
