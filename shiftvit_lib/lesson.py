@@ -2,25 +2,27 @@
 
 Each lesson runs in one of two modes:
 
-* **quick**: the bundled CIFAR-10 sample (2,000 train / 500 test images) and the
-  tiny ``quick`` preset, a few epochs. The whole series runs on a 2-core CPU in
-  minutes; the numbers it prints are a smoke test, *not* results.
+* **quick** (the default): the bundled CIFAR-10 sample (2,000 train / 500 test
+  images) and the tiny ``quick`` preset, a few epochs. The whole series runs on a
+  2-core CPU in minutes; the numbers it prints are a smoke test, *not* results.
 * **full**: the whole CIFAR-10 and the ``seed`` recipe. Meant for a GPU.
 
-The mode comes from the environment variable ``SHIFTVIT_QUICK`` (``1`` quick,
-``0`` full); when it is unset, lessons run quick unless a GPU or TPU is found.
-``SHIFTVIT_DATA`` chooses the data of a full run (default ``auto``).
+Full mode happens only when someone asks for it: the learner's switch at the top
+of a lesson (``FULL_MODE = True``, passed as ``setup_lesson(full_mode=...)``), or
+the environment variable ``SHIFTVIT_QUICK=0`` that the lesson runner and CI use.
+``SHIFTVIT_QUICK`` (``1`` quick, ``0`` full), when set, wins over the switch, so a
+runner can choose the mode of every lesson at once. A GPU that is found never
+changes the mode; ``describe`` only mentions it. ``SHIFTVIT_DATA`` chooses the
+data of a full run (default ``auto``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
-
-import keras
 
 QUICK_ENV = "SHIFTVIT_QUICK"
 DATA_ENV = "SHIFTVIT_DATA"
@@ -35,13 +37,14 @@ class LessonSettings:
     data_source: str
     preset_name: str
     seed: int
+    accelerator: bool | None = None  # a GPU/TPU was seen (None: not checked); never changes the mode
 
     @property
     def mode(self) -> str:
         return "quick" if self.quick else "full"
 
     def describe(self) -> str:
-        """One paragraph saying which mode, data and preset produced the outputs."""
+        """A few lines saying which mode, data and preset produced the outputs, and why."""
         if self.quick:
             what = (
                 "QUICK mode: the bundled CIFAR-10 sample and the tiny 'quick' preset, a short CPU-sized "
@@ -49,36 +52,46 @@ class LessonSettings:
             )
         else:
             what = f"FULL mode: data source {self.data_source!r}, preset {self.preset_name!r}."
-        return f"{what}\n(mode chosen because {self.reason}; set {QUICK_ENV}=0 or 1 to choose)"
+        lines = [what, f"(mode chosen by {self.reason})"]
+        if self.accelerator and self.quick:
+            lines.append("A GPU/TPU was found; quick mode uses it too. Full mode needs FULL_MODE = True.")
+        return "\n".join(lines)
 
 
-def choose_mode(environ: dict[str, str] | None = None, accelerator: bool | None = None) -> tuple[bool, str]:
-    """Return ``(quick, reason)`` from ``SHIFTVIT_QUICK`` or the presence of a GPU."""
-    environ = dict(os.environ if environ is None else environ)
-    value = environ.get(QUICK_ENV, "").strip().lower()
+def choose_mode(full_mode: bool = False, environ: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """Return ``(quick, reason)``: full if ``SHIFTVIT_QUICK=0``, or if it is unset and ``full_mode`` is True.
+
+    Hardware plays no part: a lesson on a GPU runs quick unless someone asks for full.
+    """
+    if not isinstance(full_mode, bool):
+        raise TypeError(f"full_mode must be True or False, got {full_mode!r}")
+    environ = os.environ if environ is None else environ
+    raw = environ.get(QUICK_ENV, "")
+    value = raw.strip().lower()
     if value in ("1", "true", "yes"):
-        return True, f"{QUICK_ENV}={environ[QUICK_ENV]}"
+        return True, f"{QUICK_ENV}={raw} in the environment, which wins over FULL_MODE"
     if value in ("0", "false", "no"):
-        return False, f"{QUICK_ENV}={environ[QUICK_ENV]}"
+        return False, f"{QUICK_ENV}={raw} in the environment, which wins over FULL_MODE"
     if value:
-        raise ValueError(f"{QUICK_ENV} must be 1 (quick) or 0 (full), got {environ[QUICK_ENV]!r}")
-    if accelerator is None:
-        from shiftvit_lib.train import has_accelerator
-
-        accelerator = has_accelerator()
-    return (False, "a GPU/TPU was found") if accelerator else (True, "no GPU/TPU was found")
+        raise ValueError(f"{QUICK_ENV} must be 1 (quick) or 0 (full), got {raw!r}")
+    return (False, "FULL_MODE = True") if full_mode else (True, "FULL_MODE = False, the default")
 
 
-def setup_lesson(seed: int = 42) -> LessonSettings:
+def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
     """Seed every random generator and decide the lesson's mode (see module doc)."""
+    import keras
+
+    from shiftvit_lib.train import has_accelerator
+
     keras.utils.set_random_seed(seed)
-    quick, reason = choose_mode()
+    quick, reason = choose_mode(full_mode)
     return LessonSettings(
         quick=quick,
         reason=reason,
         data_source="sample" if quick else os.environ.get(DATA_ENV, "auto"),
         preset_name="quick" if quick else "seed",
         seed=seed,
+        accelerator=has_accelerator(),
     )
 
 

@@ -231,3 +231,200 @@ def plot_learning_rate(schedule: Callable[[Any], Any], total_steps: int) -> Figu
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+# --- Lessons 04, 06 and 07: architecture, block, confusion and calibration figures ---------------
+
+
+def architecture_shapes(config: Any) -> list[tuple[str, tuple[int, int, int]]]:
+    """``(part, (height, width, channels))`` after every part of a ShiftViT, from its config alone.
+
+    The parts are the input, the preprocessing crop, the patch projection and every
+    stage (a stage's shape is its *output*, after its patch merging). Sides round up,
+    as the model's ``"same"`` padding does.
+    """
+    side, channels = config.input_shape[0], config.input_shape[-1]
+    shapes = [("images", (side, side, channels)),
+              ("preprocessing", (config.image_size, config.image_size, channels))]
+    side, channels = -(-config.image_size // config.patch_size), config.projected_dim
+    shapes.append(("patch_projection", (side, side, channels)))
+    for index in range(len(config.depths)):
+        if index < len(config.depths) - 1:
+            side, channels = -(-side // 2), 2 * channels
+        shapes.append((f"stage_{index + 1}", (side, side, channels)))
+    return shapes
+
+
+def plot_architecture(config: Any) -> Figure:
+    """The ShiftViT of ``config`` as a row of boxes, with the tensor shape after every part.
+
+    A box's height follows the feature map's side, its width the number of
+    channels (log scale), so the pyramid is visible: the map shrinks, the
+    channels grow. Stage boxes name their depth and whether they end in patch merging.
+    """
+    shapes = architecture_shapes(config)
+    parts = [*shapes, ("pool", (1, 1, shapes[-1][1][2])), ("classifier", (1, 1, config.num_classes))]
+    fig, axes = _new_figure(10, 3.1)
+    ax = axes[0, 0]
+    largest = max(shape[0] for _, shape in parts)
+    sides = [shape[0] for _, shape in parts]
+    x = 0.0
+    for index, (name, (height, _, channels)) in enumerate(parts):
+        box_h = 0.2 + 1.8 * math.sqrt(height / largest)
+        box_w = 0.35 + 0.22 * math.log2(max(channels, 1))
+        if name.startswith("stage_"):
+            stage = int(name.split("_")[1]) - 1
+            merge = stage < len(config.depths) - 1
+            side_in = sides[index - 1]  # the blocks work at the previous part's size
+            label = (f"stage {stage + 1}\n{config.depths[stage]} block{'s' if config.depths[stage] > 1 else ''}"
+                     f"\nat {side_in}×{side_in}")
+            label += "\n+ merging" if merge else ""
+            color = "tab:orange"
+        else:
+            label = name.replace("patch_projection", "patch\nprojection").replace("preprocessing", "resize,\ncrop")
+            color = "tab:blue" if name in ("patch_projection", "classifier") else "lightgray"
+        ax.add_patch(plt.Rectangle((x, -box_h / 2), box_w, box_h, facecolor=color, alpha=0.55,
+                                   edgecolor="black", linewidth=0.8))
+        ax.text(x + box_w / 2, 1.2, label, ha="center", va="bottom", fontsize=7.5)
+        shape_text = f"{height}×{height}\n×{channels}" if name not in ("pool", "classifier") else f"{channels}"
+        ax.text(x + box_w / 2, -1.2, shape_text, ha="center", va="top", fontsize=8, family="monospace")
+        if index < len(parts) - 1:
+            ax.annotate("", xy=(x + box_w + 0.25, 0), xytext=(x + box_w + 0.02, 0),
+                        arrowprops=dict(arrowstyle="->", linewidth=0.8))
+        x += box_w + 0.3
+    ax.set_xlim(-0.1, x)
+    ax.set_ylim(-2.2, 2.3)
+    ax.axis("off")
+    ax.set_title(f"ShiftViT '{config.name}': the tensor shape after every part (batch axis left out)",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_block_comparison() -> Figure:
+    """A transformer block with attention beside a ShiftViT block: only the token mixer differs."""
+    fig, axes = _new_figure(8, 4.4, ncols=2)
+    columns = [
+        ("Attention block (ViT)", [
+            ("LayerNorm", "lightgray"),
+            ("multi-head self-attention\nQ, K, V = 3 dense layers\nsoftmax(Q Kᵀ / √d) · V\nevery token ↔ every token",
+             "tab:red"),
+            ("+ residual", None),
+            ("LayerNorm", "lightgray"),
+            ("MLP  d → r·d → d", "tab:blue"),
+            ("+ residual", None),
+        ], "mixes tokens with learned, input-dependent\nweights; cost grows with tokens²"),
+        ("Shift block (ShiftViT)", [
+            ("shift\n4 channel groups move 1 pixel\n(left, right, up, down)\nno parameters, no MACs",
+             "tab:green"),
+            ("LayerNorm", "lightgray"),
+            ("MLP  d → r·d → d", "tab:blue"),
+            ("drop path, + residual", None),
+        ], "mixes tokens with a fixed pattern:\n4 neighbours per block; cost grows with tokens"),
+    ]
+    bottoms = []
+    for ax, (title, boxes, note) in zip(axes[0], columns):
+        y = 0.0
+        for text, color in boxes:
+            lines = text.count("\n") + 1
+            height = 0.28 + 0.22 * lines
+            if color is None:
+                ax.text(0.5, y - height / 2 + 0.1, text, ha="center", va="center", fontsize=8, style="italic")
+                height = 0.45
+            else:
+                ax.add_patch(plt.Rectangle((0.08, y - height), 0.84, height, facecolor=color, alpha=0.35,
+                                           edgecolor="black", linewidth=0.8))
+                ax.text(0.5, y - height / 2, text, ha="center", va="center", fontsize=8)
+            ax.annotate("", xy=(0.5, y - height - 0.12), xytext=(0.5, y - height),
+                        arrowprops=dict(arrowstyle="->", linewidth=0.8))
+            y -= height + 0.15
+        ax.text(0.5, y - 0.05, note, ha="center", va="top", fontsize=8)
+        bottoms.append(y - 0.75)
+        ax.set_xlim(0, 1)
+        ax.axis("off")
+        ax.set_title(title, fontsize=10)
+    for ax in axes[0]:  # one scale for both columns, so equal boxes look equal
+        ax.set_ylim(min(bottoms), 0.1)
+    fig.tight_layout()
+    return fig
+
+
+def plot_confusion_counts(cm: np.ndarray, class_names: Sequence[str]) -> Figure:
+    """A confusion matrix whose numbers can be read: counts in large type, zeros left blank.
+
+    Rows are true classes, columns predictions. The colour is the share of the row
+    (so classes of different sizes compare), the number the count of images; the
+    right margin gives each class's recall.
+    """
+    cm = np.asarray(cm)
+    if cm.ndim != 2 or cm.shape != (len(class_names), len(class_names)):
+        raise ValueError(f"cm must be {len(class_names)}x{len(class_names)}; got {cm.shape}")
+    shares = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1)
+    fig, axes = _new_figure(6.4, 5.6)
+    ax = axes[0, 0]
+    ax.imshow(shares, cmap="Blues", vmin=0, vmax=1)
+    for (row, col), count in np.ndenumerate(cm):
+        if count:
+            ax.text(col, row, f"{int(count)}", ha="center", va="center", fontsize=9,
+                    fontweight="bold" if row == col else "normal",
+                    color="white" if shares[row, col] > 0.55 else "black")
+    ticks = np.arange(len(class_names))
+    ax.set_xticks(ticks, class_names, rotation=45, ha="right", fontsize=8)
+    recall = np.diag(shares)
+    ax.set_yticks(ticks, [f"{name}  ({r:.0%})" for name, r in zip(class_names, recall)], fontsize=8)
+    ax.set_xlabel("predicted class")
+    ax.set_ylabel("true class  (recall)")
+    ax.set_title("Confusion matrix: images per cell (blank = 0)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def reliability_table(confidence: Sequence[float], correct: Sequence[bool], bins: int = 10) -> dict[str, Any]:
+    """Calibration in ``bins`` equal-width confidence bins.
+
+    Returns ``edges``, and per bin ``count``, ``mean_confidence`` and ``accuracy``
+    (``nan`` for an empty bin), plus ``ece``: the expected calibration error, the
+    average gap ``|accuracy - mean confidence|`` weighted by the share of images in
+    each bin. A confidence of exactly 1 falls in the last bin.
+    """
+    confidence = np.asarray(confidence, dtype=np.float64)
+    correct = np.asarray(correct, dtype=np.float64)
+    if confidence.shape != correct.shape or confidence.ndim != 1 or confidence.size == 0:
+        raise ValueError("confidence and correct must be 1-D arrays of the same, non-zero length")
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    index = np.clip(np.digitize(confidence, edges[1:-1], right=False), 0, bins - 1)
+    count = np.bincount(index, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_confidence = np.bincount(index, confidence, bins) / count
+        accuracy = np.bincount(index, correct, bins) / count
+    filled = count > 0
+    ece = float(np.sum(count[filled] * np.abs(accuracy[filled] - mean_confidence[filled])) / confidence.size)
+    return {"edges": edges, "count": count, "mean_confidence": mean_confidence, "accuracy": accuracy, "ece": ece}
+
+
+def plot_reliability(confidence: Sequence[float], correct: Sequence[bool], bins: int = 10) -> Figure:
+    """Reliability diagram: accuracy per confidence bin against the diagonal of perfect calibration.
+
+    Bars below the diagonal mean overconfidence, above it underconfidence. The
+    lower panel shows how many images fall in each bin; the title gives the ECE.
+    """
+    table = reliability_table(confidence, correct, bins)
+    edges, width = table["edges"], 1.0 / bins
+    centres = edges[:-1] + width / 2
+    fig = plt.figure(figsize=(4.6, 4.6), dpi=DPI)
+    plt.close(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    filled = table["count"] > 0
+    top.bar(centres[filled], table["accuracy"][filled], width=width * 0.9, color="tab:blue", alpha=0.75,
+            edgecolor="black", linewidth=0.5, label="accuracy in the bin")
+    top.plot(table["mean_confidence"][filled], table["mean_confidence"][filled], "o", color="tab:orange",
+             markersize=4, label="mean confidence in the bin")
+    top.plot([0, 1], [0, 1], "--", color="gray", linewidth=1, label="perfect calibration")
+    top.set(ylim=(0, 1), ylabel="accuracy")
+    top.set_title(f"Reliability diagram (ECE {table['ece']:.3f})", fontsize=10)
+    top.legend(fontsize=7, loc="upper left")
+    bottom.bar(centres, table["count"], width=width * 0.9, color="gray")
+    bottom.set(xlim=(0, 1), xlabel="confidence of the top class", ylabel="images")
+    bottom.yaxis.set_major_locator(MaxNLocator(3, integer=True))
+    fig.tight_layout()
+    return fig

@@ -1,30 +1,64 @@
-"""Lesson set-up: the quick/full switch and the animation lookup."""
+"""Lesson set-up: the quick/full switch, the lesson header and time card, the animation lookup."""
+
+import datetime
+import importlib
+import importlib.util
+import json
+import re
+from pathlib import Path
 
 import pytest
 
 from shiftvit_lib.lesson import animation_path, choose_mode, setup_lesson
 
 
-def test_environment_variable_wins_over_hardware():
-    assert choose_mode({"SHIFTVIT_QUICK": "1"}, accelerator=True) == (True, "SHIFTVIT_QUICK=1")
-    assert choose_mode({"SHIFTVIT_QUICK": "0"}, accelerator=False) == (False, "SHIFTVIT_QUICK=0")
+def test_full_mode_only_when_asked():
+    assert choose_mode(False, {}) == (True, "FULL_MODE = False, the default")
+    assert choose_mode(True, {}) == (False, "FULL_MODE = True")
+    assert choose_mode(environ={})[0] is True  # the default is quick
 
 
-def test_default_depends_on_the_accelerator():
-    assert choose_mode({}, accelerator=False)[0] is True
-    assert choose_mode({}, accelerator=True)[0] is False
+def test_environment_variable_wins_over_the_switch():
+    quick, reason = choose_mode(True, {"SHIFTVIT_QUICK": "1"})
+    assert quick is True and reason.startswith("SHIFTVIT_QUICK=1")
+    quick, reason = choose_mode(False, {"SHIFTVIT_QUICK": "0"})
+    assert quick is False and reason.startswith("SHIFTVIT_QUICK=0")
+    assert choose_mode(True, {"SHIFTVIT_QUICK": " "}) == (False, "FULL_MODE = True")  # blank counts as unset
 
 
-def test_bad_value_is_rejected():
+def test_bad_values_are_rejected():
     with pytest.raises(ValueError, match="SHIFTVIT_QUICK"):
-        choose_mode({"SHIFTVIT_QUICK": "maybe"}, accelerator=False)
+        choose_mode(False, {"SHIFTVIT_QUICK": "maybe"})
+    with pytest.raises(TypeError, match="full_mode"):
+        choose_mode("False", {})  # a string would be truthy: refuse it
+
+
+def test_a_gpu_never_switches_to_full_mode(monkeypatch):
+    train_module = importlib.import_module("shiftvit_lib.train")  # shiftvit_lib.train is also a function
+
+    monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
+    monkeypatch.setattr(train_module, "has_accelerator", lambda: True)
+    settings = setup_lesson(seed=3)
+    assert settings.quick and settings.preset_name == "quick" and settings.accelerator is True
+    assert "A GPU/TPU was found" in settings.describe()
+    monkeypatch.setattr(train_module, "has_accelerator", lambda: False)
+    assert "GPU" not in setup_lesson(seed=3).describe()
 
 
 def test_setup_lesson_quick_uses_the_sample(monkeypatch):
     monkeypatch.setenv("SHIFTVIT_QUICK", "1")
-    settings = setup_lesson(seed=3)
+    settings = setup_lesson(seed=3, full_mode=True)
     assert settings.quick and settings.data_source == "sample" and settings.preset_name == "quick"
     assert "QUICK mode" in settings.describe()
+
+
+def test_setup_lesson_full_when_the_learner_asks(monkeypatch):
+    monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
+    monkeypatch.setenv("SHIFTVIT_DATA", "/data/cifar10-jpeg.tar.gz")
+    settings = setup_lesson(full_mode=True)
+    assert not settings.quick and settings.preset_name == "seed"
+    assert settings.data_source == "/data/cifar10-jpeg.tar.gz"
+    assert "FULL mode" in settings.describe() and "FULL_MODE = True" in settings.describe()
 
 
 def test_setup_lesson_full_reads_the_data_variable(monkeypatch):
@@ -80,3 +114,89 @@ def test_channel_grids_show_where_each_value_went():
         format_channels(x, ["only one"])
     with pytest.raises(ValueError, match=r"\(1, H, W, C\)"):
         format_channels(x[0], ["a", "b", "c", "d"])
+
+
+# --- The lesson header (see shiftvit_lib/lesson.py) and the runner's time card ---
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+LESSONS = sorted(NOTEBOOKS.glob("0[0-7]_*.ipynb"))
+SWITCH = 'FULL_MODE = False  # @param {type:"boolean"}'
+BADGE = (
+    "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+    "(https://colab.research.google.com/github/shiftvit-tutorial/shiftvit-step-by-step/blob/main/notebooks/{})"
+)
+
+
+def _runner():
+    spec = importlib.util.spec_from_file_location("run_lessons", NOTEBOOKS.parent / "scripts" / "run_lessons.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def test_there_are_eight_lessons():
+    assert [p.name[:2] for p in LESSONS] == [f"{n:02d}" for n in range(8)]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_lesson_opens_with_title_badge_and_time_card(path):
+    cells = _cells(path)
+    assert cells[0]["cell_type"] == "markdown"
+    text = "".join(cells[0]["source"])
+    assert re.match(rf"# Lesson {path.name[:2]} · \S", text), text[:80]
+    assert BADGE.format(path.name) in text
+    runner = _runner()
+    assert text.index(BADGE.format(path.name)) < text.index(runner.CARD_START) < text.index(runner.CARD_END)
+    card = text[text.index(runner.CARD_START):text.index(runner.CARD_END)]
+    rows = [line for line in card.splitlines() if line.startswith("|")]
+    labels = [row.split("|")[1].strip() for row in rows]
+    assert runner.QUICK_ROW in labels and runner.FULL_ROW in labels and "On Colab" in labels
+    quick = rows[labels.index(runner.QUICK_ROW)]
+    assert re.search(r"\| \d+\.\d min, measured by the lesson runner \(.+, \d{4}-\d\d-\d\d\) \|$", quick), quick
+    full = rows[labels.index(runner.FULL_ROW)]
+    assert "estimate" in full or "measured by the lesson runner" in full, full
+    assert "Drive" in rows[labels.index("On Colab")]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_lesson_switch_is_the_first_code_cell_and_off(path):
+    code = ["".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code"]
+    assert SWITCH in code[0].splitlines(), code[0][:200]
+    calls = [line for cell in code for line in cell.splitlines() if "setup_lesson(" in line and "import" not in line]
+    assert calls and all("full_mode=FULL_MODE" in line for line in calls), calls
+
+
+def test_runner_rewrites_only_the_row_of_its_mode():
+    import nbformat
+
+    runner = _runner()
+    first = (
+        "# Lesson 09 · Test\n\n"
+        f"| {runner.QUICK_ROW} | old |\n\n"  # outside the card: must stay
+        f"{runner.CARD_START}\n| Run | Time |\n|---|---|\n"
+        f"| {runner.QUICK_ROW} | 9.9 min |\n| Full mode | about 1 h (estimate) |\n| On Colab | Drive |\n"
+        f"{runner.CARD_END}\n"
+    )
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(first)])
+    text = runner.card_text(150.0, "2 CPU cores", datetime.date(2026, 1, 2))
+    assert text == "2.5 min, measured by the lesson runner (2 CPU cores, 2026-01-02)"
+    assert runner.update_time_card(notebook, runner.QUICK_ROW, text)
+    source = notebook.cells[0].source
+    assert f"| {runner.QUICK_ROW} | old |" in source
+    assert f"| {runner.QUICK_ROW} | {text} |" in source and "9.9 min" not in source
+    assert "| Full mode | about 1 h (estimate) |" in source
+    assert not runner.update_time_card(notebook, "Nope", text)
+    bare = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# no card")])
+    assert not runner.update_time_card(bare, runner.QUICK_ROW, text)
+    assert bare.cells[0].source == "# no card"
+
+
+def test_runner_mode_follows_the_environment_variable():
+    runner = _runner()
+    assert runner.run_mode({}) == "quick"
+    assert runner.run_mode({"SHIFTVIT_QUICK": "1"}) == "quick"
+    assert runner.run_mode({"SHIFTVIT_QUICK": "0"}) == "full"

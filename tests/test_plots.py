@@ -148,3 +148,49 @@ def test_time_to_accuracy_plots_cumulative_minutes_and_marks_the_target() -> Non
     assert any("80 % after 1.5 min" in text.get_text() for text in ax.texts)
     with pytest.raises(ValueError, match="epoch_seconds"):
         plots.plot_time_to_accuracy({"val_accuracy": [0.5]})
+
+
+def test_architecture_shapes_match_the_built_model() -> None:
+    from shiftvit_lib import build_shiftvit, preset
+    from shiftvit_lib.model import stage_table
+
+    for name in ("quick", "seed"):
+        config = preset(name)
+        built = {row["layer"]: tuple(row["output_shape"][1:]) for row in stage_table(build_shiftvit(config))}
+        for part, shape in plots.architecture_shapes(config):
+            assert built[part] == shape, (name, part)
+    fig = plots.plot_architecture(preset("seed"))
+    texts = [text.get_text() for text in fig.axes[0].texts]
+    assert "2×2\n×768" in texts and "12×12\n×96" in texts
+    assert png_size(fig) < 1_000_000
+
+
+def test_block_comparison_names_both_mixers() -> None:
+    fig = plots.plot_block_comparison()
+    texts = " ".join(text.get_text() for ax in fig.axes for text in ax.texts)
+    assert "self-attention" in texts and "shift" in texts
+    assert png_size(fig) < 1_000_000
+
+
+def test_confusion_counts_show_counts_and_leave_zeros_blank() -> None:
+    cm = np.diag(np.arange(1, 11))
+    cm[0, 1] = 7
+    fig = plots.plot_confusion_counts(cm, CIFAR10_CLASSES)
+    texts = [text.get_text() for text in fig.axes[0].texts]
+    assert len(texts) == 11 and "7" in texts and "0" not in texts
+    with pytest.raises(ValueError, match="10x10"):
+        plots.plot_confusion_counts(np.ones((3, 3)), CIFAR10_CLASSES)
+
+
+def test_reliability_table_bins_and_ece() -> None:
+    confidence = np.array([0.05, 0.15, 0.95, 1.0, 0.95])
+    correct = np.array([False, True, True, True, False])
+    table = plots.reliability_table(confidence, correct, bins=10)
+    assert table["count"].tolist() == [1, 1, 0, 0, 0, 0, 0, 0, 0, 3]  # 1.0 falls in the last bin
+    assert table["accuracy"][9] == pytest.approx(2 / 3)
+    expected = (abs(0 - 0.05) + abs(1 - 0.15) + 3 * abs(2 / 3 - (0.95 + 1.0 + 0.95) / 3)) / 5
+    assert table["ece"] == pytest.approx(expected)
+    fig = plots.plot_reliability(confidence, correct)
+    assert "ECE" in fig.axes[0].get_title() and png_size(fig) < 1_000_000
+    with pytest.raises(ValueError):
+        plots.reliability_table([0.5], [True, False])
