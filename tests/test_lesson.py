@@ -119,7 +119,9 @@ def test_channel_grids_show_where_each_value_went():
 # --- The lesson header (see shiftvit_lib/lesson.py) and the runner's time card ---
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-LESSONS = sorted(NOTEBOOKS.glob("0[0-7]_*.ipynb"))
+LESSONS = sorted(NOTEBOOKS.glob("0[0-7]_*.ipynb"))  # the main path
+ALL_NOTEBOOKS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))  # with the appendix
+MAIN_PATH_WORD_BUDGET = 16_000  # markdown words in lessons 00-07 together
 SWITCH = 'FULL_MODE = False  # @param {type:"boolean"}'
 BADGE = (
     "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
@@ -142,7 +144,13 @@ def test_there_are_eight_lessons():
     assert [p.name[:2] for p in LESSONS] == [f"{n:02d}" for n in range(8)]
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_main_path_prose_stays_within_its_word_budget():
+    words = sum(len("".join(cell["source"]).split()) for path in LESSONS
+                for cell in _cells(path) if cell["cell_type"] == "markdown")
+    assert 0 < words <= MAIN_PATH_WORD_BUDGET, words
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.stem)
 def test_lesson_opens_with_title_badge_and_time_card(path):
     cells = _cells(path)
     assert cells[0]["cell_type"] == "markdown"
@@ -162,7 +170,7 @@ def test_lesson_opens_with_title_badge_and_time_card(path):
     assert "Drive" in rows[labels.index("On Colab")]
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.stem)
 def test_lesson_switch_is_the_first_code_cell_and_off(path):
     code = ["".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code"]
     assert SWITCH in code[0].splitlines(), code[0][:200]
