@@ -85,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--runs", default="runs/compare", help="one training folder per model; re-run to resume")
     compare.add_argument("--out", required=True, help="the JSON record to write, e.g. results/attention_vs_shift.json")
     compare.add_argument("--seed", type=int, default=42)
+    compare.add_argument("--models", nargs="+", default=None, metavar="NAME",
+                         help="train only these of the five (default: all), e.g. the three ShiftViTs "
+                              "for a second seed: shiftvit_official shiftvit_keras_io shiftvit_no_shift")
 
     trust_help = ("load a TensorFlow SavedModel directory, which runs the graph it contains; only for "
                   "models you exported yourself or trust (.keras files load in safe mode without it)")
@@ -170,6 +173,11 @@ def _compare(args: argparse.Namespace) -> int:
     check_run_folder(runs, overwrite=True)  # writable; each model's folder is checked by train()
     scale = "quick" if args.quick else args.scale
     configs = ex.comparison_configs(scale, args.epochs)
+    if args.models:
+        unknown = [name for name in args.models if name not in configs]
+        if unknown:
+            raise UserError(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(configs)}")
+        configs = {name: config for name, config in configs.items() if name in args.models}
     epochs = ex.shared_terms(configs)["epochs"]
     data = load_cifar10(args.data, seed=args.seed)
     print(data.summary(), flush=True)
@@ -182,6 +190,8 @@ def _compare(args: argparse.Namespace) -> int:
         "full": "Full mode: full-size models, same recipe and epochs for all, no early stopping.",
     }
     mode, note = scale, notes[scale]
+    if args.models:
+        note += f" Only {', '.join(configs)} (--models)."
     record = ex.comparison_record(rows, configs, data, epochs=epochs, seed=args.seed, mode=mode, note=note)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2, default=str))

@@ -41,7 +41,7 @@ RECORDS = ASSETS / "records"
 PUBLISHED: dict[str, dict[str, str]] = {
     "cpu": {
         "weights": "pretrained/shiftvit_cpu.npz",
-        "sha256": "b132e157e392a961ff5bc811a4b04fe1573de053c00a45fea2475dae44f77815",
+        "sha256": "3972f504bb9ec8f3763950ce1d66333d14486399be5410f9d8490dcc0ec1e2f9",
         "record": "cpu_full",
     },
 }
