@@ -99,7 +99,7 @@ def test_shipped_records_are_the_results_records():
             assert (pt.RECORDS / f"{name}.json").read_bytes() == \
                 (ROOT / "results" / f"{name}.json").read_bytes(), name
     # and the other way round: every CPU record in results/ ships with the package
-    for name in ("cpu_full", "attention_vs_shift_cpu"):
+    for name in ("cpu_full", "attention_vs_shift_cpu", "attention_vs_shift_cpu_seed43"):
         if (ROOT / "results" / name).exists() or (ROOT / "results" / f"{name}.json").exists():
             assert name in shipped
 
