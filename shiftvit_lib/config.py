@@ -319,7 +319,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # (the resize-and-crop makes a 36 -> 32 px random crop), 64 channels, depths
     # (2, 2, 6), a short schedule (28 epochs, about one of warm-up: warmup_fraction
     # 0.04), light regularisation (a short run underfits rather than overfits). Chosen
-    # by measurement on the 2-core machine (results/cpu_full/); trains in under 30 minutes there.
+    # by measurement on the 2-core machine (results/cpu_full/); trains in under 30 minutes there
+    # (23 minutes with transparent huge pages on, 28 epochs; results/README.md).
     "cpu": dict(
         resize_to=36, image_size=32, projected_dim=64, depths=(2, 2, 6), mlp_dropout=0.0, drop_path_rate=0.2,
         random_erasing=0.25, batch_size=128, epochs=28, lr_max=2e-3, warmup_fraction=0.04,
