@@ -1,0 +1,122 @@
+"""The learner's runtime (shiftvit_lib/tools/runtime.py): where runs go, lesson 06's model, estimates."""
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shiftvit_lib import build_shiftvit, preset, save_model
+from shiftvit_lib.tools import runtime
+from shiftvit_lib.tools.runtime import (
+    COLAB_LOCAL_RUNS,
+    DRIVE_MOUNT_ENV,
+    choose_trained_model,
+    estimate_run,
+    format_duration,
+    format_timings,
+    runs_root,
+)
+
+
+@pytest.fixture
+def fake_colab(monkeypatch):
+    """A Python that looks like Colab's: a ``google.colab`` module is loaded."""
+    google = types.ModuleType("google")
+    colab = types.ModuleType("google.colab")
+    google.colab = colab
+    monkeypatch.setitem(sys.modules, "google", google)
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+
+
+def test_on_colab_with_drive_mounted_full_runs_go_to_drive(fake_colab, monkeypatch, tmp_path):
+    mount = tmp_path / "drive"  # stands in for /content/drive after drive.mount()
+    (mount / "MyDrive").mkdir(parents=True)
+    monkeypatch.setenv(DRIVE_MOUNT_ENV, str(mount))
+    root = runs_root(full_mode=True)
+    assert root.path == mount / "MyDrive" / "shiftvit" / "runs"
+    assert root.survives_disconnect and "Google Drive" in root.note
+    # Quick mode's scratch runs stay next to the notebook, even on Colab.
+    assert runs_root(full_mode=False).path == Path("runs")
+
+
+def test_on_colab_without_drive_runs_go_to_content_and_the_note_warns(fake_colab, monkeypatch, tmp_path):
+    monkeypatch.setenv(DRIVE_MOUNT_ENV, str(tmp_path / "not_mounted"))
+    root = runs_root(full_mode=True)
+    assert root.path == COLAB_LOCAL_RUNS == Path("/content/runs")
+    assert not root.survives_disconnect
+    assert "disconnect loses" in root.note and "drive.mount" in root.note
+    assert "\n" not in root.note  # one line
+
+
+def test_elsewhere_runs_go_to_runs_next_to_the_notebook(tmp_path):
+    drive = tmp_path / "drive"
+    (drive / "MyDrive").mkdir(parents=True)
+    # A mounted-looking folder does not matter off Colab.
+    root = runs_root(full_mode=True, modules={}, environ={DRIVE_MOUNT_ENV: str(drive)})
+    assert root.path == Path("runs") and root.survives_disconnect
+    colab = runs_root(full_mode=True, modules={"google.colab": object()}, environ={DRIVE_MOUNT_ENV: str(drive)})
+    assert colab.path == drive / "MyDrive" / "shiftvit" / "runs"
+
+
+def _run_folder(root: Path, name: str, preset_name: str, finished: bool) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "run_spec.json").write_text(json.dumps({"config": {"name": preset_name}}))
+    if finished:
+        (folder / "run.json").write_text(json.dumps({"config": {"name": preset_name}}))
+    return folder
+
+
+def test_lesson06_uses_the_shipped_model_without_a_learners_run(tmp_path):
+    # A quick-mode run is a smoke test, not a model to study, and other lessons' runs do not count.
+    quick = _run_folder(tmp_path, "05_training_quick", "quick", finished=True)
+    (quick / "best.keras").write_bytes(b"not read")
+    other = _run_folder(tmp_path, "07_attention_vs_shift_full", "seed", finished=True)
+    (other / "best.keras").write_bytes(b"not read")
+    choice = choose_trained_model([tmp_path, tmp_path / "missing"])
+    assert choice.path is None and not choice.is_learners
+    assert "shipped sv.pretrained('cpu')" in choice.describe()
+    assert choice.load().count_params() > 1_000_000  # the cpu preset's ShiftViT
+
+
+def test_lesson06_uses_the_learners_best_model_when_there_is_one(tmp_path):
+    folder = _run_folder(tmp_path / "drive", "05_training_seed", "seed", finished=False)
+    model = build_shiftvit(preset("quick"), seed=3)
+    save_model(model, folder / "best.keras")
+    choice = choose_trained_model([tmp_path / "local", tmp_path / "drive"])
+    assert choice.path == folder / "best.keras" and choice.is_learners and not choice.finished
+    assert "your own" in choice.describe() and "'seed'" in choice.describe()
+    loaded = choice.load()
+    images = np.random.default_rng(0).integers(0, 256, (4, 32, 32, 3)).astype("uint8")
+    assert np.array_equal(loaded.predict(images, verbose=0), model.predict(images, verbose=0))
+
+
+def test_run_estimate_arithmetic():
+    estimate = estimate_run(step_seconds=0.25, steps_per_epoch=156, epochs=100)
+    assert estimate.epoch_seconds == pytest.approx(39.0)
+    assert estimate.run_seconds == pytest.approx(3900.0)
+    text = estimate.describe(early_stop_epochs=(46, 68))
+    assert "39 s per epoch" in text and "100 epochs = 65.0 min" in text
+    assert "29.9 min to 44.2 min" in text  # 46 x 39 s and 68 x 39 s
+    assert [format_duration(s) for s in (42, 450, 11520)] == ["42 s", "7.5 min", "3.2 h"]
+    with pytest.raises(ValueError, match="positive step time"):
+        estimate_run(0.0, 156, 100)
+
+
+def test_timing_table_reports_speed_ups_over_float32_without_xla():
+    rows = [runtime.StepTiming("float32", False, 64, 0.2), runtime.StepTiming("float32", True, 64, 0.1),
+            runtime.StepTiming("mixed_float16", False, 64, 0.4), runtime.StepTiming("mixed_float16", True, 64, 0.05)]
+    table = format_timings(rows).splitlines()
+    assert table[1].split() == ["float32", "off", "64", "200.0", "320", "1.00x"]
+    assert table[2].split()[-2:] == ["640", "2.00x"]
+    assert table[3].split()[-1] == "0.50x" and table[4].split()[-1] == "4.00x"
+
+
+def test_a_training_step_is_timed_on_this_device():
+    timing = runtime.time_training_step(preset("quick"), batch_size=8, steps=2, warmup=1)
+    assert timing.precision == "float32" and timing.xla is False and timing.batch_size == 8
+    assert 0 < timing.step_seconds < 30
+    assert timing.images_per_second == pytest.approx(8 / timing.step_seconds)
