@@ -120,3 +120,32 @@ def test_a_training_step_is_timed_on_this_device():
     assert timing.precision == "float32" and timing.xla is False and timing.batch_size == 8
     assert 0 < timing.step_seconds < 30
     assert timing.images_per_second == pytest.approx(8 / timing.step_seconds)
+
+
+def _tiny_splits():
+    from shiftvit_lib.data import DataSplits
+
+    rng = np.random.default_rng(0)
+
+    def part(n):
+        return rng.integers(0, 256, (n, 32, 32, 3)).astype("uint8"), np.arange(n) % 10
+
+    (xt, yt), (xv, yv), (xs, ys) = part(64), part(32), part(32)
+    return DataSplits(xt, yt, xv, yv, xs, ys, tuple(f"c{i}" for i in range(10)), source="random test images")
+
+
+def test_rerunning_the_training_cell_reads_a_finished_run_back(tmp_path, capsys):
+    from shiftvit_lib.train import RunFolderError
+
+    data, config, out = _tiny_splits(), preset("quick", batch_size=32), tmp_path / "05_training_quick"
+    first = runtime.train_or_reuse(config, data, out, epochs=1, verbose=0, jit_compile=False)
+    stamp = (out / "run.json").stat().st_mtime_ns
+    again = runtime.train_or_reuse(config, data, out, epochs=1, verbose=0, jit_compile=False)
+    assert "read back, not trained again" in capsys.readouterr().out
+    assert (out / "run.json").stat().st_mtime_ns == stamp  # nothing rewritten, nothing deleted
+    assert again.record == first.record and again.history == first.history
+    assert again.model.count_params() == first.model.count_params()
+    # Other settings: sv.train's refusal, which names the finished run, and the folder is kept.
+    with pytest.raises(RunFolderError, match="already holds a finished run"):
+        runtime.train_or_reuse(config, data, out, epochs=2, verbose=0, jit_compile=False)
+    assert (out / "best.keras").exists() and (out / "run.json").stat().st_mtime_ns == stamp
