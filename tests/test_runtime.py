@@ -95,12 +95,12 @@ def test_lesson06_uses_the_learners_best_model_when_there_is_one(tmp_path):
 
 
 def test_run_estimate_arithmetic():
-    estimate = estimate_run(step_seconds=0.25, steps_per_epoch=156, epochs=100)
+    estimate = estimate_run(step_seconds=0.25, steps_per_epoch=156, epochs=100, startup_seconds=60)
     assert estimate.epoch_seconds == pytest.approx(39.0)
-    assert estimate.run_seconds == pytest.approx(3900.0)
+    assert estimate.run_seconds == pytest.approx(3960.0)
     text = estimate.describe(early_stop_epochs=(46, 68))
-    assert "39 s per epoch" in text and "100 epochs = 65.0 min" in text
-    assert "29.9 min to 44.2 min" in text  # 46 x 39 s and 68 x 39 s
+    assert "39 s per epoch" in text and "100 epochs + 60 s of start-up (compilation) = 66.0 min" in text
+    assert "30.9 min to 45.2 min" in text  # 46 x 39 s + 60 s and 68 x 39 s + 60 s
     assert [format_duration(s) for s in (42, 450, 11520)] == ["42 s", "7.5 min", "3.2 h"]
     with pytest.raises(ValueError, match="positive step time"):
         estimate_run(0.0, 156, 100)
@@ -118,7 +118,7 @@ def test_timing_table_reports_speed_ups_over_float32_without_xla():
 def test_a_training_step_is_timed_on_this_device():
     timing = runtime.time_training_step(preset("quick"), batch_size=8, steps=2, warmup=1)
     assert timing.precision == "float32" and timing.xla is False and timing.batch_size == 8
-    assert 0 < timing.step_seconds < 30
+    assert 0 < timing.step_seconds < 30 and timing.startup_seconds > 0
     assert timing.images_per_second == pytest.approx(8 / timing.step_seconds)
 
 

@@ -164,6 +164,7 @@ class StepTiming:
     xla: bool
     batch_size: int
     step_seconds: float
+    startup_seconds: float = 0.0  # the warm-up steps: tracing, compilation, the first batches
 
     @property
     def images_per_second(self) -> float:
@@ -199,10 +200,13 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
     mixing = (dict(num_classes=cfg.num_classes, mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
               if cfg.mixes_labels else {})
     clock = _ClockAfterWarmup(warmup)
-    model.fit(make_dataset(images, labels, batch, shuffle=False, **mixing), epochs=1, verbose=0,
-              shuffle=False, callbacks=[clock])
+    dataset = make_dataset(images, labels, batch, shuffle=False, **mixing)
+    began = time.perf_counter()
+    model.fit(dataset, epochs=1, verbose=0, shuffle=False, callbacks=[clock])
     seconds = (time.perf_counter() - clock.started) / steps
-    return StepTiming(precision or "float32", bool(jit_compile), batch, seconds)
+    # "auto" is resolved by Keras when the step is built: report what it chose.
+    return StepTiming(precision or "float32", bool(model.jit_compile), batch, seconds,
+                      startup_seconds=clock.started - began)
 
 
 class _ClockAfterWarmup(keras.callbacks.Callback):
@@ -249,6 +253,7 @@ class RunEstimate:
     step_seconds: float
     steps_per_epoch: int
     epochs: int
+    startup_seconds: float = 0.0  # paid once, in the first epoch (compilation)
 
     @property
     def epoch_seconds(self) -> float:
@@ -256,25 +261,27 @@ class RunEstimate:
 
     @property
     def run_seconds(self) -> float:
-        return self.epoch_seconds * self.epochs
+        return self.epoch_seconds * self.epochs + self.startup_seconds
 
     def describe(self, early_stop_epochs: tuple[int, int] | None = None) -> str:
         lines = [f"estimate: {1000 * self.step_seconds:,.0f} ms/step x {self.steps_per_epoch} steps = "
-                 f"{format_duration(self.epoch_seconds)} per epoch; {self.epochs} epochs = "
-                 f"{format_duration(self.run_seconds)} (training steps only; validation adds a little)"]
+                 f"{format_duration(self.epoch_seconds)} per epoch",
+                 f"{self.epochs} epochs + {format_duration(self.startup_seconds)} of start-up (compilation) = "
+                 f"{format_duration(self.run_seconds)}; validation adds a little"]
         if early_stop_epochs:
-            low, high = (self.epoch_seconds * e for e in early_stop_epochs)
+            low, high = (self.epoch_seconds * e + self.startup_seconds for e in early_stop_epochs)
             lines.append(f"if early stopping ends it at epochs {early_stop_epochs[0]}-{early_stop_epochs[1]}: "
                          f"{format_duration(low)} to {format_duration(high)}")
         return "\n".join(lines)
 
 
-def estimate_run(step_seconds: float, steps_per_epoch: int, epochs: int) -> RunEstimate:
+def estimate_run(step_seconds: float, steps_per_epoch: int, epochs: int,
+                 startup_seconds: float = 0.0) -> RunEstimate:
     """Epoch and run time from a measured step time (see :class:`RunEstimate`)."""
-    if step_seconds <= 0 or steps_per_epoch < 1 or epochs < 1:
+    if step_seconds <= 0 or steps_per_epoch < 1 or epochs < 1 or startup_seconds < 0:
         raise ValueError(f"need a positive step time, steps and epochs; got {step_seconds}, "
-                         f"{steps_per_epoch}, {epochs}")
-    return RunEstimate(float(step_seconds), int(steps_per_epoch), int(epochs))
+                         f"{steps_per_epoch}, {epochs} (start-up {startup_seconds})")
+    return RunEstimate(float(step_seconds), int(steps_per_epoch), int(epochs), float(startup_seconds))
 
 
 def format_duration(seconds: float) -> str:
