@@ -101,7 +101,7 @@ def test_run_estimate_arithmetic():
     text = estimate.describe(early_stop_epochs=(46, 68))
     assert "39 s per epoch" in text and "100 epochs + 60 s of start-up (compilation) = 66.0 min" in text
     assert "30.9 min to 45.2 min" in text  # 46 x 39 s + 60 s and 68 x 39 s + 60 s
-    assert [format_duration(s) for s in (42, 450, 11520)] == ["42 s", "7.5 min", "3.2 h"]
+    assert [format_duration(s) for s in (0.35, 42, 450, 11520)] == ["0.3 s", "42 s", "7.5 min", "3.2 h"]
     with pytest.raises(ValueError, match="positive step time"):
         estimate_run(0.0, 156, 100)
 
@@ -165,3 +165,20 @@ def test_a_colab_tpu_runtime_gets_the_jax_backend():
     assert choose_backend_for_colab_tpu(chosen, colab, tpu_vm) is None and chosen["KERAS_BACKEND"] == "tensorflow"
     for environ, modules, exists in [({}, colab, lambda path: False), ({}, {}, tpu_vm)]:
         assert choose_backend_for_colab_tpu(environ, modules, exists) is None and "KERAS_BACKEND" not in environ
+
+
+def test_after_a_disconnect_the_training_cell_resumes_from_the_last_finished_epoch(tmp_path):
+    import keras
+
+    class Disconnect(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                raise KeyboardInterrupt("the runtime disconnected")
+
+    data, config, out = _tiny_splits(), preset("quick", batch_size=32), tmp_path / "05_training_quick"
+    with pytest.raises(KeyboardInterrupt):
+        runtime.train_or_reuse(config, data, out, epochs=3, verbose=0, jit_compile=False,
+                               extra_callbacks=[Disconnect()])
+    assert not (out / "run.json").exists() and (out / "backup").exists()
+    run = runtime.train_or_reuse(config, data, out, epochs=3, verbose=0, jit_compile=False)
+    assert run.record["resumed_from_epoch"] == 2 and run.history["epoch"] == [0, 1, 2]

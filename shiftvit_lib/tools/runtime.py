@@ -285,7 +285,9 @@ def estimate_run(step_seconds: float, steps_per_epoch: int, epochs: int,
 
 
 def format_duration(seconds: float) -> str:
-    """``42 s``, ``7.5 min`` or ``3.2 h``."""
+    """``0.4 s``, ``42 s``, ``7.5 min`` or ``3.2 h``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
