@@ -419,3 +419,12 @@ def test_lessons_show_the_solutions_that_run(notebook):
     for block in blanks:
         for line in block.strip().splitlines():
             assert line.strip() in module_lines, f"{notebook}: {line.strip()!r} is not in solutions.py"
+
+
+def test_nbval_markers_are_cell_tags_not_comments():
+    """The learner never sees nbval's markers: they live in the cells' tags."""
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                assert "NBVAL_" not in "".join(cell["source"]), (
+                    f"{path.name}: run scripts/nbval_tags.py to turn '# NBVAL_*' into cell tags")
