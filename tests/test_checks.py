@@ -428,3 +428,22 @@ def test_nbval_markers_are_cell_tags_not_comments():
             if cell["cell_type"] == "code":
                 assert "NBVAL_" not in "".join(cell["source"]), (
                     f"{path.name}: run scripts/nbval_tags.py to turn '# NBVAL_*' into cell tags")
+
+
+def test_lessons_02_to_05_ship_their_blanks_empty():
+    """At least six blanks, each followed by its solution and a checking cell.
+
+    The shipped lessons are the blank versions, so the nbval run of the lessons
+    (run.sh test) is the run of a notebook whose every blank is left empty.
+    """
+    blanks = 0
+    for name in ["02_shift_operation", "03_shift_block", "04_shiftvit_model", "05_training"]:
+        cells = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())["cells"]
+        for index, cell in enumerate(cells):
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "code" and 'raise NotImplementedError("write' in text.replace("(f\"", "(\""):
+                blanks += 1
+                solution, check = cells[index + 1], cells[index + 2]
+                assert "<summary>Solution of the blank</summary>" in "".join(solution["source"]), name
+                assert "checks.try_yours(checks.check_" in "".join(check["source"]), name
+    assert blanks >= 6, blanks
