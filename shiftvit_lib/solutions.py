@@ -22,11 +22,11 @@ import shiftvit_lib as sv
 
 # Lesson 02 ---------------------------------------------------------------
 def my_shift(x, num_div=12, s=1):
-    """Move channel groups 0-3 by s pixels left, right, up, down; zeros fill in."""
+    """Move channel groups 0-3 by s pixels left, right, up, down; zeros in."""
     x = np.asarray(x)
     g = x.shape[-1] // num_div
     out = np.zeros_like(x)
-    out[:, :, :-s, 0 * g:1 * g] = x[:, :, s:, 0 * g:1 * g]  # left: col j <- j + s
+    out[:, :, :-s, 0 * g:1 * g] = x[:, :, s:, 0 * g:1 * g]  # left: j <- j + s
     out[:, :, s:, 1 * g:2 * g] = x[:, :, :-s, 1 * g:2 * g]  # right
     out[:, :-s, :, 2 * g:3 * g] = x[:, s:, :, 2 * g:3 * g]  # up: row i <- i + s
     out[:, s:, :, 3 * g:4 * g] = x[:, :-s, :, 3 * g:4 * g]  # down
