@@ -399,6 +399,12 @@ def test_try_yours_falls_back_to_the_solution_while_blank(capsys):
         checks.try_yours(checks.check_shift, SHIFT_MISTAKES["left and right swapped"], sol.my_shift)
 
 
+def _solution_lines():
+    import inspect
+
+    return {line.strip() for line in inspect.getsource(sol).splitlines()}
+
+
 def _solution_blocks(notebook):
     cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
     for cell in cells:
@@ -446,4 +452,9 @@ def test_lessons_02_to_05_ship_their_blanks_empty():
                 solution, check = cells[index + 1], cells[index + 2]
                 assert "<summary>Solution of the blank</summary>" in "".join(solution["source"]), name
                 assert "checks.try_yours(checks.check_" in "".join(check["source"]), name
+                given = text[:text.index("raise NotImplementedError")].splitlines()
+                for line in given:  # the code around the blank is the solution's
+                    line = line.strip()
+                    if line and not line.startswith("#"):
+                        assert line in _solution_lines(), f"{name}: {line!r} is not in solutions.py"
     assert blanks >= 6, blanks
