@@ -102,7 +102,7 @@ class GifFrameSampler:
     """Collects every ``step``-th frame Manim writes, scaled down, for the GIF.
 
     Wraps the scene's ``file_writer.write_frame`` (Manim calls it once per
-    frame, or once with ``num_frames`` for a still stretch during a wait).
+    frame, or once with ``repeat=n`` for a still stretch during a wait).
     Only the sampled frames are kept, so memory stays small at any quality.
     """
 
@@ -121,15 +121,16 @@ class GifFrameSampler:
         height = round(image.height * self.width / image.width)
         return image.resize((self.width, height), Image.Resampling.LANCZOS)
 
-    def _sample(self, frame_or_renderer, num_frames: int = 1) -> None:
-        self._write_frame(frame_or_renderer, num_frames)  # the MP4 still gets every frame
-        frame = np.asarray(frame_or_renderer)
+    def _sample(self, pixels, *, repeat: int = 1) -> None:
+        num_frames = repeat
+        frame = np.asarray(pixels)  # read before handing over: the writer owns it afterwards
         picks = sum(1 for i in range(self._count, self._count + num_frames) if i % self.step == 0)
         if picks:
             scaled = self._scaled(frame)
             self.frames.extend([scaled] * picks)
         self._count += num_frames
-        self._last = frame
+        self._last = frame.copy()
+        self._write_frame(pixels, repeat=repeat)  # the MP4 still gets every frame
 
     def finish(self) -> list[Image.Image]:
         """The sampled frames, always ending on the scene's final frame."""
