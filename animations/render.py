@@ -215,12 +215,15 @@ def render_scene(
     quality: str = "low",
     mp4_path: Path | None = None,
     gif_path: Path | None = None,
+    **scene_args,
 ) -> Rendered:
     """Render one scene headless.
 
     With ``mp4_path`` and/or ``gif_path``, every frame is rendered and the
     files are written there.  With neither, Manim skips the in-between frames
     and draws only the last one (much faster), e.g. for the control images.
+    ``scene_args`` go to the scene's constructor, e.g. ``channels=8`` for
+    ``ShiftOperation`` (lesson 02's "render it yourself" section).
     """
     manim = _import_manim()
     scene_class = load_scene(name)
@@ -239,7 +242,7 @@ def render_scene(
             "preview": False,
         }
         with manim.tempconfig(options):
-            scene = scene_class()
+            scene = scene_class(**scene_args)
             sampler = None
             if gif_path is not None:
                 sampler = GifFrameSampler(scene.renderer.file_writer, manim.config.frame_rate)

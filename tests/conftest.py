@@ -32,3 +32,11 @@ def _private_array_cache(tmp_path_factory, monkeypatch):
     that expects an error while reading it passed or failed depending on the clock.
     """
     monkeypatch.setenv("SHIFTVIT_CACHE", str(tmp_path_factory.mktemp("shiftvit_cache")))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-random-order shuffles (`--random-order`)
+def pytest_collection_modifyitems(items):
+    """A lesson's cells (nbval) run in their order; only whole lessons and test modules move."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.random_order(disabled=True))
