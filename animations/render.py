@@ -55,6 +55,7 @@ CONTROL_DIR = REPO_ROOT / "tests" / "controls"
 SCENES = {
     "ShiftOperation": "shift_operation",
     "ReceptiveField": "receptive_field",
+    "ReceptiveFieldStages": "receptive_field_stages",
 }
 QUALITIES = {"low": "low_quality", "medium": "medium_quality", "high": "high_quality"}
 
