@@ -106,6 +106,7 @@ setup_colab() {
   "${pip[@]}" freeze --all >"$VENV/freeze-installed.txt"
   "$VENV/bin/python" .ci/colab_pins.py check "$VENV/freeze-colab.txt" "$VENV/freeze-installed.txt" \
     --step "installing shiftvit_lib"
+  echo "    (Colab's packages and the project installed and checked in $SECONDS s since run.sh started)"
   echo "==> test tooling Colab lacks: ${COLAB_TEST_TOOLS[*]}"
   "${pip[@]}" install -q -c "$COLAB_PINS" "${COLAB_TEST_TOOLS[@]}"
   "${pip[@]}" freeze --all >"$VENV/freeze-tools.txt"
