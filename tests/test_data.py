@@ -66,9 +66,10 @@ def write_tree(root: Path, files: dict[str, bytes]) -> Path:
 
 
 def write_zip(path: Path, files: dict[str, bytes], prefix: str = "") -> Path:
+    """The same files give the same bytes: entries carry a fixed timestamp, not the clock's."""
     with zipfile.ZipFile(path, "w") as archive:
         for name, content in files.items():
-            archive.writestr(prefix + name, content)
+            archive.writestr(zipfile.ZipInfo(prefix + name, date_time=(2020, 1, 1, 0, 0, 0)), content)
     return path
 
 
