@@ -38,7 +38,8 @@ import numpy as np  # noqa: E402
 import shiftvit_lib as sv  # noqa: E402  (first: it loads the backend quietly)
 from shiftvit_lib.data import make_dataset  # noqa: E402
 from shiftvit_lib.shift import keras_io_shift, shift_channels, shift_channels_roll  # noqa: E402
-from shiftvit_lib.train import compile_for_training, describe_machine, precision_policy  # noqa: E402
+from shiftvit_lib.tools.devices import describe_machine, precision_policy  # noqa: E402
+from shiftvit_lib.train import compile_for_training  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -97,7 +98,7 @@ def measure_training(config: sv.ShiftViTConfig, variant: dict[str, Any], batch: 
     images, labels = _random_batches(cfg, batch * (warmup + steps))
     # A recipe with MixUp/CutMix mixes every batch on the host, as in training.
     mixing = (dict(num_classes=cfg.num_classes, mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
-              if cfg.mixes_labels else {})
+              if cfg.one_hot_targets else {})
     clock = _ClockAfterWarmup(warmup)
     dataset = make_dataset(images, labels, batch, shuffle=False, **mixing)
     model.fit(dataset, epochs=1, verbose=0, shuffle=False, callbacks=[clock])

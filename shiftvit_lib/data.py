@@ -2,29 +2,41 @@
 
 ``load_cifar10`` returns a :class:`DataSplits`: uint8 NHWC images, integer labels, and a
 ``source`` sentence that says exactly which data was loaded, because "CIFAR-10" can mean
-the original release (``"keras"``, downloaded once), a JPEG re-encoding of it (a folder
-or archive of image files), or the 2,000 + 500 images bundled with this package
-(``"sample"``, offline). ``"auto"`` takes the first when it can be had, else the sample,
-with a :class:`DataSourceFallbackWarning` saying why. Fetching and decoding the sources
-is tooling: :mod:`shiftvit_lib.tools.data_sources`.
+the original release (``"keras"``, downloaded once) or the 2,000 + 500 images bundled with
+this package (``"sample"``, JPEG q75, offline). ``"auto"`` takes the first when it can be
+had, else the sample, with a :class:`DataSourceFallbackWarning` saying why. Your own copy
+(a class-folder directory or archive) is read by :mod:`shiftvit_lib.tools.data_sources`,
+which hands its reader to :func:`load_cifar10`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import os
-from collections.abc import Iterable
+import socket
+import threading
+import urllib.parse
+import urllib.request
+import warnings
+import zipfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import keras
 import numpy as np
+from PIL import Image
 
 CIFAR10_CLASSES: tuple[str, ...] = (
     "airplane", "automobile", "bird", "cat", "deer",
     "dog", "frog", "horse", "ship", "truck",
 )
 DEFAULT_SEED = 42
+NAMED_SOURCES = ("auto", "keras", "sample")
+SAMPLE_ARCHIVE = Path(__file__).resolve().parent / "assets" / "cifar10_sample.zip"
+KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 
 
 class DataSourceFallbackWarning(UserWarning):
@@ -117,8 +129,24 @@ def _check_images_and_labels(x: np.ndarray, y: np.ndarray, num_classes: int, whe
                          f"found {y.min()}..{y.max()}")
 
 
+@dataclasses.dataclass
+class RawData:
+    """Train and test data as read from a source, before the validation split."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    description: str
+    image_formats: str = ""  # e.g. "JPEG"; empty for keras.datasets arrays
+
+
+# A reader of a source: (limit per class, generator) -> RawData.
+Reader = Callable[[int | None, np.random.Generator], RawData]
+
+
 def load_cifar10(
-    source: str | os.PathLike[str] = "auto",
+    source: str | Reader = "auto",
     *,
     val_fraction: float = 0.2,
     seed: int = DEFAULT_SEED,
@@ -129,14 +157,14 @@ def load_cifar10(
     The validation set is a stratified (class-balanced) ``val_fraction`` of
     the training images, as in the keras-io ShiftViT example: 40,000 train /
     10,000 val / 10,000 test with the defaults. The test set keeps all its
-    images; only their order is shuffled (seeded), because class-folder
-    sources list them class by class and ``x_test[:8]`` should not be eight
-    airplanes.
+    images; only their order is shuffled (seeded), so ``x_test[:8]`` is not
+    eight airplanes.
 
     Args:
-        source: ``"auto"``, ``"keras"``, ``"sample"``, or a path (str or
-            ``pathlib.Path``) to a class-folder directory or archive; see the
-            module docstring.
+        source: ``"auto"``, ``"keras"`` or ``"sample"`` (see the module docstring),
+            or a reader ``(limit, rng) -> RawData``. For a path (a class-folder
+            directory or archive) call :func:`shiftvit_lib.tools.data_sources.load_cifar10`,
+            which is also ``shiftvit_lib.load_cifar10``.
         val_fraction: share of each class's training images moved to the
             validation split, in [0, 1).
         seed: seeds the validation split, the order of every split, and the
@@ -149,15 +177,10 @@ def load_cifar10(
     """
     if not 0.0 <= val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in [0, 1); got {val_fraction}")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer))
-                              or limit < 1):
-        raise ValueError(f"limit must be a positive integer (images per class) or None; got {limit!r}")
-    # Where the images come from is tooling: downloads, archives, folders, caches.
-    from shiftvit_lib.tools.data_sources import load_source
-
+    if limit is not None:
+        check_positive_int(limit, "limit (images per class)")
     rng = np.random.default_rng(seed)
-    raw = load_source(source, limit, rng)
-
+    raw = source(limit, rng) if callable(source) else _read_named_source(source, limit, rng)
     train_idx, val_idx = stratified_split_indices(raw.y_train, val_fraction, rng)
     test_idx = rng.permutation(len(raw.y_test))
     description = raw.description
@@ -169,6 +192,137 @@ def load_cifar10(
         x_test=raw.x_test[test_idx], y_test=raw.y_test[test_idx],
         class_names=CIFAR10_CLASSES, source=description,
     )
+
+
+def check_positive_int(value: Any, name: str) -> int:
+    """``value`` as an int if it is a positive integer (not a bool); else a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def _read_named_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:
+    if source == "sample":
+        return _load_sample(limit, rng)
+    if source == "auto":
+        return _load_auto(limit, rng)
+    if source != "keras":
+        raise ValueError(f"unknown data source {source!r}: data.load_cifar10 reads 'auto', 'keras' or "
+                         "'sample'; for a folder or archive use shiftvit_lib.load_cifar10(path)")
+    try:
+        return _cap_raw(_load_from_keras(), limit, rng)
+    except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
+        raise DataSourceUnavailableError(
+            f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
+            "source='sample', a local copy (directory or archive), or source='auto', "
+            "which falls back to the sample by itself."
+        ) from error
+
+
+def _load_from_keras() -> RawData:
+    """The original release via keras.datasets (downloads 170 MB on first use)."""
+    (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
+    if x_train.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
+        x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
+    return RawData(
+        np.ascontiguousarray(x_train), y_train.reshape(-1).astype(np.int64),
+        np.ascontiguousarray(x_test), y_test.reshape(-1).astype(np.int64),
+        description=(f"CIFAR-10 via keras.datasets.cifar10 (original release): "
+                     f"{len(x_train):,} train / {len(x_test):,} test images"),
+    )
+
+
+def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
+    """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip.
+
+    It ships with the package, so it is trusted: no size caps or layout checks (those
+    guard your own copies, in :mod:`shiftvit_lib.tools.data_sources`).
+    """
+    if not SAMPLE_ARCHIVE.is_file():
+        raise FileNotFoundError(f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
+                                "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`.")
+    arrays = []
+    with zipfile.ZipFile(SAMPLE_ARCHIVE) as archive:
+        names = sorted(n for n in archive.namelist() if not n.endswith("/"))
+        for split in ("train", "test"):
+            files = [n for c in CIFAR10_CLASSES for n in names if n.startswith(f"{split}/{c}/")]
+            labels = np.array([CIFAR10_CLASSES.index(n.split("/")[1]) for n in files], dtype=np.int64)
+            keep = cap_per_class(labels, limit, rng)
+            images = [np.asarray(Image.open(io.BytesIO(archive.read(files[i]))).convert("RGB")) for i in keep]
+            arrays += [np.stack(images).astype(np.uint8), labels[keep]]
+    return RawData(*arrays, image_formats="JPEG", description=(
+        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {len(arrays[1]):,} train / {len(arrays[3]):,} "
+        "test images, JPEG q75; pixels differ slightly from the original release"))
+
+
+def _load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
+    """Prefer keras.datasets; fall back to the sample, loudly, when it is out of reach."""
+    available, reason = keras_cifar10_available()
+    if available:
+        try:
+            return _cap_raw(_load_from_keras(), limit, rng)
+        except Exception as error:  # noqa: BLE001 - any failure leads to the fallback, which names it
+            reason = f"keras.datasets.cifar10.load_data() failed: {error}"
+    warnings.warn(
+        "load_cifar10('auto'): using the small bundled CIFAR-10 sample (2,000 train / 500 test images) "
+        f"instead of the full dataset, because {reason}. Pass source='keras' once you are online, "
+        "or the path of a local copy.", DataSourceFallbackWarning, stacklevel=4)
+    raw = _load_sample(limit, rng)
+    raw.description += f" (source='auto' fell back to the sample: {reason})"
+    return raw
+
+
+def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generator) -> np.ndarray:
+    """Indices keeping at most ``limit`` random items per class, in original order."""
+    if limit is None:
+        return np.arange(len(labels))
+    kept = [rng.permutation(np.flatnonzero(labels == c))[:limit] for c in np.unique(labels)]
+    return np.sort(np.concatenate(kept)) if kept else np.zeros(0, dtype=int)
+
+
+def _cap_raw(raw: RawData, limit: int | None, rng: np.random.Generator) -> RawData:
+    train, test = cap_per_class(raw.y_train, limit, rng), cap_per_class(raw.y_test, limit, rng)
+    return dataclasses.replace(raw, x_train=raw.x_train[train], y_train=raw.y_train[train],
+                               x_test=raw.x_test[test], y_test=raw.y_test[test])
+
+
+def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
+    """Can ``keras.datasets.cifar10.load_data()`` succeed right now? ``(available, reason)``.
+
+    True when the download is already cached, or when the download host (or the
+    configured HTTPS proxy) accepts a connection within ``timeout_s``. The connection
+    is tried in a thread, so a DNS lookup that hangs cannot hang us too.
+    """
+    cached = _keras_cached_files()
+    if cached:
+        return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
+    proxy = urllib.request.getproxies().get("https")
+    url = urllib.parse.urlsplit((proxy if "://" in proxy else f"http://{proxy}") if proxy else KERAS_CIFAR10_URL)
+    host, port = url.hostname or "", url.port or (80 if proxy else 443)
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                outcome["ok"] = True
+        except OSError as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(timeout_s + 0.5)
+    if outcome.get("ok"):
+        return True, f"{host}:{port} is reachable"
+    if "error" in outcome:
+        return False, f"keras.datasets cannot reach {host}:{port} ({outcome['error']})"
+    return False, f"keras.datasets got no answer from {host}:{port} within {timeout_s:g} s"
+
+
+def _keras_cached_files() -> list[Path]:
+    """Existing cached CIFAR-10 downloads, where keras.utils.get_file keeps them."""
+    homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
+    candidates = [home / "datasets" / "cifar-10-batches-py-target_archive" for home in homes]
+    return [path for path in candidates if path.is_file()]
 
 
 def stratified_split_indices(
@@ -221,9 +375,6 @@ def make_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool
     With ``shuffle=True`` the order changes every epoch; the same ``seed``
     gives the same sequence of orders. ``seed=None`` is random.
     """
-    # Batches of NumPy arrays serve every backend (and MixUp/CutMix); they are tooling.
-    from shiftvit_lib.tools.batches import NumpyBatches, check_batch_inputs
-
     x, y = check_batch_inputs(x, y, batch_size)
     if (mixup_alpha or cutmix_alpha) and num_classes is None:
         raise ValueError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
@@ -237,6 +388,68 @@ def make_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool
         # A buffer as big as the data gives a uniform shuffle (CIFAR fits in memory).
         dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
     return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def check_batch_inputs(x: Any, y: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` as arrays, checked to make batches of ``batch_size``; else a ``ValueError``."""
+    x, y = np.asarray(x), np.asarray(y)
+    check_positive_int(batch_size, "batch_size")
+    if len(x) != len(y):
+        raise ValueError(f"x has {len(x)} items but y has {len(y)}")
+    if len(x) == 0:
+        raise ValueError("cannot make a dataset from zero images")
+    return x, y
+
+
+class NumpyBatches(keras.utils.PyDataset):
+    """Backend-neutral batches of NumPy arrays, reshuffled after every epoch.
+
+    What :func:`make_dataset` returns off TensorFlow, and whenever labels are one-hot.
+    Keras calls ``on_epoch_end`` after each epoch; a seeded generator makes the
+    sequence of orders reproducible. With ``num_classes``, labels come one-hot; with
+    a MixUp/CutMix alpha, each batch is mixed by :func:`mix_batch` with a generator
+    seeded by (seed, epoch, batch index), so a batch is the same whatever thread loads it.
+    """
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool, seed: int | None = None,
+                 drop_remainder: bool = False, num_classes: int | None = None, mixup_alpha: float = 0.0,
+                 cutmix_alpha: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.x, self.y = check_batch_inputs(x, y, batch_size)
+        self.batch_size = int(batch_size)
+        if drop_remainder and len(self.x) < self.batch_size:
+            raise ValueError(f"drop_remainder with {len(self.x)} images and batch_size {batch_size} leaves "
+                             "no batch; use a smaller batch_size")
+        self.shuffle, self.drop_remainder, self.num_classes = shuffle, drop_remainder, num_classes
+        self.mixup_alpha, self.cutmix_alpha = float(mixup_alpha), float(cutmix_alpha)
+        self._seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+        self._epoch = 0
+        self._rng = np.random.default_rng(self._seed)
+        self._order = self._rng.permutation(len(self.x)) if shuffle else np.arange(len(self.x))
+
+    def __len__(self) -> int:
+        if self.drop_remainder:
+            return len(self.x) // self.batch_size
+        return math.ceil(len(self.x) / self.batch_size)
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        if not 0 <= index < len(self):
+            raise IndexError(f"batch index {index} out of range for {len(self)} batches")
+        rows = self._order[index * self.batch_size:(index + 1) * self.batch_size]
+        images, labels = self.x[rows], self.y[rows]
+        if self.num_classes is None:
+            return images, labels
+        targets = one_hot(labels, self.num_classes)
+        if self.mixup_alpha or self.cutmix_alpha:
+            rng = np.random.default_rng([self._seed, self._epoch, index])
+            images, targets, _ = mix_batch(images, targets, rng, mixup_alpha=self.mixup_alpha,
+                                           cutmix_alpha=self.cutmix_alpha)
+        return images, targets
+
+    def on_epoch_end(self) -> None:
+        self._epoch += 1
+        if self.shuffle:
+            self._order = self._rng.permutation(len(self.x))
 
 
 def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:

@@ -21,7 +21,6 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.train import read_history_csv  # noqa: F401 - re-exported for plot_history users
 
 DPI = 100
 CORRECT_COLOR = "tab:green"
@@ -115,41 +114,12 @@ def plot_class_counts(splits: DataSplits) -> Figure:
     return fig
 
 
-def plot_confusion_matrix(cm: np.ndarray, class_names: Sequence[str], normalize: bool = True) -> Figure:
-    """Heat map of a confusion matrix (rows: true class, columns: prediction).
-
-    With ``normalize`` each row is divided by its total, so a cell reads "share
-    of this class predicted as that one" and the diagonal is per-class recall.
-    """
-    cm = np.asarray(cm, dtype=np.float64)
-    if cm.ndim != 2 or cm.shape != (len(class_names), len(class_names)):
-        raise ValueError(f"cm must be {len(class_names)}x{len(class_names)}; got {cm.shape}")
-    shown = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1) if normalize else cm
-    fig, axes = _new_figure(5.5, 5)
-    ax = axes[0, 0]
-    image = ax.imshow(shown, cmap="Blues", vmin=0)
-    for (row, col), value in np.ndenumerate(shown):
-        text = f"{value:.2f}" if normalize else f"{int(value)}"
-        dark = value > 0.6 * shown.max()
-        ax.text(col, row, text, ha="center", va="center", fontsize=6,
-                color="white" if dark else "black")
-    ticks = np.arange(len(class_names))
-    ax.set_xticks(ticks, class_names, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(ticks, class_names, fontsize=8)
-    ax.set_xlabel("predicted class")
-    ax.set_ylabel("true class")
-    ax.set_title("Confusion matrix" + (" (row-normalised)" if normalize else ""), fontsize=10)
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
-    return fig
-
-
 def plot_history(history: Any) -> Figure:
     """Loss and accuracy per epoch, training vs validation.
 
     Accepts a ``keras.callbacks.History`` (what ``fit`` returns), its
     ``.history`` dict, or a dict read from a CSVLogger file with
-    :func:`read_history_csv`.
+    :func:`shiftvit_lib.tools.runs.read_history_csv`.
     """
     metrics: Mapping[str, Sequence[float]] = getattr(history, "history", history)
     if not isinstance(metrics, Mapping) or "loss" not in metrics:

@@ -499,11 +499,6 @@ VIT_PRESETS["vit_cpu"] = dict(
 VIT_PRESETS["vit_spt_lsa_cpu"] = dict(VIT_PRESETS["vit_cpu"], use_spt=True, use_lsa=True)
 
 
-def list_vit_presets() -> list[str]:
-    """Names accepted by :func:`vit_preset`, sorted (the keys of :data:`VIT_PRESETS`)."""
-    return sorted(VIT_PRESETS)
-
-
 def vit_preset(name: str, **overrides: Any) -> ViTConfig:
     """Look up a ViT preset by name, optionally overriding fields.
 
@@ -581,5 +576,5 @@ def count_vit_macs(config: ViTConfig) -> dict[str, int]:
 __all__ = [
     "DIAGONAL_DIRECTIONS", "ClassifierHead", "MultiHeadSelfAttention", "PatchTokenizer", "PositionEmbedding",
     "ShiftedPatchTokenizer", "TransformerBlock", "VIT_PRESETS", "ViTConfig", "build_vit", "count_vit_macs",
-    "diagonal_shifts", "extract_patches", "list_vit_presets", "vit_preset",
+    "diagonal_shifts", "extract_patches", "vit_preset",
 ]

@@ -39,8 +39,7 @@ from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.model import build_shiftvit, count_macs
 from shiftvit_lib.tools.devices import describe_machine
-from shiftvit_lib.tools.runs import finished_run, run_spec
-from shiftvit_lib.train import train
+from shiftvit_lib.tools.runs import finished_run, run_spec, train
 from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
