@@ -11,7 +11,7 @@
 #                      (nbval) tests
 #   bash run.sh test-fast  the inner loop: ruff, then the library tests not marked slow (no notebooks,
 #                      no renders, no training runs), in under 2 minutes on a 2-core CPU; sets up
-#                      only when $VENV is missing. Extra arguments go to pytest (e.g. tests/test_data.py)
+#                      only when $VENV is missing. Extra arguments go to pytest (e.g. tests/core/test_data.py)
 #   bash run.sh test-colab  the library tests again, in .venv-colab, with the oldest versions we
 #                      support, chosen to match Colab: TensorFlow 2.19 (.ci/colab-requirements.txt)
 #                      and the Keras that pip resolves under pyproject.toml's floor
@@ -108,7 +108,7 @@ run_fast_tests() {
   echo "==> ruff (lint: library and tests)"
   "$VENV/bin/python" -m ruff check shiftvit_lib tests
   echo "==> the fast tier: library tests not marked slow (the full suite: bash run.sh test)"
-  "$VENV/bin/python" -m pytest -m "not slow" -q -p no:cacheprovider "$@"  # testpaths: tests/
+  "$VENV/bin/python" -m pytest -m "not slow" -q -p no:cacheprovider --durations=15 "$@"  # testpaths: tests/
 }
 
 main_job() {
@@ -128,7 +128,7 @@ run_tests() {
   export SHIFTVIT_REQUIRE_BROWSER=1  # the website's browser test fails, not skips, without Chromium
   echo "==> ruff (lint: library, tests, scripts, lessons)"
   "$VENV/bin/python" -m ruff check --exclude "$VENV" .
-  "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider "$@"
+  "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider --durations=15 "$@"
 }
 
 case "${1:-}" in

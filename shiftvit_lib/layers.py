@@ -86,7 +86,7 @@ class ImagePreprocessing(layers.Layer):
             # Keras marks RandomRotation and RandomShear (inside RandAugment) as not
             # XLA-safe because of TensorFlow's image-transform kernel, which makes
             # jit_compile="auto" turn XLA off for the whole model. On JAX the same
-            # transforms are plain jax.numpy and compile; tests/test_layers.py trains
+            # transforms are plain jax.numpy and compile; tests/core/test_layers.py trains
             # such a model under jit to keep this claim checked.
             for sublayer in self.rand_augment._flatten_layers(include_self=True):
                 sublayer.supports_jit = True
