@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from numbers import Integral
 from typing import TYPE_CHECKING, Any, Literal
+
+from shiftvit_lib.data import is_positive_int
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -132,7 +133,7 @@ class TrainingRecipe(InputPipeline):
     def recipe_problems(self) -> list[str]:
         """What in the training fields cannot work, one sentence each."""
         problems = []
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, Integral) or self.batch_size < 1:
+        if not is_positive_int(self.batch_size):
             problems.append(f"batch_size must be a positive integer, got {self.batch_size!r}")
         if not 0.0 <= self.label_smoothing < 1.0:
             problems.append(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")

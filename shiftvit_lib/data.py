@@ -194,9 +194,14 @@ def load_cifar10(
     )
 
 
+def is_positive_int(value: Any) -> bool:
+    """True for an int (Python or NumPy, not a bool) of at least 1: a count, a size, a batch."""
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1
+
+
 def check_positive_int(value: Any, name: str) -> int:
-    """``value`` as an int if it is a positive integer (not a bool); else a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    """``value`` as an int if :func:`is_positive_int`; else a ValueError naming ``name``."""
+    if not is_positive_int(value):
         raise ValueError(f"{name} must be a positive integer; got {value!r}")
     return int(value)
 

@@ -210,19 +210,16 @@ def architecture_shapes(config: Any) -> list[tuple[str, tuple[int, int, int]]]:
     """``(part, (height, width, channels))`` after every part of a ShiftViT, from its config alone.
 
     The parts are the input, the preprocessing crop, the patch projection and every
-    stage (a stage's shape is its *output*, after its patch merging). Sides round up,
-    as the model's ``"same"`` padding does.
+    stage (a stage's shape is its *output*, after its patch merging), from the config's
+    ``stage_resolutions`` and ``stage_dims``.
     """
     side, channels = config.input_shape[0], config.input_shape[-1]
-    shapes = [("images", (side, side, channels)),
-              ("preprocessing", (config.image_size, config.image_size, channels))]
-    side, channels = -(-config.image_size // config.patch_size), config.projected_dim
-    shapes.append(("patch_projection", (side, side, channels)))
-    for index in range(len(config.depths)):
-        if index < len(config.depths) - 1:
-            side, channels = -(-side // 2), 2 * channels
-        shapes.append((f"stage_{index + 1}", (side, side, channels)))
-    return shapes
+    sides, dims = config.stage_resolutions, config.stage_dims
+    # A stage's output is the next stage's input (after its patch merging); the last keeps its size.
+    outputs = list(zip(sides[1:] + sides[-1:], dims[1:] + dims[-1:]))
+    return [("images", (side, side, channels)), ("preprocessing", (config.image_size, config.image_size, channels)),
+            ("patch_projection", (sides[0], sides[0], dims[0])),
+            *[(f"stage_{i + 1}", (s, s, d)) for i, (s, d) in enumerate(outputs)]]
 
 
 def plot_architecture(config: Any) -> Figure:
