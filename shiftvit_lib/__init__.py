@@ -119,29 +119,9 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "PRESETS",
-    "ShiftViTConfig",
-    "list_presets",
-    "preset",
-    "CIFAR10_CLASSES",
-    "DataSplits",
-    "make_dataset",
-    "MLP",
-    "DropPath",
-    "ImagePreprocessing",
-    "PatchMerging",
-    "ShiftViTBlock",
-    "ShiftViTStage",
-    "drop_path_rates",
-    "build_shiftvit",
-    "count_macs",
-    "WarmUpCosine",
-    "keras_io_shift",
-    "shift_channels",
-    "evaluate",
-    "ViTConfig",
-    "build_vit",
-    "vit_preset",
-    *_TOOLING,
+__all__ = [  # the core names imported above, then the tooling names
+    "PRESETS", "ShiftViTConfig", "list_presets", "preset", "CIFAR10_CLASSES", "DataSplits", "make_dataset",
+    "MLP", "DropPath", "ImagePreprocessing", "PatchMerging", "ShiftViTBlock", "ShiftViTStage", "drop_path_rates",
+    "build_shiftvit", "count_macs", "WarmUpCosine", "keras_io_shift", "shift_channels", "evaluate", "ViTConfig",
+    "build_vit", "vit_preset", *_TOOLING,
 ]

@@ -355,8 +355,3 @@ def preset(name: str, **overrides: Any) -> ShiftViTConfig:
     """Look up a ShiftViT preset by name, optionally overriding fields (see :meth:`~TrainingRecipe.from_preset`)."""
     return ShiftViTConfig.from_preset(PRESETS, name, **overrides)
 
-
-__all__ = [
-    "InputPipeline", "TrainingRecipe", "PIPELINE_FIELDS", "RECIPE_FIELDS", "ShiftViTConfig", "PRESETS",
-    "preset", "list_presets",
-]

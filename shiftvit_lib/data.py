@@ -34,6 +34,7 @@ CIFAR10_CLASSES: tuple[str, ...] = (
     "dog", "frog", "horse", "ship", "truck",
 )
 DEFAULT_SEED = 42
+SPLITS = ("train", "val", "test")
 NAMED_SOURCES = ("auto", "keras", "sample")
 SAMPLE_ARCHIVE = Path(__file__).resolve().parent / "assets" / "cifar10_sample.zip"
 KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
@@ -66,34 +67,28 @@ class DataSplits:
     source: str
 
     def __post_init__(self) -> None:
-        for split in ("train", "val", "test"):
+        for split in SPLITS:
             x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
             _check_images_and_labels(x, y, len(self.class_names), where=f"{split} split")
 
     def split_sizes(self) -> dict[str, int]:
         """Number of images per split, e.g. ``{"train": 40000, ...}``."""
-        return {"train": len(self.y_train), "val": len(self.y_val), "test": len(self.y_test)}
+        return {split: len(getattr(self, f"y_{split}")) for split in SPLITS}
 
     def class_counts(self) -> dict[str, np.ndarray]:
         """Images per class for each split (arrays of length ``len(class_names)``)."""
-        n = len(self.class_names)
-        return {
-            "train": np.bincount(self.y_train, minlength=n),
-            "val": np.bincount(self.y_val, minlength=n),
-            "test": np.bincount(self.y_test, minlength=n),
-        }
+        return {split: np.bincount(getattr(self, f"y_{split}"), minlength=len(self.class_names)) for split in SPLITS}
 
     def summary(self) -> str:
         """A few lines: the source, then the size of each split."""
         lines = [self.source]
-        counts = self.class_counts()
-        for split, size in self.split_sizes().items():
-            lines.append(f"  {split + ':':6} {size:>6,} images ({_describe_counts(counts[split])})")
+        for split, counts in self.class_counts().items():
+            per_class = f"{counts[0]:,}" if len(counts) and counts.min() == counts.max() else \
+                f"{counts.min():,} to {counts.max():,}"
+            lines.append(f"  {split + ':':6} {counts.sum():>6,} images ({per_class} per class)")
         height, width, channels = self.x_train.shape[1:]
-        lines.append(
-            f"  images: {height}x{width}x{channels} {self.x_train.dtype}, "
-            f"labels: {len(self.class_names)} classes ({', '.join(self.class_names)})"
-        )
+        lines.append(f"  images: {height}x{width}x{channels} {self.x_train.dtype}, "
+                     f"labels: {len(self.class_names)} classes ({', '.join(self.class_names)})")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -104,29 +99,19 @@ class DataSplits:
         return f"DataSplits({sizes}, source={self.source!r})"
 
 
-def _describe_counts(counts: np.ndarray) -> str:
-    if len(counts) and counts.min() == counts.max():
-        return f"{counts[0]:,} per class"
-    return f"{counts.min():,} to {counts.max():,} per class"
-
-
 def _check_images_and_labels(x: np.ndarray, y: np.ndarray, num_classes: int, where: str) -> None:
     """Raise ValueError unless x is (N, H, W, 3) uint8 and y is (N,) ints in range."""
+    def described(array: Any) -> str:
+        return f"{type(array).__name__} {getattr(array, 'dtype', '')} {getattr(array, 'shape', '')}"
+
     if not isinstance(x, np.ndarray) or x.ndim != 4 or x.shape[-1] != 3 or x.dtype != np.uint8:
-        raise ValueError(
-            f"{where}: images must be a uint8 array of shape (N, height, width, 3); got "
-            f"{type(x).__name__} {getattr(x, 'dtype', '')} {getattr(x, 'shape', '')}"
-        )
+        raise ValueError(f"{where}: images must be a uint8 array of shape (N, height, width, 3); got {described(x)}")
     if not isinstance(y, np.ndarray) or y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(
-            f"{where}: labels must be a 1-D integer array; got "
-            f"{type(y).__name__} {getattr(y, 'dtype', '')} {getattr(y, 'shape', '')}"
-        )
+        raise ValueError(f"{where}: labels must be a 1-D integer array; got {described(y)}")
     if len(x) != len(y):
         raise ValueError(f"{where}: {len(x)} images but {len(y)} labels")
     if len(y) and (y.min() < 0 or y.max() >= num_classes):
-        raise ValueError(f"{where}: labels must lie in [0, {num_classes - 1}]; "
-                         f"found {y.min()}..{y.max()}")
+        raise ValueError(f"{where}: labels must lie in [0, {num_classes - 1}]; found {y.min()}..{y.max()}")
 
 
 @dataclasses.dataclass
@@ -356,29 +341,17 @@ def stratified_split_indices(
     return train, val
 
 
-
 # --------------------------------------------------------------------------- input pipeline
 def make_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool, seed: int | None = None,
                  drop_remainder: bool = False, num_classes: int | None = None, mixup_alpha: float = 0.0,
                  cutmix_alpha: float = 0.0) -> Any:
     """Batches of (images, labels) for ``model.fit`` / ``model.evaluate``.
 
-    On the TensorFlow backend this is a ``tf.data.Dataset`` (shuffle with
-    ``seed``, batch, prefetch). On JAX or PyTorch it is a
-    :class:`NumpyBatches` (a ``keras.utils.PyDataset`` yielding NumPy batches),
-    so no TensorFlow is needed there.
-
-    Images are NOT converted to float: the model rescales (and augments)
-    inside, so the saved model takes raw [0, 255] pixels at inference time,
-    and uint8 batches use a quarter of the memory of float32 ones.
-
-    With ``num_classes`` the labels come as one-hot float vectors, and
-    ``mixup_alpha`` / ``cutmix_alpha`` > 0 mix each batch with
-    :func:`mix_batch` (images become float32). Both need the labels, so they run
-    here rather than in the model; these batches are always a :class:`NumpyBatches`.
-
-    With ``shuffle=True`` the order changes every epoch; the same ``seed``
-    gives the same sequence of orders. ``seed=None`` is random.
+    A ``tf.data.Dataset`` on TensorFlow; on JAX or PyTorch, and whenever ``num_classes``
+    asks for one-hot labels (which ``mixup_alpha`` / ``cutmix_alpha`` > 0 then mix with
+    :func:`mix_batch`), a :class:`NumpyBatches`. Images stay uint8 [0, 255] pixels (a
+    quarter of float32's memory): the model rescales and augments inside, so a saved
+    model takes raw pixels. ``shuffle`` reorders every epoch, the same ``seed`` the same way.
     """
     x, y = check_batch_inputs(x, y, batch_size)
     if (mixup_alpha or cutmix_alpha) and num_classes is None:
@@ -469,23 +442,18 @@ def mix_batch(images: np.ndarray, targets: np.ndarray, rng: np.random.Generator,
               cutmix_alpha: float = 0.0) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """MixUp or CutMix one batch of images (N, H, W, C) and one-hot ``targets``.
 
-    Every image is paired with another image of the batch (a random permutation).
-    MixUp (Zhang et al. 2018) blends the pair with weight ``lam ~ Beta(a, a)``;
-    CutMix (Yun et al. 2019) pastes a box of the partner covering about ``1 - lam``
-    of the image, and ``lam`` is corrected to the box's exact area after clipping
-    at the border. In both, the target is ``lam * own + (1 - lam) * partner``.
-    With both alphas > 0, a fair coin picks one per batch. One ``lam`` per batch.
-
-    Returns the mixed images (float32), the mixed targets and a record of what was
-    done (``{"kind", "lam", "partner", "box"}``) for tests and lessons.
+    Every image is paired with another of the batch (a random permutation). MixUp
+    (Zhang et al. 2018) blends the pair with one weight ``lam ~ Beta(a, a)``; CutMix (Yun
+    et al. 2019) pastes a box of the partner covering about ``1 - lam`` of the image,
+    ``lam`` then being the box's exact share after clipping. Either way the target is
+    ``lam * own + (1 - lam) * partner``; with both alphas > 0 a fair coin picks one.
+    Returns the mixed images and targets (float32) and ``{"kind", "lam", "partner", "box"}``.
     """
     images = np.asarray(images, dtype="float32")
     targets = np.asarray(targets, dtype="float32")
     if images.ndim != 4 or targets.ndim != 2 or len(images) != len(targets):
-        raise ValueError(
-            f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
-            f"got {images.shape} and {targets.shape}"
-        )
+        raise ValueError(f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
+                         f"got {images.shape} and {targets.shape}")
     if mixup_alpha <= 0 and cutmix_alpha <= 0:
         return images, targets, {"kind": "none", "lam": 1.0, "partner": np.arange(len(images)), "box": None}
     use_cutmix = cutmix_alpha > 0 and (mixup_alpha <= 0 or rng.random() < 0.5)

@@ -378,8 +378,3 @@ def drop_path_rates(
         return [[round(r, 10) for r in np.linspace(0.0, max_rate, depth).tolist()] for depth in depths]
     raise ValueError(f"Unknown drop-path schedule {schedule!r}; use 'network' or 'per_stage'.")
 
-
-__all__ = [
-    "ImagePreprocessing", "MLP", "DropPath", "ShiftViTBlock", "PatchMerging", "ShiftViTStage",
-    "drop_path_rates", "make_norm",
-]

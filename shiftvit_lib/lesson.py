@@ -166,14 +166,3 @@ def show_animation(name: str, width: int | None = None) -> Any:
     alt = f"Animation: {name.replace('_', ' ')}"
     return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}"{size}>')
 
-
-__all__ = [
-    "LessonSettings",
-    "choose_mode",
-    "setup_lesson",
-    "environment_report",
-    "animation_path",
-    "show_animation",
-    "numbered_feature_map",
-    "format_channels",
-]

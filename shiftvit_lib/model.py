@@ -123,5 +123,3 @@ def stage_table(model: keras.Model) -> list[dict[str, Any]]:
         )
     return rows
 
-
-__all__ = ["build_shiftvit", "initialise_like_spach", "count_macs", "stage_table"]

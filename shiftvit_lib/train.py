@@ -93,5 +93,3 @@ def logits_metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
         "images": int(len(labels)),
     }
 
-
-__all__ = ["training_datasets", "default_builder", "compile_for_training", "evaluate", "logits_metrics"]

@@ -573,6 +573,7 @@ def count_vit_macs(config: ViTConfig) -> dict[str, int]:
     return macs
 
 
+
 __all__ = [
     "DIAGONAL_DIRECTIONS", "ClassifierHead", "MultiHeadSelfAttention", "PatchTokenizer", "PositionEmbedding",
     "ShiftedPatchTokenizer", "TransformerBlock", "VIT_PRESETS", "ViTConfig", "build_vit", "count_vit_macs",

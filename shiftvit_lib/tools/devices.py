@@ -163,13 +163,3 @@ def replica_count(strategy: Any) -> int:
         return int(strategy.num_replicas_in_sync)
     return int(strategy.device_mesh.devices.size)  # keras.distribution.DataParallel
 
-
-__all__ = [
-    "accelerator_platform",
-    "describe_machine",
-    "distribution_scope",
-    "has_accelerator",
-    "precision_policy",
-    "recommended_mixed_precision",
-    "replica_count",
-]

@@ -12,8 +12,8 @@ module makes that checkable rather than a promise:
   (:func:`~shiftvit_lib.vit.count_vit_macs`).
 * :func:`run_comparison` -- train every config with :func:`~shiftvit_lib.train.train`
   (same data, epochs and seed) and return one row of numbers per model.
-* :func:`format_table`, :func:`plot_comparison`, :func:`comparison_record` -- a text
-  table (no pandas needed), a bar chart, and the JSON record kept in ``results/``.
+* :func:`format_table`, :func:`comparison_record` -- a text table (no pandas needed)
+  and the JSON record kept in ``results/``.
 
 Example::
 
@@ -31,9 +31,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
 
 from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig
 from shiftvit_lib.data import DataSplits
@@ -276,53 +273,6 @@ def format_table(
     return "\n".join([line(cells[0]), rule] + [line(c) for c in cells[1:]])
 
 
-def plot_comparison(
-    rows: Sequence[Mapping[str, Any]],
-    metrics: Sequence[tuple[str, str]] = (
-        ("parameters", "parameters"),
-        ("macs", "MACs per image"),
-        ("train_images_per_second", "training images/s"),
-        ("test_top1", "test top-1"),
-    ),
-    title: str | None = None,
-) -> Figure:
-    """One horizontal bar chart per metric, models on the y axis (same order as ``rows``).
-
-    Accuracy-like metrics (keys containing ``top``) are drawn in percent. The figure
-    is closed in pyplot, so display it once (last expression of a cell).
-    """
-    fig, axes = plt.subplots(1, len(metrics), figsize=(10, 0.45 * len(rows) + 1.4), dpi=100, squeeze=False)
-    plt.close(fig)
-    names = [row["name"] for row in rows]
-    positions = list(range(len(rows)))[::-1]  # first row at the top
-    colors = [plt.get_cmap("tab10")(i) for i in range(len(rows))]
-    for axis, (key, label) in zip(axes[0], metrics):
-        percent = "top" in key
-        values = [float(row[key] or 0) * (100 if percent else 1) for row in rows]
-        axis.barh(positions, values, color=colors)
-        axis.set_title(label + (" (%)" if percent else ""), fontsize=9)
-        axis.set_yticks(positions, names if axis is axes[0][0] else [""] * len(rows), fontsize=8)
-        axis.tick_params(axis="x", labelsize=7)
-        largest = max(values) if values else 0
-        for y, value in zip(positions, values):
-            text = f"{value:.1f}" if percent else _short_number(value)
-            axis.text(value + 0.01 * largest, y, text, va="center", fontsize=7)
-        axis.set_xlim(0, largest * 1.35 if largest else 1)
-        axis.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: _short_number(v)))
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def _short_number(value: float) -> str:
-    """1234 -> '1.2k', 21662922 -> '21.7M' (for axis labels)."""
-    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= limit:
-            return f"{value / limit:.1f}{suffix}"
-    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
-
-
 def top1_interval(accuracy: float, images: int, z: float = 1.96) -> tuple[float, float]:
     """Approximate 95 % interval of a top-1 accuracy measured on ``images`` test images.
 
@@ -361,21 +311,3 @@ def comparison_record(
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
-
-__all__ = [
-    "DEFAULT_COLUMNS",
-    "PIPELINE_FIELDS",
-    "RECIPE_FIELDS",
-    "SHARED_FIELDS",
-    "SHIFT_ABLATION",
-    "COMPARISON_SCALES",
-    "comparison_configs",
-    "comparison_record",
-    "equalise",
-    "format_table",
-    "model_costs",
-    "plot_comparison",
-    "run_comparison",
-    "shared_terms",
-    "top1_interval",
-]
