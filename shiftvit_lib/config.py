@@ -120,11 +120,6 @@ class TrainingRecipe(InputPipeline):
                 object.__setattr__(self, field.name, tuple(int(item) for item in value))
         self.validate()
 
-    @property
-    def one_hot_targets(self) -> bool:
-        """True if training targets are one-hot rows: MixUp/CutMix mix them, label smoothing softens them."""
-        return self.mixes_labels or self.label_smoothing > 0
-
     def validate(self) -> None:
         """Raise ``ValueError`` naming every field that cannot work."""
         problems = (self.pipeline_problems() + self.recipe_problems() + self.choice_problems()
