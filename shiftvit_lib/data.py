@@ -130,35 +130,19 @@ class RawData:
 Reader = Callable[[int | None, np.random.Generator], RawData]
 
 
-def load_cifar10(
-    source: str | Reader = "auto",
-    *,
-    val_fraction: float = 0.2,
-    seed: int = DEFAULT_SEED,
-    limit: int | None = None,
-) -> DataSplits:
-    """Load CIFAR-10 and split it into train / validation / test.
-
-    The validation set is a stratified (class-balanced) ``val_fraction`` of
-    the training images, as in the keras-io ShiftViT example: 40,000 train /
-    10,000 val / 10,000 test with the defaults. The test set keeps all its
-    images; only their order is shuffled (seeded), so ``x_test[:8]`` is not
-    eight airplanes.
+def load_cifar10(source: str | Reader = "auto", *, val_fraction: float = 0.2, seed: int = DEFAULT_SEED,
+                 limit: int | None = None) -> DataSplits:
+    """Load CIFAR-10 and split it into train / validation / test; ``print()`` the result to see both.
 
     Args:
-        source: ``"auto"``, ``"keras"`` or ``"sample"`` (see the module docstring),
-            or a reader ``(limit, rng) -> RawData``. For a path (a class-folder
-            directory or archive) call :func:`shiftvit_lib.tools.data_sources.load_cifar10`,
-            which is also ``shiftvit_lib.load_cifar10``.
-        val_fraction: share of each class's training images moved to the
-            validation split, in [0, 1).
-        seed: seeds the validation split, the order of every split, and the
-            ``limit`` subsampling.
-        limit: keep at most this many images per class in the training pool
-            (before the validation split) and in the test set; for quick runs.
-
-    Returns:
-        A :class:`DataSplits`; ``print(splits)`` shows its source and sizes.
+        source: ``"auto"``, ``"keras"`` or ``"sample"`` (see the module docstring), or a
+            reader ``(limit, rng) -> RawData``. For your own copy (a folder or archive) call
+            ``shiftvit_lib.load_cifar10(path)`` (:mod:`shiftvit_lib.tools.data_sources`).
+        val_fraction: share of each class's training images moved to validation, in [0, 1):
+            a stratified split as in the keras-io example (40,000 / 10,000 / 10,000 by default).
+        seed: seeds the split, the order of every split (the test set is only shuffled, so
+            ``x_test[:8]`` is not eight airplanes) and the ``limit`` subsampling.
+        limit: at most this many images per class in the training pool and in the test set.
     """
     if not 0.0 <= val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in [0, 1); got {val_fraction}")

@@ -74,14 +74,9 @@ class ImagePreprocessing(layers.Layer):
         self.random_erasing = float(random_erasing)
         # Both work on [0, 255] float32 pixels (also under a mixed-precision policy),
         # before the rescale at the end of call().
-        self.rand_augment = (
-            layers.RandAugment(
-                value_range=(0, 255), num_ops=self.rand_augment_ops, factor=self.rand_augment_factor,
-                seed=seed, name="rand_augment", dtype="float32",
-            )
-            if self.rand_augment_ops
-            else None
-        )
+        self.rand_augment = layers.RandAugment(
+            value_range=(0, 255), num_ops=self.rand_augment_ops, factor=self.rand_augment_factor, seed=seed,
+            name="rand_augment", dtype="float32") if self.rand_augment_ops else None
         if self.rand_augment is not None and keras.backend.backend() == "jax":
             # Keras marks RandomRotation and RandomShear (inside RandAugment) as not
             # XLA-safe because of TensorFlow's image-transform kernel, which makes
@@ -92,14 +87,9 @@ class ImagePreprocessing(layers.Layer):
                 sublayer.supports_jit = True
         # Keras samples each image's erasing probability in [0, factor) for a single
         # float; a (p, p) pair makes it exactly p.
-        self.eraser = (
-            layers.RandomErasing(
-                factor=(self.random_erasing, self.random_erasing), value_range=(0, 255), seed=seed,
-                name="random_erasing", dtype="float32",
-            )
-            if self.random_erasing
-            else None
-        )
+        self.eraser = layers.RandomErasing(
+            factor=(self.random_erasing, self.random_erasing), value_range=(0, 255), seed=seed,
+            name="random_erasing", dtype="float32") if self.random_erasing else None
 
     def build(self, input_shape: Sequence[Any]) -> None:
         cropped = (input_shape[0], self.crop_size, self.crop_size, input_shape[-1])
