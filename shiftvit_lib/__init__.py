@@ -27,44 +27,11 @@ first time they are used.
 """
 
 import importlib
-import os
-import sys
 from typing import Any
 
+from shiftvit_lib._startup import import_backend_quietly
 
-def _import_backend_quietly() -> None:
-    """Import TensorFlow without its C++ start-up messages (Jupyter would show them in red).
-
-    TensorFlow's native libraries write lines such as "Could not find cuda drivers"
-    straight to file descriptor 2 while they load; ``TF_CPP_MIN_LOG_LEVEL`` no longer
-    reaches them. So descriptor 2 points at ``/dev/null`` for the import only, and
-    TensorFlow's Python logger shows errors only (it warns, for example, each time a
-    new model traces its predict function). ``SHIFTVIT_SHOW_BACKEND_LOGS=1`` turns this off.
-    """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if (os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow" or "tensorflow" in sys.modules
-            or os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") == "1"):
-        return
-    try:
-        saved = os.dup(2)
-    except OSError:  # no usable descriptor 2 (some embedded interpreters)
-        return
-    sys.stderr.flush()
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        try:
-            import tensorflow
-        except ImportError:
-            return  # keras reports a missing backend itself, with its own message
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-    tensorflow.get_logger().setLevel("ERROR")
-
-
-_import_backend_quietly()
+import_backend_quietly()
 
 # The imports below need the backend loaded (quietly) first.
 from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset  # noqa: E402
