@@ -6,7 +6,7 @@
 1. copies ``run.json`` and ``history.csv`` to ``results/<record>/`` and to
    ``shiftvit_lib/assets/records/<record>/`` (the copy that reaches Colab learners);
 2. writes the best model's weights to ``shiftvit_lib/assets/pretrained/shiftvit_<name>.npz``
-   and prints the sha256 to enter in ``shiftvit_lib.pretrained.PUBLISHED``;
+   and prints the sha256 to enter in ``shiftvit_lib.tools.published.PUBLISHED``;
 3. with ``--data``, evaluates the written weights on the full test split and compares
    them with the record (they must agree within half a point).
 """

@@ -452,6 +452,6 @@ def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
     if rgb.size != CIFAR10_IMAGE_SHAPE[:2]:
         raise ValueError(
             f"{name} is {rgb.width}x{rgb.height} pixels, but CIFAR-10 images are 32x32. "
-            "Resize it (e.g. shiftvit_lib.inference.load_image(path, 32)) or remove it."
+            "Resize it (e.g. shiftvit_lib.tools.inference.load_image(path, 32)) or remove it."
         )
     return np.asarray(rgb, dtype=np.uint8), image_format

@@ -10,7 +10,7 @@ module makes that checkable rather than a promise:
 * :func:`model_costs` -- parameters and multiply-accumulates of a config, for a
   ShiftViT (:func:`~shiftvit_lib.model.count_macs`) or a ViT
   (:func:`~shiftvit_lib.vit.count_vit_macs`).
-* :func:`run_comparison` -- train every config with :func:`~shiftvit_lib.train.train`
+* :func:`run_comparison` -- train every config with :func:`~shiftvit_lib.tools.runs.train`
   (same data, epochs and seed) and return one row of numbers per model.
 * :func:`format_table`, :func:`comparison_record` -- a text table (no pandas needed)
   and the JSON record kept in ``results/``.
@@ -201,7 +201,7 @@ def run_comparison(
 
     The configs must be on equal terms (:func:`shared_terms`, checked first, and
     ``epochs`` must equal their shared ``epochs`` field). Each model trains in
-    ``out_root/<name>`` with :func:`shiftvit_lib.train.train`; its test metrics are
+    ``out_root/<name>`` with :func:`shiftvit_lib.tools.runs.train`; its test metrics are
     those of the checkpoint with the best validation accuracy, as in every run of
     the series.
 
@@ -209,9 +209,9 @@ def run_comparison(
         restart: ``True`` deletes a previous run in ``out_root/<name>`` first (a
             fresh run). ``False`` resumes an interrupted run, and reuses a finished
             one without training when it has the same settings (config, data,
-            epochs, seed: :func:`~shiftvit_lib.train.run_spec`), so a long full-mode
+            epochs, seed: :func:`~shiftvit_lib.tools.runs.run_spec`), so a long full-mode
             comparison survives a re-execution; a folder holding a run with other
-            settings raises :class:`~shiftvit_lib.train.RunFolderError`.
+            settings raises :class:`~shiftvit_lib.tools.runs.RunFolderError`.
         log: called with one line per model (``None`` for silence).
 
     Returns:
