@@ -1,19 +1,11 @@
 """Compare several models on equal terms: same data, pipeline, recipe, epochs and seed (lesson 07).
 
-A comparison is only fair if everything except the architecture is identical. This
-module makes that checkable rather than a promise:
-
-* :func:`shared_terms` -- the input-pipeline and training-recipe fields of a set of
-  configs; raises ``ValueError`` naming every field that differs.
-* :func:`equalise` -- copies of the configs with the given fields set on all of them
-  (then checked with :func:`shared_terms`).
-* :func:`model_costs` -- parameters and multiply-accumulates of a config, for a
-  ShiftViT (:func:`~shiftvit_lib.model.count_macs`) or a ViT
-  (:func:`~shiftvit_lib.vit.count_vit_macs`).
-* :func:`run_comparison` -- train every config with :func:`~shiftvit_lib.tools.runs.train`
-  (same data, epochs and seed) and return one row of numbers per model.
-* :func:`format_table`, :func:`comparison_record` -- a text table (no pandas needed)
-  and the JSON record kept in ``results/``.
+A comparison is only fair if everything except the architecture is identical; this
+module makes that checkable rather than a promise: :func:`shared_terms` names every
+pipeline or recipe field that differs, :func:`equalise` sets fields on all configs,
+:func:`model_costs` counts parameters and MACs, :func:`run_comparison` trains every config
+with :func:`~shiftvit_lib.tools.runs.train` (same data, epochs and seed), and
+:func:`format_table` and :func:`comparison_record` give a text table and the JSON record.
 
 Example::
 
@@ -32,12 +24,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig
+from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, preset
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.model import build_shiftvit, count_macs
 from shiftvit_lib.tools.devices import describe_machine
 from shiftvit_lib.tools.runs import finished_run, run_spec, train
-from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs
+from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs, vit_preset
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
 SHARED_FIELDS = PIPELINE_FIELDS + RECIPE_FIELDS
@@ -140,19 +132,16 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
     ``scale``:
 
     * ``"quick"`` (or ``True``): tiny models on 32-pixel crops, 5 epochs (a CPU smoke test);
-    * ``"cpu"``: models the size of the ``cpu`` preset on 32-pixel crops, trained with
-      the ``cpu`` preset's recipe on a shorter schedule (10 epochs): about an hour for all
-      five on a 2-core CPU with nothing else running (an estimate from measured speeds); its ``shiftvit_official`` is
-      the ``cpu`` preset with 10 epochs and ``num_div=16`` (which the keras-io shift needs);
+    * ``"cpu"``: models the size of the ``cpu`` preset on 32-pixel crops, with its recipe
+      on a shorter schedule (10 epochs): about an hour for all five on a 2-core CPU (an
+      estimate from measured speeds); ``shiftvit_official`` is the ``cpu`` preset with
+      ``num_div=16`` (which the keras-io shift needs);
     * ``"full"`` (or ``False``): the full-size models on the seed recipe's 48-pixel
       crops, 100 epochs (for a GPU).
 
     All five share the input pipeline and the recipe, without early stopping, so
     each trains exactly ``epochs`` epochs.
     """
-    from shiftvit_lib.config import preset
-    from shiftvit_lib.vit import vit_preset
-
     if isinstance(scale, bool):
         scale = "quick" if scale else "full"
     if scale not in COMPARISON_SCALES:
@@ -197,28 +186,14 @@ def run_comparison(
     verbose: int | str = 0,
     log: Callable[[str], None] | None = print,
 ) -> list[dict[str, Any]]:
-    """Train every config on ``data`` for ``epochs`` epochs with ``seed``; one row per model.
+    """Train every config on ``data`` for ``epochs`` epochs with ``seed``; one row per model (:func:`_row`).
 
-    The configs must be on equal terms (:func:`shared_terms`, checked first, and
-    ``epochs`` must equal their shared ``epochs`` field). Each model trains in
-    ``out_root/<name>`` with :func:`shiftvit_lib.tools.runs.train`; its test metrics are
-    those of the checkpoint with the best validation accuracy, as in every run of
-    the series.
-
-    Args:
-        restart: ``True`` deletes a previous run in ``out_root/<name>`` first (a
-            fresh run). ``False`` resumes an interrupted run, and reuses a finished
-            one without training when it has the same settings (config, data,
-            epochs, seed: :func:`~shiftvit_lib.tools.runs.run_spec`), so a long full-mode
-            comparison survives a re-execution; a folder holding a run with other
-            settings raises :class:`~shiftvit_lib.tools.runs.RunFolderError`.
-        log: called with one line per model (``None`` for silence).
-
-    Returns:
-        Rows with ``name``, ``model``, ``parameters``, ``macs``,
-        ``train_images_per_second``, ``test_top1``, ``test_top5``, ``test_images``,
-        ``best_val_top1``, ``epochs_run``, ``train_seconds`` (from the run's record) and
-        ``seconds`` (wall time of this call).
+    The configs must be on equal terms (:func:`shared_terms`) and say ``epochs`` too. Each
+    trains in ``out_root/<name>`` with :func:`~shiftvit_lib.tools.runs.train`; its test
+    metrics are those of its best-validation checkpoint. ``restart=True`` starts every run
+    afresh; ``False`` resumes an interrupted run and reuses a finished one with the same
+    settings (:func:`~shiftvit_lib.tools.runs.run_spec`), so a long comparison survives a
+    re-execution. ``log`` gets one line per model (``None``: silence).
     """
     shared = shared_terms(configs)
     if shared["epochs"] != epochs:

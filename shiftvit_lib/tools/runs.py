@@ -1,4 +1,4 @@
-"""Run records: what a training run writes into its folder, and how a run resumes or is reused.
+"""The resumable training run and its folder: what a run writes, and how it resumes or is reused.
 
 A run folder holds ``run_spec.json`` (what the run *is*, written when it starts),
 ``history.csv`` and ``best.keras`` (written while it trains), ``backup/`` (Keras'
