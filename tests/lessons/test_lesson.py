@@ -112,6 +112,8 @@ LESSONS = sorted(NOTEBOOKS.glob("0[0-7]_*.ipynb"))  # the main path
 ALL_NOTEBOOKS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))  # with the appendix
 MAIN_PATH_WORD_BUDGET = 16_000  # markdown words in lessons 00-07 together
 SWITCH = 'FULL_MODE = False  # @param {type:"boolean"}'
+# Lesson 05 picks a recipe instead: quick, or the full CIFAR-10 with the cpu or seed recipe.
+RECIPE_SWITCH = 'RECIPE = "quick"  # @param ["quick", "cpu", "seed"]'
 BADGE = (
     "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
     "(https://colab.research.google.com/github/shiftvit-tutorial/shiftvit-step-by-step/blob/main/notebooks/{})"
@@ -162,9 +164,11 @@ def test_lesson_opens_with_title_badge_and_time_card(path):
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.stem)
 def test_lesson_switch_is_the_first_code_cell_and_off(path):
     code = ["".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code"]
-    assert SWITCH in code[0].splitlines(), code[0][:200]
+    switch, argument = ((RECIPE_SWITCH, 'full_mode=RECIPE != "quick"') if path.stem == "05_training"
+                        else (SWITCH, "full_mode=FULL_MODE"))
+    assert switch in code[0].splitlines(), code[0][:200]
     calls = [line for cell in code for line in cell.splitlines() if "setup_lesson(" in line and "import" not in line]
-    assert calls and all("full_mode=FULL_MODE" in line for line in calls), calls
+    assert calls and all(argument in line for line in calls), calls
 
 
 def test_runner_rewrites_only_the_row_of_its_mode():

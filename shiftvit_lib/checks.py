@@ -1,0 +1,387 @@
+"""Checks for the pieces the learner writes in lessons 02-05.
+
+Each ``check_*`` function runs a learner's piece on inputs chosen to expose the
+likely mistakes and raises ``AssertionError`` with a one-line hint naming what
+is wrong ("the residual must carry the shifted map"). ``try_yours`` is what a
+lesson's checking cell calls: it checks the learner's version, or, while that
+is still a blank (``NotImplementedError``), says so in one line and checks and
+returns the solution instead, so the lesson runs on.
+
+``tests/test_checks.py`` injects a catalogue of plausible mistakes into every
+piece and asserts that each check fails on every one of them and passes the
+solution. This is a lesson helper: it imports the core; the core never
+imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from shiftvit_lib.layers import PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
+from shiftvit_lib.model import build_shiftvit
+from shiftvit_lib.schedules import WarmUpCosine
+from shiftvit_lib.shift import shift_channels
+
+
+def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
+    """Check ``yours``; while it is a blank, check ``solution`` and return it.
+
+    A wrong version raises the check's ``AssertionError``: "Run all" stops at it.
+    """
+    name = getattr(yours, "__name__", type(yours).__name__)
+    try:
+        check(yours)
+    except NotImplementedError:
+        print(f"{name}: not written yet — using the solution")
+        check(solution)
+        return solution
+    print(f"{name}: yours passes every check")
+    return yours
+
+
+def _numpy(x: Any) -> np.ndarray:
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+def _close(a: Any, b: Any, tol: float = 1e-4) -> bool:
+    a, b = _numpy(a), _numpy(b)
+    return a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol)
+
+
+# The shift (lesson 02) ----------------------------------------------------
+SHIFT_CASES = [  # (shape, num_div, shift_pixel)
+    ((1, 5, 5, 6), 6, 1), ((2, 7, 9, 24), 12, 1), ((2, 6, 10, 50), 8, 2),
+    ((1, 6, 6, 13), 4, 3),
+]
+DIRECTIONS = ["left", "right", "up", "down"]
+
+
+def check_shift(shift: Callable[..., Any]) -> None:
+    """``shift(x, num_div, s)`` must equal ``sv.shift_channels`` exactly."""
+    rng = np.random.default_rng(0)
+    for shape, num_div, s in SHIFT_CASES:
+        x = rng.uniform(1.0, 2.0, size=shape).astype("float32")  # no zeros
+        where = f"(shape {shape}, num_div={num_div}, s={s})"
+        got = _numpy(shift(x, num_div, s))
+        expected = _numpy(shift_channels(x, num_div, s))
+        assert got.shape == x.shape, f"the shift must keep the shape {shape}, got {got.shape} {where}"
+        g = shape[-1] // num_div
+        moved = int((got != x).any(axis=(0, 1, 2)).sum())
+        assert moved <= 4 * g or got[..., 4 * g:].any(), (
+            f"channels from 4g = {4 * g} on must stay as they are, not become zeros {where}")
+        assert moved == 4 * g, (
+            f"the shift must move 4 * (C // num_div) = {4 * g} channels, it moved {moved} {where}")
+        for k, direction in enumerate(DIRECTIONS):
+            part = slice(k * g, (k + 1) * g)
+            if np.array_equal(got[..., part], expected[..., part]):
+                continue
+            for j, other in enumerate(DIRECTIONS):
+                if j != k and np.array_equal(got[..., part], _numpy(shift_channels(
+                        np.concatenate([x[..., part]] * 4, axis=-1), 4, s))[..., j * g:(j + 1) * g]):
+                    raise AssertionError(
+                        f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {other} {where}")
+            assert np.array_equal(got[..., part] != 0, expected[..., part] != 0), (
+                f"moving {direction}, what falls over the border is lost and zeros fill the emptied "
+                f"side, {s} pixel(s) wide {where}")
+            raise AssertionError(f"the {direction} group holds the wrong numbers: check its slices {where}")
+        assert np.array_equal(got[..., 4 * g:], x[..., 4 * g:]), (
+            f"channels from 4g = {4 * g} on must stay as they are {where}")
+
+
+# DropPath (lesson 03) -----------------------------------------------------
+def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
+    """``drop_path_class(rate)`` must drop whole samples, with any random numbers.
+
+    The check is statistical, so a correct layer passes whatever its seed: 400
+    samples at rate 0.25 must be all-or-nothing, about a quarter dropped, the kept
+    ones scaled by 1 / 0.75, and nothing may change at inference.
+    """
+    rng = np.random.default_rng(1)
+    x = rng.uniform(1.0, 2.0, size=(400, 3, 3, 4)).astype("float32")
+    layer = drop_path_class(0.25)
+    assert _close(layer(x, training=False), x, 1e-6), "at inference (training=False) DropPath must return x"
+    assert _close(drop_path_class(0.0)(x, training=True), x, 1e-6), "with rate 0 DropPath must return x"
+    out = _numpy(layer(x, training=True))
+    assert out.shape == x.shape, f"DropPath must keep the shape {x.shape}, got {out.shape}"
+    ratio = out / x
+    per_sample = ratio.reshape(len(x), -1)
+    assert np.allclose(per_sample, per_sample[:, :1], atol=1e-5), (
+        "DropPath must keep or drop a whole sample (one random number per sample)")
+    values = per_sample[:, 0]
+    dropped = np.isclose(values, 0.0, atol=1e-6)
+    assert np.allclose(values[~dropped], 1 / 0.75, rtol=1e-4), (
+        f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {values[~dropped][:1]}")
+    assert 0.15 <= dropped.mean() <= 0.35, (
+        f"at rate 0.25 about a quarter of the samples must be dropped, got {dropped.mean():.0%}")
+
+
+# The block (lesson 03) ----------------------------------------------------
+def _randomise(layer: keras.layers.Layer, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for weight in layer.trainable_weights:
+        weight.assign(rng.normal(0.0, 0.3, size=tuple(weight.shape)).astype("float32"))
+
+
+def check_block(block_class: Callable[..., Any]) -> None:
+    """``block_class(num_div=..., drop_path_rate=...)`` with ``.norm`` and ``.mlp``.
+
+    Its output must be ``s + DropPath(mlp(norm(s)))`` with ``s = shift(x)``, at
+    inference and in training, with drop path at rate 0.5 on 64 samples.
+    """
+    num_div, rng = 6, np.random.default_rng(2)
+    x = rng.normal(size=(64, 5, 5, 24)).astype("float32")
+    block = block_class(num_div=num_div, drop_path_rate=0.5)
+    block(x[:1], training=False)  # build
+    _randomise(block, 3)  # random biases too: an MLP of zeros is not zero
+    s = shift_channels(x, num_div)
+    branch = _numpy(block.mlp(block.norm(s)))
+    expected = _numpy(s) + branch
+    got = _numpy(block(x, training=False))
+    per_sample = (got - _numpy(s)).reshape(len(x), -1)
+    assert not np.all(np.isclose(per_sample, 0.0, atol=1e-5), axis=1).any(), (
+        "at inference (training=False) drop path must drop nothing: pass training=training")
+    if not _close(got, expected):
+        s12 = shift_channels(x, 12)
+        wrong = {  # what a plausible mistake computes -> the hint
+            "the residual must carry the shifted map, not the unshifted x":
+                x + branch,
+            "the block must shift its input first (sv.shift_channels)":
+                x + _numpy(block.mlp(block.norm(x))),
+            "the block must add the branch to the shifted map (the residual connection)":
+                branch,
+            "the MLP must see the normalised shifted map: norm first, then MLP":
+                _numpy(s) + _numpy(block.mlp(s)),
+            "shift with the block's own self.num_div, not a fixed 12":
+                _numpy(s12) + _numpy(block.mlp(block.norm(s12))),
+        }
+        for hint, value in wrong.items():
+            if _close(got, value):
+                raise AssertionError(hint)
+        raise AssertionError("the block must return s + drop_path(mlp(norm(s))) with s = shift(x)")
+    got = _numpy(block(x, training=True))
+    extra = (got - _numpy(s)).reshape(len(x), -1)
+    kept = np.all(np.isclose(extra, 2.0 * branch.reshape(len(x), -1), rtol=1e-3, atol=1e-3), axis=1)
+    dropped = np.all(np.isclose(extra, 0.0, atol=1e-4), axis=1)
+    if np.allclose(got, expected, rtol=1e-4, atol=1e-4):
+        raise AssertionError("in training the block must pass training to its drop path: nothing was dropped")
+    skip_dropped = np.all(np.isclose(got.reshape(len(x), -1), 0.0, atol=1e-4), axis=1)
+    assert not skip_dropped.any(), (
+        "DropPath must wrap the MLP's branch only: the skip connection is never dropped")
+    assert np.all(kept | dropped), (
+        "in training each sample must get s + 0 or s + branch / (1 - rate): drop path goes "
+        "after the MLP, on the branch")
+    assert 12 <= dropped.sum() <= 52, f"at rate 0.5 about half of 64 branches must drop, got {dropped.sum()}"
+
+
+# Patch merging (lesson 03) ------------------------------------------------
+def _weights_by_role(layer: keras.layers.Layer) -> dict[str, Any]:
+    roles = {}
+    for weight in layer.weights:
+        name = weight.path.split("/")[-1]
+        roles.setdefault(name, weight)
+    return roles
+
+
+def check_patch_merging(merging_class: Callable[[], Any]) -> None:
+    """``merging_class()``: norm, then a 2x2 stride-2 convolution without bias,
+    ``C -> 2C`` channels, on odd maps too (7x7 -> 4x4)."""
+    rng = np.random.default_rng(4)
+    for side in (7, 8):
+        x = rng.normal(size=(2, side, side, 8)).astype("float32")
+        mine = merging_class()
+        got = _numpy(mine(x))
+        half = -(-side // 2)
+        assert got.shape[-1] == 16, f"patch merging must double the channels: 8 -> 16, got {got.shape[-1]}"
+        if side % 2 and got.shape[1] == side // 2:
+            raise AssertionError(f"patch merging must pad odd maps: {side}x{side} must become "
+                                 f"{half}x{half}, got {got.shape[1]}x{got.shape[2]} (padding='same')")
+        assert got.shape[1:3] == (half, half), (
+            f"patch merging must halve the map (2x2 kernel, stride 2): {side}x{side} -> {half}x{half}, "
+            f"got {got.shape[1]}x{got.shape[2]}")
+        library = PatchMerging()
+        library(x)
+        _randomise(library, 5)
+        mine_roles, library_roles = _weights_by_role(mine), _weights_by_role(library)
+        assert "bias" not in mine_roles, "the merging convolution must have no bias (use_bias=False)"
+        assert {"gamma", "beta"} <= set(mine_roles), "patch merging must normalise (a LayerNormalization)"
+        assert tuple(mine_roles["gamma"].shape) == (8,), (
+            "the norm goes before the convolution: it normalises the C input channels")
+        kernel = mine_roles.get("kernel")
+        assert kernel is not None and tuple(kernel.shape) == (2, 2, 8, 16), (
+            "the merging convolution must have a 2x2 kernel from C to 2C channels")
+        for role, weight in library_roles.items():
+            mine_roles[role].assign(_numpy(weight))
+        expected, got = _numpy(library(x)), _numpy(mine(x))
+        assert _close(got, expected), (
+            "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution")
+
+
+# The builder (lesson 04) --------------------------------------------------
+def builder_configs() -> list[Any]:
+    """Configs that move every field the builder reads away from its default."""
+    from shiftvit_lib.config import preset
+
+    quick = preset("quick")  # depths (1, 2, 1), 24 channels
+    return [
+        quick.replace(num_div=6, mlp_ratio=3.0, mlp_dropout=0.3, drop_path_rate=0.4,
+                      drop_path_schedule="network", augment=False),
+        quick.replace(shift="keras_io", depths=(2, 1, 2), projected_dim=48,
+                      drop_path_rate=0.3, drop_path_schedule="per_stage"),
+        quick.replace(shift="none", shift_pixel=2, depths=(1, 1)),
+    ]
+
+
+def _layers(model: keras.Model, kind: type) -> list[Any]:
+    return [layer for layer in model._flatten_layers() if isinstance(layer, kind)]
+
+
+def check_builder(build: Callable[[Any], keras.Model]) -> None:
+    """``build(config)`` must read every field: stages, merging, num_div, shift,
+    shift_pixel, MLP ratio and dropout, drop path and augmentation."""
+    probe = np.random.default_rng(6).integers(0, 256, size=(4, 32, 32, 3), dtype="uint8")
+    for config in builder_configs():
+        model, library = build(config), build_shiftvit(config)
+        stages = _layers(model, ShiftViTStage)
+        blocks = [block for stage in stages for block in stage.blocks] or _layers(model, ShiftViTBlock)
+        if blocks:  # built from the library's stages: name the field it ignores
+            assert len(blocks) == sum(config.depths), (
+                f"the model has {len(blocks)} blocks, config.depths {config.depths} asks for "
+                f"{sum(config.depths)}")
+            rates = [rate for stage in drop_path_rates(
+                config.depths, config.drop_path_rate, config.drop_path_schedule) for rate in stage]
+            for field, got, want in [
+                ("num_div", [b.num_div for b in blocks], config.num_div),
+                ("shift", [b.shift for b in blocks], config.shift),
+                ("shift_pixel", [b.shift_pixel for b in blocks], config.shift_pixel),
+                ("mlp_ratio", [b.mlp_ratio for b in blocks], config.mlp_ratio),
+                ("mlp_dropout", [b.mlp_dropout for b in blocks], config.mlp_dropout),
+            ]:
+                assert all(value == want for value in got), (
+                    f"every block must get config.{field} = {want!r}, got {sorted(set(got))}")
+            assert np.allclose([b.drop_path_rate for b in blocks], rates), (
+                f"the blocks' drop-path rates must be sv.drop_path_rates(depths, drop_path_rate, "
+                f"drop_path_schedule) = {np.round(rates, 3).tolist()}")
+        mergings, merges = len(_layers(model, PatchMerging)), len(config.depths) - 1
+        assert mergings == merges, (
+            f"every stage but the last must end in a patch merging: {merges} expected, got {mergings}")
+        assert model.count_params() == library.count_params(), (
+            f"the model has {model.count_params():,} parameters, sv.build_shiftvit "
+            f"{library.count_params():,}")
+        model.set_weights(library.get_weights())
+        assert _close(model(probe, training=False), library(probe, training=False)), (
+            "with the library's weights the logits differ: pass num_div, shift, shift_pixel and "
+            "mlp_ratio from the config to every stage")
+    _check_training_mode(build, builder_configs()[0], probe)
+
+
+def _check_training_mode(build: Callable[[Any], keras.Model], config: Any, probe: np.ndarray) -> None:
+    """Each random part must follow its config field: off means training = inference."""
+    quiet = config.replace(augment=False, mlp_dropout=0.0, drop_path_rate=0.0)
+    for field, value, what in [("augment", True, "augment=True must crop and flip at random in training"),
+                               ("mlp_dropout", 0.5, "mlp_dropout must switch on the MLPs' dropout"),
+                               ("drop_path_rate", 0.5, "drop_path_rate must switch on drop path")]:
+        model = build(quiet.replace(**{field: value}))
+        logits = _numpy(model(probe, training=True)), _numpy(model(probe, training=True))
+        assert not _close(*logits), f"{what}: two training passes gave the same logits"
+    model = build(quiet)
+    assert _close(model(probe, training=True), model(probe, training=False)), (
+        "with augment=False, mlp_dropout=0 and drop_path_rate=0 training must equal inference: "
+        "a random layer ignores its config field")
+
+
+# The schedule (lesson 05) -------------------------------------------------
+SCHEDULE_ARGS = dict(lr_start=1e-4, lr_max=1e-2, warmup_steps=10, total_steps=50)
+
+
+def check_schedule(schedule: Callable[..., float]) -> None:
+    """``schedule(step, lr_start, lr_max, warmup_steps, total_steps)`` must equal
+    ``sv.WarmUpCosine`` at every step from 0 to past the end."""
+    a = SCHEDULE_ARGS
+    steps = np.arange(a["total_steps"] + 6)
+    expected = _numpy(WarmUpCosine(**a)(steps)).astype("float64")
+    got = np.array([float(schedule(int(step), **a)) for step in steps])
+
+    def same(x: Any, y: Any) -> Any:
+        return np.isclose(x, y, rtol=1e-4, atol=1e-8)
+
+    if not same(got, expected).all():
+        assert not same(got[:-1], expected[1:]).all(), "the schedule is one step ahead: step 0 must give lr_start"
+        assert not same(got[1:], expected[:-1]).all(), "the schedule is one step behind: step 1 must move"
+    w, t = a["warmup_steps"], a["total_steps"]
+    assert same(got[0], a["lr_start"]), f"the warm-up must start at lr_start at step 0, got {got[0]:.3g}"
+    assert same(got[w], a["lr_max"]), (
+        f"the warm-up must end at step warmup_steps with lr_max, got {got[w]:.3g} there")
+    assert same(got[:w], expected[:w]).all(), (
+        "during the warm-up the rate must rise in a straight line from lr_start towards lr_max")
+    assert same(got[w:t + 1], expected[w:t + 1]).all(), (
+        "after the warm-up the rate must follow half a cosine from lr_max to 0 at total_steps")
+    assert same(got[t:], 0.0).all(), "after total_steps the rate must stay 0"
+
+
+# One training step (lesson 05) --------------------------------------------
+class DoubledInTraining(keras.layers.Layer):
+    """Doubles its input in training, identity at inference: a deterministic
+    stand-in for a layer such as dropout that behaves differently in training."""
+
+    def call(self, x: Any, training: bool | None = None) -> Any:
+        return x * 2.0 if training else x
+
+
+def _step_model(seed: int = 0) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((6,))
+    x = keras.layers.Dense(8, activation="tanh")(inputs)
+    x = keras.layers.Dense(3)(x)
+    return keras.Model(inputs, DoubledInTraining()(x))
+
+
+def check_train_step(step: Callable[..., float]) -> None:
+    """``step(model, optimizer, loss_fn, images, labels)`` must return the loss of
+    the model in training mode and take one optimizer step along its gradient.
+    Needs the TensorFlow backend (the reference step uses ``GradientTape``)."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(7)
+    images = rng.normal(size=(16, 6)).astype("float32")
+    labels = rng.integers(0, 3, size=16)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model, reference = _step_model(), _step_model()
+    reference.set_weights(model.get_weights())
+    before = [w.copy() for w in model.get_weights()]
+    training_loss = float(loss_fn(labels, model(images, training=True)))
+    inference_loss = float(loss_fn(labels, model(images, training=False)))
+    loss = step(model, keras.optimizers.SGD(0.1), loss_fn, images, labels)
+    with tf.GradientTape() as tape:
+        reference_loss = loss_fn(labels, reference(images, training=True))
+    gradients = tape.gradient(reference_loss, reference.trainable_variables)
+    keras.optimizers.SGD(0.1).apply_gradients(zip(gradients, reference.trainable_variables))
+    if not np.isclose(float(loss), training_loss, rtol=1e-5):
+        assert not np.isclose(float(loss), inference_loss, rtol=1e-5), (
+            "the step must run the model with training=True (the loss is the inference loss)")
+        raise AssertionError(f"the step must return the loss of this batch before the update: "
+                             f"expected {training_loss:.4f}, got {float(loss):.4f}")
+    after, wanted = model.get_weights(), reference.get_weights()
+    moves = [a - b for a, b in zip(after, before)]
+    wanted_moves = [w - b for w, b in zip(wanted, before)]
+    assert any(np.abs(m).max() > 0 for m in moves), (
+        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)")
+    assert all(np.abs(m).max() > 0 for m in moves), (
+        "some weights did not change: take the gradient for every model.trainable_variables")
+    if all(np.allclose(m, -w, atol=1e-6) for m, w in zip(moves, wanted_moves)):
+        raise AssertionError("the weights moved uphill: the optimizer needs the gradients, not their negatives")
+    if all(np.allclose(m, 2 * w, atol=1e-6) for m, w in zip(moves, wanted_moves)):
+        raise AssertionError("the weights moved twice as far: apply the gradients once per step")
+    assert all(np.allclose(a, w, atol=1e-6) for a, w in zip(after, wanted)), (
+        "after one step the weights differ from one optimizer step along the loss's gradient "
+        "(computed in training mode)")
+
+
+__all__ = [
+    "try_yours", "check_shift", "check_drop_path", "check_block", "check_patch_merging",
+    "check_builder", "builder_configs", "check_schedule", "check_train_step", "DoubledInTraining",
+]

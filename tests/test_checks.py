@@ -1,0 +1,460 @@
+"""The lessons' checks (shiftvit_lib/checks.py) fail on every catalogued mistake.
+
+Each piece the learner writes in lessons 02-05 has a catalogue of plausible
+mistakes below. A test injects each one and asserts that the piece's check raises
+AssertionError; the solution (shiftvit_lib/solutions.py) must pass every check,
+also with a DropPath that draws its random numbers differently. The lessons show
+the solutions in collapsed cells; a last test keeps those in step with the module.
+"""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+from keras import layers, ops
+
+import shiftvit_lib as sv
+from shiftvit_lib import checks
+from shiftvit_lib import solutions as sol
+from shiftvit_lib.shift import keras_io_shift
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+# The shift (lesson 02) ----------------------------------------------------
+def _shift_with(moves, g_of=lambda c, n: c // n, rest=True, fill=None):
+    """A numpy shift built from (channel group, output slice, input slice) rules."""
+
+    def shift(x, num_div=12, s=1):
+        x = np.asarray(x)
+        g = g_of(x.shape[-1], num_div)
+        out = np.zeros_like(x) if fill is None else fill(x)
+        for k, (out_index, in_index) in enumerate(moves(s)):
+            part = slice(k * g, (k + 1) * g)
+            out[(*out_index, part)] = x[(*in_index, part)]
+        if rest:
+            out[..., 4 * g:] = x[..., 4 * g:]
+        return out
+
+    return shift
+
+
+A = slice(None)
+
+
+def _official(s):
+    return [((A, A, slice(None, -s)), (A, A, slice(s, None))),
+            ((A, A, slice(s, None)), (A, A, slice(None, -s))),
+            ((A, slice(None, -s), A), (A, slice(s, None), A)),
+            ((A, slice(s, None), A), (A, slice(None, -s), A))]
+
+
+def _swap(i, j):
+    def moves(s):
+        rules = _official(s)
+        rules[i], rules[j] = rules[j], rules[i]
+        return rules
+    return moves
+
+
+def _one_pixel(s):
+    return _official(1)
+
+
+def _off_by_one_slice(s):
+    rules = _official(s)
+    rules[0] = ((A, A, slice(None, -s - 1)), (A, A, slice(s + 1, None)))
+    return rules
+
+
+SHIFT_MISTAKES = {
+    "left and right swapped": _shift_with(_swap(0, 1)),
+    "up and down swapped": _shift_with(_swap(2, 3)),
+    "left and up swapped (rows for columns)": _shift_with(_swap(0, 2)),
+    "left moves two pixels (wrong slice)": _shift_with(_off_by_one_slice),
+    "always one pixel, ignoring s": _shift_with(_one_pixel),
+    "the rest is not copied": _shift_with(_official, rest=False),
+    "C // num_div channels in all, as keras-io's split": _shift_with(_official, g_of=lambda c, n: c // n // 4),
+    "groups of num_div channels (keras-io's split)": _shift_with(_official, g_of=lambda c, n: n),
+    "border filled with a copy (roll without mask)": lambda x, n=12, s=1: _roll(x, n, s),
+    "keras-io crop and pad at the same offsets": lambda x, n=12, s=1: ops.convert_to_numpy(
+        keras_io_shift(np.concatenate([x] * 4, axis=-1), n, s))[..., :x.shape[-1]],
+}
+
+
+def _roll(x, num_div, s):
+    x = np.asarray(x)
+    g = x.shape[-1] // num_div
+    out = x.copy()
+    for k, (shift, axis) in enumerate([(-s, 2), (s, 2), (-s, 1), (s, 1)]):
+        out[..., k * g:(k + 1) * g] = np.roll(x[..., k * g:(k + 1) * g], shift, axis=axis)
+    return out
+
+
+# DropPath (lesson 03) -----------------------------------------------------
+class _DropPathVariant(sol.MyDropPath):
+    def __init__(self, rate=0.0, seed=None, **kwargs):
+        super().__init__(rate, seed, **kwargs)
+
+
+class NoScaling(_DropPathVariant):
+    def call(self, x, training=False):
+        return super().call(x, training) * (1.0 - self.rate if training else 1.0)
+
+
+class PerElement(_DropPathVariant):
+    def call(self, x, training=False):
+        if not training or self.rate == 0.0:
+            return x
+        keep = 1.0 - self.rate
+        u = keras.random.uniform(ops.shape(x), seed=self.seed_generator)
+        return x / keep * ops.floor(keep + u)
+
+
+class AlsoAtInference(_DropPathVariant):
+    def call(self, x, training=False):
+        return super().call(x, training=True)
+
+
+class DropsWithKeepProbability(_DropPathVariant):
+    def call(self, x, training=False):
+        if not training or self.rate == 0.0:
+            return x
+        shape = (ops.shape(x)[0],) + (1,) * (len(x.shape) - 1)
+        u = keras.random.uniform(shape, seed=self.seed_generator)
+        return x / (1.0 - self.rate) * ops.floor(self.rate + u)
+
+
+class OtherRandomNumbers(_DropPathVariant):
+    """Correct, but draws its numbers its own way: it must pass."""
+
+    def call(self, x, training=False):
+        if not training or self.rate == 0.0:
+            return x
+        shape = (ops.shape(x)[0],) + (1,) * (len(x.shape) - 1)
+        u = keras.random.uniform(shape, seed=keras.random.SeedGenerator(99))
+        return ops.where(u >= self.rate, x / (1.0 - self.rate), 0.0)
+
+
+DROP_PATH_MISTAKES = {"kept samples not rescaled": NoScaling, "one random number per element": PerElement,
+                      "drops at inference too": AlsoAtInference, "drops with the keep probability":
+                      DropsWithKeepProbability}
+
+
+# The block (lesson 03) ----------------------------------------------------
+def _block(body):
+    return type(body.__name__, (sol.MyBlock,), {"call": body})
+
+
+def shift_inside_branch(self, x, training=False):
+    branch = self.mlp(self.norm(sv.shift_channels(x, self.num_div)))
+    return x + self.drop_path(branch, training=training)
+
+
+def no_shift(self, x, training=False):
+    return x + self.drop_path(self.mlp(self.norm(x)), training=training)
+
+
+def no_residual(self, x, training=False):
+    x = sv.shift_channels(x, self.num_div)
+    return self.drop_path(self.mlp(self.norm(x)), training=training)
+
+
+def no_norm(self, x, training=False):
+    x = sv.shift_channels(x, self.num_div)
+    return x + self.drop_path(self.mlp(x), training=training)
+
+
+def norm_after_mlp(self, x, training=False):
+    x = sv.shift_channels(x, self.num_div)
+    return x + self.drop_path(self.norm(self.mlp(x)), training=training)
+
+
+def fixed_num_div(self, x, training=False):
+    x = sv.shift_channels(x, 12)
+    return x + self.drop_path(self.mlp(self.norm(x)), training=training)
+
+
+def drop_path_missing(self, x, training=False):
+    x = sv.shift_channels(x, self.num_div)
+    return x + self.mlp(self.norm(x))
+
+
+def drop_path_always_training(self, x, training=False):
+    x = sv.shift_channels(x, self.num_div)
+    return x + self.drop_path(self.mlp(self.norm(x)), training=True)
+
+
+def drop_path_over_everything(self, x, training=False):
+    x = sv.shift_channels(x, self.num_div)
+    return self.drop_path(x + self.mlp(self.norm(x)), training=training)
+
+
+def drop_path_before_mlp(self, x, training=False):
+    x = sv.shift_channels(x, self.num_div)
+    return x + self.mlp(self.drop_path(self.norm(x), training=training))
+
+
+BLOCK_MISTAKES = {f.__name__: _block(f) for f in [
+    shift_inside_branch, no_shift, no_residual, no_norm, norm_after_mlp, fixed_num_div, drop_path_missing,
+    drop_path_always_training, drop_path_over_everything, drop_path_before_mlp]}
+
+
+# Patch merging (lesson 03) ------------------------------------------------
+def _merging(padding="same", norm=True, norm_after=False, bias=False, channels=2, kernel=2, strides=2):
+    class Merging(layers.Layer):
+        def build(self, input_shape):
+            self.norm = layers.LayerNormalization(epsilon=1e-5)
+            self.reduction = layers.Conv2D(channels * input_shape[-1], kernel, strides=strides,
+                                           padding=padding, use_bias=bias)
+
+        def call(self, x):
+            if not norm:
+                return self.reduction(x)
+            return self.norm(self.reduction(x)) if norm_after else self.reduction(self.norm(x))
+
+    return Merging
+
+
+MERGING_MISTAKES = {
+    "padding='valid' (odd maps lose a row)": _merging(padding="valid"),
+    "no norm": _merging(norm=False),
+    "norm after the convolution": _merging(norm_after=True),
+    "convolution with a bias": _merging(bias=True),
+    "channels not doubled": _merging(channels=1),
+    "stride 1 (the map does not shrink)": _merging(strides=1),
+    "3x3 kernel": _merging(kernel=3),
+}
+
+
+# The builder (lesson 04) --------------------------------------------------
+def _builder(stage_options=None, rates=None, merge=None, augment=None):
+    """The solution's builder with one thing done wrong."""
+
+    def build(config):
+        inputs = keras.Input(shape=config.input_shape)
+        x = sv.ImagePreprocessing(resize_to=config.resize_to, crop_size=config.image_size, flip=config.flip,
+                                  augment=config.augment if augment is None else augment)(inputs)
+        x = layers.Conv2D(config.projected_dim, config.patch_size, strides=config.patch_size,
+                          padding="same")(x)
+        all_rates = sv.drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
+        if rates is not None:
+            all_rates = rates(config)
+        options = dict(num_div=config.num_div, shift_pixel=config.shift_pixel, shift=config.shift,
+                       mlp_ratio=config.mlp_ratio, mlp_dropout=config.mlp_dropout)
+        options.update(stage_options or {})
+        for index, stage_rates in enumerate(all_rates):
+            last = index == len(all_rates) - 1
+            x = sv.ShiftViTStage(stage_rates, merge=(not last) if merge is None else merge(last), **options)(x)
+        x = layers.GlobalAveragePooling2D()(x)
+        return keras.Model(inputs, layers.Dense(config.num_classes)(x))
+
+    return build
+
+
+BUILDER_MISTAKES = {
+    "ignores num_div": _builder(stage_options=dict(num_div=12)),
+    "ignores the shift kind": _builder(stage_options=dict(shift="official")),
+    "ignores shift_pixel": _builder(stage_options=dict(shift_pixel=1)),
+    "ignores mlp_ratio": _builder(stage_options=dict(mlp_ratio=2.0)),
+    "ignores mlp_dropout": _builder(stage_options=dict(mlp_dropout=0.0)),
+    "no drop path": _builder(rates=lambda c: [[0.0] * d for d in c.depths]),
+    "drop-path schedule always per stage": _builder(
+        rates=lambda c: sv.drop_path_rates(c.depths, c.drop_path_rate, "per_stage")),
+    "merges after the last stage too": _builder(merge=lambda last: True),
+    "never merges": _builder(merge=lambda last: False),
+    "augmentation always on": _builder(augment=True),
+    "augmentation always off": _builder(augment=False),
+}
+
+
+# The schedule (lesson 05) -------------------------------------------------
+def one_step_ahead(step, lr_start, lr_max, warmup_steps, total_steps):
+    return sol.warmup_cosine(step + 1, lr_start, lr_max, warmup_steps, total_steps)
+
+
+def warm_up_ends_late(step, lr_start, lr_max, warmup_steps, total_steps):
+    return sol.warmup_cosine(step, lr_start, lr_max, warmup_steps + 3, total_steps)
+
+
+def warm_up_from_zero(step, lr_start, lr_max, warmup_steps, total_steps):
+    return sol.warmup_cosine(step, 0.0, lr_max, warmup_steps, total_steps)
+
+
+def cosine_from_step_zero(step, lr_start, lr_max, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return lr_start + (lr_max - lr_start) * step / warmup_steps
+    return 0.5 * lr_max * (1 + math.cos(math.pi * min(step / total_steps, 1.0)))
+
+
+def full_cosine_wave(step, lr_start, lr_max, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return lr_start + (lr_max - lr_start) * step / warmup_steps
+    progress = min((step - warmup_steps) / (total_steps - warmup_steps), 1.0)
+    return 0.5 * lr_max * (1 + math.cos(2 * math.pi * progress))
+
+
+def linear_decay(step, lr_start, lr_max, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return lr_start + (lr_max - lr_start) * step / warmup_steps
+    return lr_max * max(0.0, 1 - (step - warmup_steps) / (total_steps - warmup_steps))
+
+
+def rises_again_after_the_end(step, lr_start, lr_max, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return lr_start + (lr_max - lr_start) * step / warmup_steps
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return 0.5 * lr_max * (1 + math.cos(math.pi * progress))
+
+
+def no_warm_up(step, lr_start, lr_max, warmup_steps, total_steps):
+    return sol.warmup_cosine(step, lr_start, lr_max, 0, total_steps) if step else lr_start
+
+
+SCHEDULE_MISTAKES = {f.__name__: f for f in [
+    one_step_ahead, warm_up_ends_late, warm_up_from_zero, cosine_from_step_zero, full_cosine_wave,
+    linear_decay, rises_again_after_the_end, no_warm_up]}
+
+
+# One training step (lesson 05) --------------------------------------------
+def _step(training=True, apply=True, variables=lambda m: m.trainable_variables, sign=1.0, times=1,
+          loss_after=False):
+    def step(model, optimizer, loss_fn, images, labels):
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            logits = model(images) if training is None else model(images, training=training)
+            loss = loss_fn(labels, logits)
+        chosen = variables(model)
+        gradients = tape.gradient(loss, chosen)
+        for _ in range(times if apply else 0):
+            optimizer.apply_gradients(zip([sign * g for g in gradients], chosen))
+        if loss_after:
+            loss = loss_fn(labels, model(images, training=True))
+        return float(loss)
+
+    return step
+
+
+STEP_MISTAKES = {
+    "training=False": _step(training=False),
+    "no training argument": _step(training=None),
+    "forgets the update": _step(apply=False),
+    "only the first weights": _step(variables=lambda m: m.trainable_variables[:1]),
+    "gradient ascent": _step(sign=-1.0),
+    "updates twice": _step(times=2),
+    "returns the loss after the update": _step(loss_after=True),
+}
+
+
+# The tests ---------------------------------------------------------------
+PIECES = {
+    "shift": (checks.check_shift, sol.my_shift, SHIFT_MISTAKES),
+    "drop_path": (checks.check_drop_path, sol.MyDropPath, DROP_PATH_MISTAKES),
+    "block": (checks.check_block, sol.MyBlock, BLOCK_MISTAKES),
+    "patch_merging": (checks.check_patch_merging, sol.MyPatchMerging, MERGING_MISTAKES),
+    "builder": (checks.check_builder, sol.my_build_shiftvit, BUILDER_MISTAKES),
+    "schedule": (checks.check_schedule, sol.warmup_cosine, SCHEDULE_MISTAKES),
+    "train_step": (checks.check_train_step, sol.train_step, STEP_MISTAKES),
+}
+CASES = [(piece, name) for piece, (_, _, mistakes) in PIECES.items() for name in mistakes]
+
+
+def test_the_catalogue_is_large_enough():
+    assert len(CASES) >= 20
+    assert all(len(mistakes) >= 3 for _, _, mistakes in PIECES.values())
+
+
+@pytest.mark.parametrize("piece", list(PIECES))
+def test_the_solution_passes(piece):
+    check, solution, _ = PIECES[piece]
+    check(solution)
+
+
+def test_a_correct_drop_path_with_other_random_numbers_passes():
+    checks.check_drop_path(OtherRandomNumbers)
+
+
+@pytest.mark.parametrize(("piece", "mistake"), CASES, ids=[f"{p}-{m}" for p, m in CASES])
+def test_every_mistake_is_caught(piece, mistake):
+    check, _, mistakes = PIECES[piece]
+    with pytest.raises(AssertionError) as caught:
+        check(mistakes[mistake])
+    hint = str(caught.value)
+    assert hint and "\n" not in hint  # one line that names what is wrong
+
+
+def test_try_yours_falls_back_to_the_solution_while_blank(capsys):
+    def my_shift(x, num_div=12, s=1):
+        raise NotImplementedError("write my_shift")
+
+    assert checks.try_yours(checks.check_shift, my_shift, sol.my_shift) is sol.my_shift
+    assert capsys.readouterr().out == "my_shift: not written yet — using the solution\n"
+    assert checks.try_yours(checks.check_shift, sol.my_shift, sol.my_shift) is sol.my_shift
+    with pytest.raises(AssertionError, match="must move left"):
+        checks.try_yours(checks.check_shift, SHIFT_MISTAKES["left and right swapped"], sol.my_shift)
+
+
+def _solution_lines():
+    import inspect
+
+    return {line.strip() for line in inspect.getsource(sol).splitlines()}
+
+
+def _solution_blocks(notebook):
+    cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
+    for cell in cells:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and "<summary>Solution of the blank" in text:
+            yield from re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("notebook", ["02_shift_operation.ipynb", "03_shift_block.ipynb",
+                                      "04_shiftvit_model.ipynb", "05_training.ipynb"])
+def test_lessons_show_the_solutions_that_run(notebook):
+    """Every line of a blank's solution shown in a lesson is a line of solutions.py."""
+    import inspect
+
+    module_lines = {line.strip() for line in inspect.getsource(sol).splitlines()}
+    blanks = list(_solution_blocks(notebook))
+    assert blanks, f"{notebook} shows no solution of a blank"
+    for block in blanks:
+        for line in block.strip().splitlines():
+            assert line.strip() in module_lines, f"{notebook}: {line.strip()!r} is not in solutions.py"
+
+
+def test_nbval_markers_are_cell_tags_not_comments():
+    """The learner never sees nbval's markers: they live in the cells' tags."""
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                assert "NBVAL_" not in "".join(cell["source"]), (
+                    f"{path.name}: run scripts/nbval_tags.py to turn '# NBVAL_*' into cell tags")
+
+
+def test_lessons_02_to_05_ship_their_blanks_empty():
+    """At least six blanks, each followed by its solution and a checking cell.
+
+    The shipped lessons are the blank versions, so the nbval run of the lessons
+    (run.sh test) is the run of a notebook whose every blank is left empty.
+    """
+    blanks = 0
+    for name in ["02_shift_operation", "03_shift_block", "04_shiftvit_model", "05_training"]:
+        cells = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())["cells"]
+        for index, cell in enumerate(cells):
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "code" and 'raise NotImplementedError("write' in text.replace("(f\"", "(\""):
+                blanks += 1
+                solution, check = cells[index + 1], cells[index + 2]
+                assert "<summary>Solution of the blank</summary>" in "".join(solution["source"]), name
+                assert "checks.try_yours(checks.check_" in "".join(check["source"]), name
+                given = text[:text.index("raise NotImplementedError")].splitlines()
+                for line in given:  # the code around the blank is the solution's
+                    line = line.strip()
+                    if line and not line.startswith("#"):
+                        assert line in _solution_lines(), f"{name}: {line!r} is not in solutions.py"
+    assert blanks >= 6, blanks
