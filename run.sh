@@ -12,9 +12,10 @@
 #   bash run.sh test-fast  the inner loop: ruff, then the library tests not marked slow (no notebooks,
 #                      no renders, no training runs), in under 2 minutes on a 2-core CPU; sets up
 #                      only when $VENV is missing. Extra arguments go to pytest (e.g. tests/core/test_data.py)
-#   bash run.sh test-colab  the library tests again, in .venv-colab, with the oldest versions we
-#                      support, chosen to match Colab: TensorFlow 2.19 (.ci/colab-requirements.txt)
-#                      and the Keras that pip resolves under pyproject.toml's floor
+#   bash run.sh test-colab  Colab's default runtime in .venv-colab: its preinstalled packages at
+#                      their exact versions (.ci/colab-default-runtime.txt), then this project
+#                      installed as lesson 00 does; fails if that changed a preinstalled package,
+#                      then runs the library tests and every lesson (nbval)
 #   bash run.sh setup  only set up
 #
 # Set-up: Debian's pango/cairo headers for Manim and Chromium for the website's browser test
@@ -28,7 +29,6 @@ cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
 VENV=${SHIFTVIT_VENV:-.venv}
 EXTRAS=dev,anim,jax,site  # the extras installed into $VENV
-REQUIREMENTS=()           # extra pins installed with the project (test-colab)
 WITH_TORCH=1
 
 as_root() {
@@ -74,7 +74,7 @@ setup_python() {
     fi
   fi
   echo "==> installing shiftvit_lib with its $EXTRAS extras into $VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]" ${REQUIREMENTS[@]+"${REQUIREMENTS[@]}"}
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]"
   [ "$WITH_TORCH" = 1 ] || return 0
   # PyTorch, the third Keras backend, only in its CPU build: a plain `pip install torch`
   # would pull several GB of CUDA libraries. Where pip finds no CPU wheel (PyPI has none;
@@ -90,17 +90,44 @@ setup() {
   setup_python
 }
 
+COLAB_PINS=.ci/colab-default-runtime.txt
+# Test tooling Colab does not preinstall; added after the project's install has been checked.
+COLAB_TEST_TOOLS=("nbval>=0.11" "hypothesis>=6.100" "pytest-random-order>=1.1")
+
+setup_colab() {
+  # A fresh, isolated venv (no system packages) with Colab's packages, as a learner's runtime has them.
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+  local pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
+  echo "==> Colab's preinstalled packages into $VENV ($COLAB_PINS)"
+  "${pip[@]}" install -q -r "$COLAB_PINS"
+  "${pip[@]}" freeze --all >"$VENV/freeze-colab.txt"
+  echo "==> installing shiftvit_lib as lesson 00 does on Colab (pip install, no extras, no flags)"
+  "${pip[@]}" install -q .
+  "${pip[@]}" freeze --all >"$VENV/freeze-installed.txt"
+  "$VENV/bin/python" .ci/colab_pins.py check "$VENV/freeze-colab.txt" "$VENV/freeze-installed.txt" \
+    --step "installing shiftvit_lib"
+  echo "    (Colab's packages and the project installed and checked in $SECONDS s since run.sh started)"
+  echo "==> test tooling Colab lacks: ${COLAB_TEST_TOOLS[*]}"
+  "${pip[@]}" install -q -c "$COLAB_PINS" "${COLAB_TEST_TOOLS[@]}"
+  "${pip[@]}" freeze --all >"$VENV/freeze-tools.txt"
+  "$VENV/bin/python" .ci/colab_pins.py check "$VENV/freeze-colab.txt" "$VENV/freeze-tools.txt" \
+    --step "installing the test tooling"
+}
+
 run_colab_tests() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
+  export PYDEVD_DISABLE_FILE_VALIDATION=1  # Colab's debugpy warns on stderr at every kernel start
   echo "==> the tests on Colab's package set, in $VENV:"
   "$VENV/bin/python" - <<'PY'
 import sys
 from importlib.metadata import version as v
-print(f"    Python {sys.version.split()[0]}, TensorFlow {v('tensorflow')}, Keras {v('keras')}, NumPy {v('numpy')}")
+print(f"    Python {sys.version.split()[0]}, TensorFlow {v('tensorflow')}, Keras {v('keras')}, "
+      f"JAX {v('jax')}, NumPy {v('numpy')}, IPython {v('ipython')}")
 PY
-  # Slow tests and the notebooks ran in the first environment; the tests marked `colab`
-  # (lesson 06's SavedModel path, a training run) run here even when slow.
-  "$VENV/bin/python" -m pytest tests -m "not slow or colab" -p no:cacheprovider "$@"
+  # Slow tests ran in the first environment; the tests marked `colab` (lesson 06's SavedModel
+  # path, a training run) run here even when slow, and so does every lesson (nbval).
+  "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -m "not slow or colab" \
+    --random-order -p no:cacheprovider "$@"
 }
 
 run_fast_tests() {
@@ -108,7 +135,7 @@ run_fast_tests() {
   echo "==> ruff (lint: library and tests)"
   "$VENV/bin/python" -m ruff check shiftvit_lib tests
   echo "==> the fast tier: library tests not marked slow (the full suite: bash run.sh test)"
-  "$VENV/bin/python" -m pytest -m "not slow" -q -p no:cacheprovider --durations=15 "$@"  # testpaths: tests/
+  "$VENV/bin/python" -m pytest -m "not slow" -q --random-order -p no:cacheprovider --durations=15 "$@"  # testpaths: tests/
 }
 
 main_job() {
@@ -126,9 +153,14 @@ build_site() {
 run_tests() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
   export SHIFTVIT_REQUIRE_BROWSER=1  # the website's browser test fails, not skips, without Chromium
+  export SHIFTVIT_RENDER_ANIMATION=1  # lesson 02 renders its Manim scene (the anim extra is here)
   echo "==> ruff (lint: library, tests, scripts, lessons)"
   "$VENV/bin/python" -m ruff check --exclude "$VENV" .
-  "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider --durations=15 "$@"
+  # --random-order: tests in a new order each run (the seed is printed in the header; repeat a run
+  # with --random-order-seed=N); each lesson's cells keep their order (tests/conftest.py).
+  # --durations=15: the 15 slowest tests end the report.
+  "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env --random-order \
+    -p no:cacheprovider --durations=15 "$@"
 }
 
 case "${1:-}" in
@@ -144,11 +176,7 @@ case "${1:-}" in
   test-colab)
     shift
     VENV=${SHIFTVIT_VENV:-.venv-colab}
-    SHIFTVIT_ISOLATED=1          # Colab's versions only, none of this machine's own packages
-    EXTRAS=dev                   # no Manim, no JAX, no website (their tests ran in the first environment)
-    REQUIREMENTS=(-r .ci/colab-requirements.txt)
-    WITH_TORCH=0
-    setup_python
+    setup_colab
     run_colab_tests "$@" ;;
   *) echo "usage: bash run.sh {main|site|test|test-fast|test-colab|setup}" >&2; exit 2 ;;
 esac

@@ -55,6 +55,7 @@ CONTROL_DIR = REPO_ROOT / "tests" / "controls"
 SCENES = {
     "ShiftOperation": "shift_operation",
     "ReceptiveField": "receptive_field",
+    "ReceptiveFieldStages": "receptive_field_stages",
 }
 QUALITIES = {"low": "low_quality", "medium": "medium_quality", "high": "high_quality"}
 
@@ -102,7 +103,7 @@ class GifFrameSampler:
     """Collects every ``step``-th frame Manim writes, scaled down, for the GIF.
 
     Wraps the scene's ``file_writer.write_frame`` (Manim calls it once per
-    frame, or once with ``num_frames`` for a still stretch during a wait).
+    frame, or once with ``repeat=n`` for a still stretch during a wait).
     Only the sampled frames are kept, so memory stays small at any quality.
     """
 
@@ -121,15 +122,16 @@ class GifFrameSampler:
         height = round(image.height * self.width / image.width)
         return image.resize((self.width, height), Image.Resampling.LANCZOS)
 
-    def _sample(self, frame_or_renderer, num_frames: int = 1) -> None:
-        self._write_frame(frame_or_renderer, num_frames)  # the MP4 still gets every frame
-        frame = np.asarray(frame_or_renderer)
+    def _sample(self, pixels, *, repeat: int = 1) -> None:
+        num_frames = repeat
+        frame = np.asarray(pixels)  # read before handing over: the writer owns it afterwards
         picks = sum(1 for i in range(self._count, self._count + num_frames) if i % self.step == 0)
         if picks:
             scaled = self._scaled(frame)
             self.frames.extend([scaled] * picks)
         self._count += num_frames
-        self._last = frame
+        self._last = frame.copy()
+        self._write_frame(pixels, repeat=repeat)  # the MP4 still gets every frame
 
     def finish(self) -> list[Image.Image]:
         """The sampled frames, always ending on the scene's final frame."""
@@ -214,12 +216,15 @@ def render_scene(
     quality: str = "low",
     mp4_path: Path | None = None,
     gif_path: Path | None = None,
+    **scene_args,
 ) -> Rendered:
     """Render one scene headless.
 
     With ``mp4_path`` and/or ``gif_path``, every frame is rendered and the
     files are written there.  With neither, Manim skips the in-between frames
     and draws only the last one (much faster), e.g. for the control images.
+    ``scene_args`` go to the scene's constructor, e.g. ``channels=8`` for
+    ``ShiftOperation`` (lesson 02's "render it yourself" section).
     """
     manim = _import_manim()
     scene_class = load_scene(name)
@@ -238,7 +243,7 @@ def render_scene(
             "preview": False,
         }
         with manim.tempconfig(options):
-            scene = scene_class()
+            scene = scene_class(**scene_args)
             sampler = None
             if gif_path is not None:
                 sampler = GifFrameSampler(scene.renderer.file_writer, manim.config.frame_rate)

@@ -59,14 +59,17 @@ except ImportError:  # loaded by file path, e.g. `manim -ql animations/shift_ope
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from animations.common import FONT, Glide
 
-# Size of the toy feature map drawn on screen.
+# The toy feature map of the committed animation; ShiftOperation(size=..., channels=...,
+# num_div=..., shift_pixel=...) draws another (lesson 02's "render it yourself" section).
 HEIGHT, WIDTH, CHANNELS = 5, 5, 6
 NUM_DIV = 6  # g = CHANNELS // NUM_DIV = 1 channel per moving group
 SHIFT_PIXEL = 1
+MAX_SIZE, MAX_CHANNELS = 9, 12  # what still fits on screen with readable numbers
 
-CELL = 0.38  # side of one pixel cell, in Manim units
+CELL = 0.38  # side of one pixel cell, in Manim units, for the default map (smaller maps keep it)
 TIGHT_GAP = 0.14  # gap between channels while they form one tensor
 GROUP_GAP = 0.4  # gap between channel groups once they are split out
+ROW_WIDTH = 13.4  # the default split-out row: 6 channels x 5 cells x CELL + 5 gaps of GROUP_GAP
 
 # One colour per channel group, in the order of the formula.
 GROUP_COLORS = [
@@ -101,14 +104,29 @@ def shift_feat(x: np.ndarray, num_div: int, shift_pixel: int = 1) -> np.ndarray:
     return out
 
 
-def example_feature_map() -> np.ndarray:
-    """Input shown on screen: every channel holds 1..25 in reading order.
+def example_feature_map(size: int = HEIGHT, channels: int = CHANNELS) -> np.ndarray:
+    """Input shown on screen: every channel holds 1..size² (1..25) in reading order.
 
     Unique values inside a channel let the scene locate each cell after the
     shift, and let a viewer check the motion by reading the numbers.
     """
-    plane = np.arange(1, HEIGHT * WIDTH + 1).reshape(HEIGHT, WIDTH)
-    return np.repeat(plane[:, :, None], CHANNELS, axis=2)
+    plane = np.arange(1, size * size + 1).reshape(size, size)
+    return np.repeat(plane[:, :, None], channels, axis=2)
+
+
+def check_parameters(size: int, channels: int, num_div: int, shift_pixel: int) -> None:
+    """Raise a one-line ValueError when the scene cannot show these parameters."""
+    problems = []
+    if not 2 <= size <= MAX_SIZE:
+        problems.append(f"size must be 2..{MAX_SIZE} (got {size})")
+    if not 1 <= channels <= MAX_CHANNELS:
+        problems.append(f"channels must be 1..{MAX_CHANNELS} (got {channels})")
+    if not 1 <= num_div <= channels:
+        problems.append(f"num_div must be 1..channels, so that g = channels // num_div >= 1 (got {num_div})")
+    if not 1 <= shift_pixel < size:
+        problems.append(f"shift_pixel must be 1..size - 1 (got {shift_pixel})")
+    if problems:
+        raise ValueError("ShiftOperation: " + "; ".join(problems))
 
 
 def channel_group(channel: int, num_channels: int = CHANNELS, num_div: int = NUM_DIV) -> int:
@@ -146,17 +164,17 @@ def second_half(t: float) -> float:
     return smooth(max(0.0, 2 * t - 1))
 
 
-def make_cell(value: int, color: ManimColor) -> VGroup:
+def make_cell(value: int, color: ManimColor, max_value: int = HEIGHT * WIDTH, cell: float = CELL) -> VGroup:
     """A filled square with its value written on it; zeros are dark with a yellow 0."""
     if value == 0:
         fill, opacity, text_color = ZERO_FILL, 1.0, YELLOW
     else:
         # Brighter fill for larger values, so the picture shows a gradient
         # whose motion is visible even when the numbers are too small to read.
-        fill = interpolate_color(BLACK, color, 0.35 + 0.6 * value / (HEIGHT * WIDTH))
+        fill = interpolate_color(BLACK, color, 0.35 + 0.6 * value / max_value)
         opacity, text_color = 1.0, WHITE
-    square = Square(side_length=CELL, stroke_width=0, fill_color=fill, fill_opacity=opacity)
-    label = Text(str(value), font=FONT, font_size=14, color=text_color)
+    square = Square(side_length=cell, stroke_width=0, fill_color=fill, fill_opacity=opacity)
+    label = Text(str(value), font=FONT, font_size=14 * cell / CELL, color=text_color)
     label.move_to(square)
     label.set_z_index(3)
     cell = VGroup(square, label)
@@ -172,77 +190,105 @@ class ChannelView(VGroup):
     left the grid and which slots were vacated.
     """
 
-    def __init__(self, plane: np.ndarray, color: ManimColor):
+    def __init__(self, plane: np.ndarray, color: ManimColor, cell: float = CELL):
         super().__init__()
         self.color_ = color
+        self.cell = cell
+        self.max_value = plane.size
         self.slots = VGroup()
         self.cells = {}
         for r in range(plane.shape[0]):
             for c in range(plane.shape[1]):
-                slot = Square(side_length=CELL, stroke_color=GREY_B, stroke_width=1.5)
+                slot = Square(side_length=cell, stroke_color=GREY_B, stroke_width=1.5)
                 slot.move_to(self.slot_center(r, c))
                 slot.set_z_index(2)  # outlines on top of the (moving) fills
                 self.slots.add(slot)
-                cell = make_cell(int(plane[r, c]), color)
-                cell.move_to(slot)
-                self.cells[(r, c)] = cell
-        border = Square(side_length=CELL * plane.shape[0], stroke_color=color, stroke_width=3)
+                square = make_cell(int(plane[r, c]), color, self.max_value, cell)
+                square.move_to(slot)
+                self.cells[(r, c)] = square
+        border = Square(side_length=cell * plane.shape[0], stroke_color=color, stroke_width=3)
         border.set_z_index(2)
         self.border = border
         self.add(*self.cells.values(), self.slots, border)
 
-    @staticmethod
-    def slot_center(r: int, c: int) -> np.ndarray:
+    def slot_center(self, r: int, c: int) -> np.ndarray:
         """Position of slot (r, c) relative to the channel's centre (row 0 on top)."""
-        return np.array([(c - (WIDTH - 1) / 2) * CELL, ((HEIGHT - 1) / 2 - r) * CELL, 0.0])
+        side = round(self.max_value**0.5)
+        return np.array([(c - (side - 1) / 2) * self.cell, ((side - 1) / 2 - r) * self.cell, 0.0])
 
 
-def channel_positions(gap_after: list[float]) -> list[np.ndarray]:
-    """Centres of the channel grids in a row, given the gap after each channel."""
-    side = CELL * WIDTH
-    total = CHANNELS * side + sum(gap_after[:-1])
+def channel_positions(gap_after: list[float], side: float) -> list[np.ndarray]:
+    """Centres of the channel grids (``side`` wide) in a row, given the gap after each channel."""
+    total = len(gap_after) * side + sum(gap_after[:-1])
     x = -total / 2 + side / 2
     positions = []
-    for ch in range(CHANNELS):
+    for ch in range(len(gap_after)):
         positions.append(np.array([x, -0.2, 0.0]))
         x += side + gap_after[ch]
     return positions
 
 
 class ShiftOperation(Scene):
-    """Split the channels into groups, shift four of them one pixel, concatenate."""
+    """Split the channels into groups, shift four of them, concatenate.
+
+    ``size`` (the map is size x size), ``channels``, ``num_div`` and ``shift_pixel`` default
+    to the committed animation's 5, 6, 6 and 1; the cells shrink to fit larger maps.
+    """
+
+    def __init__(
+        self,
+        size: int = HEIGHT,
+        channels: int = CHANNELS,
+        num_div: int = NUM_DIV,
+        shift_pixel: int = SHIFT_PIXEL,
+        **kwargs,
+    ):
+        check_parameters(size, channels, num_div, shift_pixel)
+        self.size, self.channels, self.num_div, self.shift_pixel = size, channels, num_div, shift_pixel
+        row = channels * size * CELL + (channels - 1) * GROUP_GAP
+        self.scale_ = min(1.0, ROW_WIDTH / row)  # 1 for the default map
+        self.cell = CELL * self.scale_
+        super().__init__(**kwargs)
 
     def construct(self):
-        x = example_feature_map()
-        y = shift_feat(x, NUM_DIV, SHIFT_PIXEL)
-        groups = [channel_group(ch) for ch in range(CHANNELS)]
+        size, channels, num_div, p = self.size, self.channels, self.num_div, self.shift_pixel
+        tight_gap, group_gap = TIGHT_GAP * self.scale_, GROUP_GAP * self.scale_
+        x = example_feature_map(size, channels)
+        y = shift_feat(x, num_div, p)
+        groups = [channel_group(ch, channels, num_div) for ch in range(channels)]
 
         title = Text("ShiftViT: the shift operation", font=FONT, font_size=34)
         title.to_edge(UP, buff=0.35)
 
         # Channels side by side form the input tensor (H x W x C, channels last);
         # pulled apart, they form the groups of the formula.
-        tight = channel_positions([TIGHT_GAP] * CHANNELS)
+        side = self.cell * size
+        tight = channel_positions([tight_gap] * channels, side)
         split_gaps = [
-            TIGHT_GAP if ch + 1 < CHANNELS and groups[ch] == groups[ch + 1] else GROUP_GAP
-            for ch in range(CHANNELS)
+            tight_gap if ch + 1 < channels and groups[ch] == groups[ch + 1] else group_gap
+            for ch in range(channels)
         ]
-        split = channel_positions(split_gaps)
+        split = channel_positions(split_gaps, side)
 
         views = []
-        for ch in range(CHANNELS):
-            view = ChannelView(x[:, :, ch], GROUP_COLORS[groups[ch]])
+        for ch in range(channels):
+            view = ChannelView(x[:, :, ch], GROUP_COLORS[groups[ch]], self.cell)
             view.move_to(tight[ch])
             views.append(view)
         tags = [
             Text(f"c{ch}", font=FONT, font_size=18, color=GREY_B).next_to(views[ch], DOWN, buff=0.12)
-            for ch in range(CHANNELS)
+            for ch in range(channels)
         ]
         tensor = VGroup(*views)
         input_brace = Brace(tensor, UP, buff=0.15, color=GREY_B)
-        input_label = Text("input: 5 × 5 × 6", font=FONT, font_size=24).next_to(input_brace, UP, buff=0.1)
+        shape = f"{size} × {size} × {channels}"
+        input_label = Text(f"input: {shape}", font=FONT, font_size=24).next_to(input_brace, UP, buff=0.1)
 
-        caption = self.caption("6 channels of 5 × 5.  num_div = 6, so g = 6 // 6 = 1 channel per group")
+        g = channels // num_div
+        caption = self.caption(
+            f"{channels} channels of {size} × {size}.  num_div = {num_div}, so g = {channels} // {num_div}"
+            f" = {g} channel{'s' if g > 1 else ''} per group"
+        )
         # Start on the full input picture (no fade from black), so a looping GIF
         # restarts cleanly from the final picture to the first one.
         self.add(title, *views, *tags, input_brace, input_label, caption)
@@ -250,12 +296,12 @@ class ShiftOperation(Scene):
 
         # 1. Split into groups and name what each group will do.
         caption = self.swap_caption(caption, "1. Split the channels into groups")
-        moves = [split[ch] - tight[ch] for ch in range(CHANNELS)]
+        moves = [split[ch] - tight[ch] for ch in range(channels)]
         self.play(
             Glide(input_brace, fade="out", remover=True),
             Glide(input_label, fade="out", remover=True),
-            *[Glide(views[ch], moves[ch]) for ch in range(CHANNELS)],
-            *[Glide(tags[ch], moves[ch]) for ch in range(CHANNELS)],
+            *[Glide(views[ch], moves[ch]) for ch in range(channels)],
+            *[Glide(tags[ch], moves[ch]) for ch in range(channels)],
             run_time=1.0,
         )
         labels = self.group_labels(split, groups)
@@ -264,8 +310,11 @@ class ShiftOperation(Scene):
         self.wait(0.6)
 
         # 2. Shift: every cell goes where the formula put its value.
+        moving = len({group for group in groups if group < 4})
         caption = self.swap_caption(
-            caption, "2. Move four groups by 1 pixel: cells that leave the grid are dropped, gaps get 0"
+            caption,
+            f"2. Move {moving} group{'s' if moving > 1 else ''} by {p} pixel{'s' if p > 1 else ''}:"
+            " cells that leave the grid are dropped, gaps get 0",
         )
         self.play_shift(views, x, y, run_time=1.6)
         self.wait(1.2)
@@ -274,15 +323,15 @@ class ShiftOperation(Scene):
         caption = self.swap_caption(
             caption, "3. Concatenate the groups: same shape, 0 parameters, 0 multiply-adds"
         )
-        moves = [tight[ch] - split[ch] for ch in range(CHANNELS)]
+        moves = [tight[ch] - split[ch] for ch in range(channels)]
         self.play(
-            *[Glide(views[ch], moves[ch]) for ch in range(CHANNELS)],
-            *[Glide(tags[ch], moves[ch]) for ch in range(CHANNELS)],
+            *[Glide(views[ch], moves[ch]) for ch in range(channels)],
+            *[Glide(tags[ch], moves[ch]) for ch in range(channels)],
             *[Glide(label, np.mean([moves[ch] for ch in label.channels], axis=0)) for label in labels],
             run_time=1.0,
         )
         output_brace = Brace(VGroup(*views, *tags), DOWN, buff=0.1, color=GREY_B)
-        output_label = Text("output: 5 × 5 × 6", font=FONT, font_size=24).next_to(
+        output_label = Text(f"output: {shape}", font=FONT, font_size=24).next_to(
             output_brace, DOWN, buff=0.1
         )
         self.play(Glide(output_brace, fade="in"), Glide(output_label, fade="in"), run_time=0.5)
@@ -305,16 +354,15 @@ class ShiftOperation(Scene):
         )
         return new
 
-    @staticmethod
-    def group_labels(positions: list[np.ndarray], groups: list[int]) -> VGroup:
+    def group_labels(self, positions: list[np.ndarray], groups: list[int]) -> VGroup:
         """A name and a direction arrow above each group (unchanged: name only)."""
         labels = VGroup()
         for group, name in enumerate(GROUP_NAMES):
-            members = [ch for ch in range(CHANNELS) if groups[ch] == group]
+            members = [ch for ch in range(len(groups)) if groups[ch] == group]
             if not members:
                 continue
             center = np.mean([positions[ch] for ch in members], axis=0)
-            top = center + UP * (CELL * HEIGHT / 2)
+            top = center + UP * (self.cell * self.size / 2)
             text = Text(name, font=FONT, font_size=20, color=GROUP_COLORS[group])
             text.move_to(top + UP * 1.2, aligned_edge=UP)  # align tops: all names have ascenders
             label = VGroup(text)
@@ -347,21 +395,22 @@ class ShiftOperation(Scene):
         animations, dropped = [], []
         for ch, view in enumerate(views):
             moves, (dr, dc) = cell_motion(x[:, :, ch], y[:, :, ch])
-            exit_step = np.array([dc * CELL, -dr * CELL, 0.0])  # screen y points up, rows go down
+            cell_side = view.cell
+            exit_step = np.array([dc * cell_side, -dr * cell_side, 0.0])  # screen y points up, rows go down
             new_cells = {}
             for (r, c), cell in view.cells.items():
                 if (r, c) in moves:
                     r2, c2 = moves[(r, c)]
                     if (r2, c2) != (r, c):
-                        animations.append(Glide(cell, [(c2 - c) * CELL, (r - r2) * CELL, 0.0]))
+                        animations.append(Glide(cell, [(c2 - c) * cell_side, (r - r2) * cell_side, 0.0]))
                     new_cells[(r2, c2)] = cell
                 else:  # pushed past the border: slide out while fading away
                     animations.append(Glide(cell, exit_step, fade="out"))
                     dropped.append((view, cell))
-            for r, c in np.ndindex(HEIGHT, WIDTH):
+            for r, c in np.ndindex(*x.shape[:2]):
                 if (r, c) not in new_cells:
-                    fill = make_cell(int(y[r, c, ch]), view.color_)
-                    fill.move_to(view.border.get_center() + ChannelView.slot_center(r, c))
+                    fill = make_cell(int(y[r, c, ch]), view.color_, view.max_value, cell_side)
+                    fill.move_to(view.border.get_center() + view.slot_center(r, c))
                     view.add(fill)
                     animations.append(Glide(fill, fade="in", rate_func=second_half))
                     new_cells[(r, c)] = fill
@@ -376,7 +425,8 @@ class ShiftOperation(Scene):
     @staticmethod
     def shown_values(views: list[ChannelView]) -> np.ndarray:
         """The (H, W, C) values the channel grids display right now."""
-        shown = np.zeros((HEIGHT, WIDTH, len(views)), dtype=int)
+        side = round(views[0].max_value**0.5)
+        shown = np.zeros((side, side, len(views)), dtype=int)
         for ch, view in enumerate(views):
             for (r, c), cell in view.cells.items():
                 shown[r, c, ch] = cell.value

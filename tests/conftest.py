@@ -19,3 +19,24 @@ import pytest  # noqa: E402
 def _fixed_seed():
     keras.utils.set_random_seed(1234)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _private_array_cache(tmp_path_factory, monkeypatch):
+    """Each test starts with an empty archive cache of its own, never ~/.cache/shiftvit_lib.
+
+    Decoded archives are cached by the archive's sha256. A zip's bytes include its
+    entries' timestamps (2-second resolution), so two tests that write the same files
+    within the same two seconds wrote the same archive; with a shared cache the second
+    test was served the first one's arrays and never read its own archive, and a test
+    that expects an error while reading it passed or failed depending on the clock.
+    """
+    monkeypatch.setenv("SHIFTVIT_CACHE", str(tmp_path_factory.mktemp("shiftvit_cache")))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-random-order shuffles (`--random-order`)
+def pytest_collection_modifyitems(items):
+    """A lesson's cells (nbval) run in their order; only whole lessons and test modules move."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.random_order(disabled=True))

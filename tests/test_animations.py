@@ -7,7 +7,7 @@
   is strict enough to fail when the shift goes the wrong way.
 * The GIF conversion stays under 1 MB, and the committed GIFs/MP4s exist.
 
-Rendering needs manim (``pip install "manim==0.19.1"``); those tests skip
+Rendering needs manim (``pip install "manim==0.22.0"``, the ``anim`` extra); those tests skip
 only when manim is not installed.  Refresh the control images after an
 intended visual change with ``python animations/render.py --write-controls``.
 """
@@ -28,7 +28,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 CONTROLS = REPO / "tests" / "controls"
-SCENES = {"ShiftOperation": "shift_operation", "ReceptiveField": "receptive_field"}
+SCENES = {
+    "ShiftOperation": "shift_operation",
+    "ReceptiveField": "receptive_field",
+    "ReceptiveFieldStages": "receptive_field_stages",
+}
 LOW_QUALITY_SIZE = (480, 854)  # (height, width) of Manim's -ql
 
 # A frame "matches" its control when the pixels agree on average and almost
@@ -50,7 +54,7 @@ def manim_or_skip():
     library) raises, so CI fails loudly instead of silently skipping.
     """
     if importlib.util.find_spec("manim") is None:
-        pytest.skip('manim is not installed: pip install "manim==0.19.1"')
+        pytest.skip('manim is not installed: pip install "manim==0.22.0" (the anim extra)')
     with warnings.catch_warnings():  # pydub (a manim dependency) warns when no ffmpeg binary exists
         warnings.simplefilter("ignore", RuntimeWarning)
         import manim
@@ -117,6 +121,36 @@ def test_receptive_field_is_the_l1_ball_of_radius_k():
     assert (first[distance > BLOCKS] == -1).all()
 
 
+def test_receptive_field_through_the_stages():
+    """The followed token's field: its patch, a diamond of tokens, then the merges widen it."""
+    manim_or_skip()
+    from animations.receptive_field_stages import DEPTHS, PATCH, POINT, reach_through_stages
+
+    first = reach_through_stages()
+    counts = [int(((first >= 0) & (first <= stage)).sum()) for stage in range(len(DEPTHS) + 1)]
+    k = DEPTHS[0]
+    assert counts[0] == PATCH * PATCH  # the patch embedding: the token's own 4x4 pixels
+    assert counts[1] == (2 * k * k + 2 * k + 1) * PATCH * PATCH  # an L1 ball of tokens, in pixels
+    assert counts == sorted(counts) and counts[-1] == 32 * 32  # nested, then the whole image
+    assert first[POINT] == 0
+    # The merge is what widens it: the same 4 blocks all at the first resolution reach less.
+    flat = reach_through_stages(depths=(DEPTHS[0] + DEPTHS[1],))
+    assert int((flat >= 0).sum()) < counts[2] * 0.7
+
+
+def test_shift_scene_checks_its_parameters():
+    manim_or_skip()
+    from animations.shift_operation import ShiftOperation
+
+    for bad, words in [
+        ({"num_div": 7}, "num_div must be 1..channels"),
+        ({"shift_pixel": 5}, "shift_pixel must be 1..size - 1"),
+        ({"size": 12}, "size must be 2..9"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            ShiftOperation(**bad)
+
+
 # ---------------------------------------------------------------- rendering
 
 
@@ -169,6 +203,18 @@ def test_shift_scene_ends_showing_the_formula_output(rendered):
 
     expected = shift_feat(example_feature_map(), NUM_DIV, SHIFT_PIXEL)
     np.testing.assert_array_equal(rendered["ShiftOperation"].scene.shown, expected)
+
+
+@pytest.mark.slow
+def test_shift_scene_with_other_parameters_shows_their_output():
+    """ShiftOperation(size=..., channels=..., num_div=..., shift_pixel=...) draws that shift."""
+    from animations import render
+    from animations.shift_operation import example_feature_map, shift_feat
+
+    other = render.render_scene("ShiftOperation", "low", size=6, channels=8, num_div=4, shift_pixel=2)
+    np.testing.assert_array_equal(other.scene.shown, shift_feat(example_feature_map(6, 8), 4, 2))
+    mean, changed = frame_difference(other.last_frame, load_control("shift_operation"))
+    assert changed > 2 * MAX_CHANGED_FRACTION, (mean, changed)  # a different picture
 
 
 @pytest.mark.slow

@@ -56,9 +56,10 @@ def write_tree(root: Path, files: dict[str, bytes]) -> Path:
 
 
 def write_zip(path: Path, files: dict[str, bytes], prefix: str = "") -> Path:
+    """The same files give the same bytes: entries carry a fixed timestamp, not the clock's."""
     with zipfile.ZipFile(path, "w") as archive:
         for name, content in files.items():
-            archive.writestr(prefix + name, content)
+            archive.writestr(zipfile.ZipInfo(prefix + name, date_time=(2020, 1, 1, 0, 0, 0)), content)
     return path
 
 
@@ -309,7 +310,6 @@ def test_an_image_file_over_the_size_cap_is_refused_by_name(
 def test_a_zip_entry_that_understates_its_size_is_an_error_not_a_big_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHIFTVIT_CACHE", str(tmp_path / "cache"))  # no decoded copy from an earlier test
     path = write_zip(tmp_path / "ok.zip", class_folder_files())
     original = zipfile.ZipFile.infolist
 
@@ -325,7 +325,6 @@ def test_a_zip_entry_that_understates_its_size_is_an_error_not_a_big_read(
 
 
 def test_the_total_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SHIFTVIT_CACHE", str(tmp_path / "cache"))  # no decoded copy from an earlier test
     path = write_zip(tmp_path / "ok.zip", class_folder_files())
     monkeypatch.setattr(data_sources, "MAX_TOTAL_BYTES", 10_000)
     with pytest.raises(ValueError, match=r"add up to more than .*MiB"):

@@ -1,0 +1,135 @@
+"""CI's Colab environment: the pins, the check that installing the project changes none of
+them (.ci/colab_pins.py), and code that still runs on Colab's Python 3.13."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PINS = REPO / ".ci" / "colab-default-runtime.txt"
+
+spec = importlib.util.spec_from_file_location("colab_pins", REPO / ".ci" / "colab_pins.py")
+colab_pins = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(colab_pins)
+
+# Colab's default runtime since 2026-08-25 (googlecolab/backend-info, colabtools#6081).
+COLAB_DEFAULT = {
+    "tensorflow": "2.20.0", "keras": "3.13.2", "jax": "0.7.2", "numpy": "2.1.3",
+    "matplotlib": "3.10.0", "pillow": "11.3.0", "ipython": "7.34.0",
+}
+# Standard-library modules Python 3.13 removed (PEP 594, and lib2to3).
+REMOVED_IN_3_13 = {
+    "aifc", "audioop", "cgi", "cgitb", "chunk", "crypt", "imghdr", "mailcap", "msilib", "nis",
+    "nntplib", "ossaudiodev", "pipes", "sndhdr", "spwd", "sunau", "telnetlib", "uu", "xdrlib", "lib2to3",
+}
+
+
+def freeze(**versions: str) -> dict[str, str]:
+    return colab_pins.parse_freeze("".join(f"{name}=={v}\n" for name, v in versions.items()))
+
+
+def test_an_unchanged_set_passes_and_new_packages_are_allowed():
+    before = freeze(numpy="2.1.3", keras="3.13.2")
+    after = {**before, **freeze(shiftvit_lib="0.1.0", namex="0.1.0")}
+    assert colab_pins.changed_packages(before, after) == []
+
+
+def test_an_upgrade_a_downgrade_and_a_removal_are_each_named():
+    before = freeze(numpy="2.1.3", ipython="7.34.0", keras="3.13.2", pillow="11.3.0")
+    after = freeze(numpy="2.3.0", ipython="7.34.0", keras="3.12.0")
+    assert colab_pins.changed_packages(before, after) == [
+        "keras 3.13.2 -> 3.12.0", "numpy 2.1.3 -> 2.3.0", "pillow 11.3.0 was removed",
+    ]
+
+
+def test_names_are_compared_the_way_pip_spells_them():
+    before = colab_pins.parse_freeze("ML_Dtypes==0.6.0\n# a comment\ntorch @ https://x/torch.whl\n")
+    after = colab_pins.parse_freeze("ml-dtypes==0.6.0\ntorch @ https://x/torch.whl\n")
+    assert colab_pins.changed_packages(before, after) == []
+    assert colab_pins.changed_packages(before, colab_pins.parse_freeze("ml-dtypes==0.5.0\n")) == [
+        "ml-dtypes 0.6.0 -> 0.5.0", "torch https://x/torch.whl was removed",
+    ]
+
+
+def test_the_check_command_fails_naming_the_changed_package(tmp_path, capsys):
+    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
+    before.write_text("numpy==2.1.3\nkeras==3.13.2\n")
+    after.write_text("numpy==2.1.3\nkeras==3.13.2\nshiftvit_lib @ file:///repo\n")
+    assert colab_pins.main(["check", str(before), str(after), "--step", "installing it"]) == 0
+    after.write_text("numpy==2.2.6\nkeras==3.13.2\n")
+    assert colab_pins.main(["check", str(before), str(after), "--step", "installing it"]) == 1
+    assert "installing it changed 1 preinstalled package(s)" in capsys.readouterr().err
+
+
+def test_the_pins_are_colabs_default_runtime_exactly():
+    pins = colab_pins.parse_freeze(PINS.read_text())
+    for name, version in COLAB_DEFAULT.items():
+        assert pins.get(name) == version, f"{PINS.name} pins {name} {pins.get(name)}, Colab has {version}"
+    lines = [line for line in PINS.read_text().splitlines() if line and not line.startswith("#")]
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[^ ]+( +#.*)?", line) for line in lines), "exact pins only"
+    assert "2026-08-25" in PINS.read_text() and "backend-info" in PINS.read_text()
+
+
+def test_every_root_of_the_refresh_is_pinned():
+    pins = colab_pins.parse_freeze(PINS.read_text())
+    for root in colab_pins.ROOTS:
+        assert colab_pins.normalize(root) in pins, f"{root} is a root but not pinned"
+
+
+def test_pyproject_accepts_colabs_versions_so_installing_upgrades_nothing():
+    tomllib = pytest.importorskip("tomllib")
+    requirements = pytest.importorskip("packaging.requirements")
+    pins = colab_pins.parse_freeze(PINS.read_text())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    for text in project["dependencies"]:
+        requirement = requirements.Requirement(text)
+        version = pins[colab_pins.normalize(requirement.name)]
+        assert requirement.specifier.contains(version), f"{text} would replace Colab's {version}"
+
+
+def test_the_declared_python_versions_include_colabs():
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert "Programming Language :: Python :: 3.13" in project["classifiers"]
+    assert project["requires-python"] == ">=3.10"
+
+
+def imported_modules(source: str) -> set[str]:
+    """Top-level names of the modules a piece of Python source imports."""
+    # A notebook's IPython lines (%pip, !apt-get) become `pass`, keeping their indentation.
+    source = "\n".join(
+        line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
+        for line in source.splitlines()
+    )
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def project_sources():
+    for folder in ("shiftvit_lib", "tests", "scripts", "animations", "website", "benchmarks", ".ci"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            yield path, path.read_text()
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        yield path, "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def test_no_code_imports_what_python_3_13_removed():
+    assert imported_modules("import imghdr\nfrom cgi import escape\nimport os.path") == {"imghdr", "cgi", "os"}
+    offenders = [
+        f"{path.relative_to(REPO)}: {', '.join(sorted(imported_modules(source) & REMOVED_IN_3_13))}"
+        for path, source in project_sources()
+        if imported_modules(source) & REMOVED_IN_3_13
+    ]
+    assert not offenders, f"modules removed in Python 3.13 (Colab's Python): {offenders}"

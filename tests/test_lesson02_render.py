@@ -1,0 +1,123 @@
+"""Lesson 02's optional "render it yourself" section (its last cells).
+
+The tests run the very cells the learner sees: the parameter cell, then the scene's source,
+and render the scene's last frame with Manim. Changing one parameter must change the picture;
+rendering twice with the same parameters must not. CI also executes the section under nbval
+with the switch on (SHIFTVIT_RENDER_ANIMATION=1 in `bash run.sh test`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "02_shift_operation.ipynb"
+GIF_PARAMETERS = {"CHANNELS": 6, "NUM_DIV": 6, "SHIFT_PIXEL": 1, "MAP_SIZE": 5}  # the committed GIF's
+
+
+def cell_source(cell_id: str) -> str:
+    cells = {cell.get("id"): cell for cell in json.loads(NOTEBOOK.read_text())["cells"]}
+    assert cell_id in cells, f"lesson 02 has no cell {cell_id!r} (its render section)"
+    return "".join(cells[cell_id]["source"])
+
+
+def run_parameter_cell(environ: dict[str, str]) -> dict:
+    """The parameter cell's variables, run as IPython would (its %pip line becomes Python)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    namespace = {"os": os, "sys": sys}
+    code = TransformerManager().transform_cell(cell_source("render-params"))
+    old = os.environ.copy()
+    try:
+        os.environ.clear()
+        os.environ.update(environ)
+        exec(code, namespace)  # not on Colab: nothing is installed
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return namespace
+
+
+def test_the_section_ships_switched_off_with_other_numbers_than_the_gif():
+    shipped = run_parameter_cell({})
+    assert shipped["RENDER_ANIMATION"] is False, "the lesson must run without Manim as shipped"
+    assert run_parameter_cell({"SHIFTVIT_RENDER_ANIMATION": "1"})["RENDER_ANIMATION"] is True
+    chosen = {name: shipped[name] for name in GIF_PARAMETERS}
+    assert chosen != GIF_PARAMETERS, "CI renders non-default parameters"
+    assert "manim==" in cell_source("render-params") and "libpango1.0-dev" in cell_source("render-params")
+
+
+def test_ci_switches_the_render_on_where_manim_is_installed():
+    run_sh = (REPO / "run.sh").read_text()
+    tests_function = run_sh[run_sh.index("run_tests() {") :]
+    assert "SHIFTVIT_RENDER_ANIMATION=1" in tests_function[: tests_function.index("\n}")]
+    assert "anim" in run_sh[run_sh.index("EXTRAS=") :].split("\n", 1)[0]
+
+
+def manim_or_skip():
+    if importlib.util.find_spec("manim") is None:
+        pytest.skip('manim is not installed: pip install -e ".[anim]"')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # pydub: no ffmpeg binary (not needed)
+        import manim
+    return manim
+
+
+def render_last_frame(**parameters) -> tuple[np.ndarray, object]:
+    """The notebook's scene with some parameters changed: its last frame (RGB) and the scene."""
+    manim = manim_or_skip()
+    from keras import ops
+
+    import shiftvit_lib as sv
+    from shiftvit_lib.lesson import numbered_feature_map
+
+    namespace = run_parameter_cell({})
+    namespace.update(RENDER_ANIMATION=True, np=np, sv=sv, ops=ops, numbered_feature_map=numbered_feature_map)
+    namespace.update(parameters)
+    exec(cell_source("render-scene"), namespace)
+    with tempfile.TemporaryDirectory() as media:
+        options = {"quality": "low_quality", "media_dir": media, "disable_caching": True,
+                   "write_to_movie": False, "save_last_frame": True, "progress_bar": "none",
+                   "verbosity": "WARNING", "preview": False}
+        with manim.tempconfig(options):
+            scene = namespace["ShiftScene"]()
+            scene.render()
+            frame = np.array(scene.renderer.get_frame())[:, :, :3].copy()
+    return frame, scene
+
+
+def changed_fraction(a: np.ndarray, b: np.ndarray) -> float:
+    return float((np.abs(a.astype(int) - b.astype(int)).max(axis=2) > 64).mean())
+
+
+@pytest.mark.slow
+def test_the_scene_ends_on_the_librarys_shift_of_its_parameters():
+    import shiftvit_lib as sv
+    from shiftvit_lib.lesson import numbered_feature_map
+
+    frame, scene = render_last_frame(CHANNELS=4, NUM_DIV=4, SHIFT_PIXEL=1, MAP_SIZE=3)
+    assert frame.shape == (480, 854, 3) and frame.max() > 0
+    expected = np.asarray(sv.shift_channels(numbered_feature_map(4, 3, 3), 4, 1))
+    np.testing.assert_array_equal(scene.shown, expected)
+
+
+@pytest.mark.slow
+def test_changing_one_parameter_changes_the_animation():
+    shipped = {name: run_parameter_cell({})[name] for name in GIF_PARAMETERS}
+    base, _ = render_last_frame()
+    again, _ = render_last_frame()
+    np.testing.assert_array_equal(base, again)  # deterministic: a difference below is the parameter's
+    changes = {"NUM_DIV": shipped["NUM_DIV"] * 2, "SHIFT_PIXEL": 1, "MAP_SIZE": shipped["MAP_SIZE"] - 1}
+    for name, value in changes.items():
+        assert value != shipped[name]
+        changed, _ = render_last_frame(**{name: value})
+        assert changed_fraction(base, changed) > 0.005, f"{name}={value} did not change the picture"
