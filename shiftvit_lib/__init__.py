@@ -17,8 +17,8 @@ lesson             module
 ``shiftvit_lib.tools`` holds the tooling the lessons use without teaching it, built
 on the core: devices and precision, run folders and the resumable ``train``, folder
 and archive data sources, inference and export (lesson 06), experiments (lesson 07),
-the published weights and records. ``lesson`` and ``plots`` help the notebooks and
-``__main__`` is the command line; they sit above both. ``tests/test_import_graph.py``
+the published weights and records. ``lesson``, ``plots``, ``checks`` and ``solutions``
+help the notebooks and ``__main__`` is the command line; they sit above both. ``tests/test_import_graph.py``
 keeps it so.
 
 ``import shiftvit_lib`` loads the core only (no tooling, no matplotlib). The tooling
