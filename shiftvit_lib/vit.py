@@ -155,11 +155,8 @@ class ShiftedPatchTokenizer(layers.Layer):
         return self.projection(self.norm(patches))
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "patch_size": self.patch_size, "projection_dim": self.projection_dim, "shift": self.shift,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return {**super().get_config(), "patch_size": self.patch_size, "projection_dim": self.projection_dim,
+                "shift": self.shift, "layer_norm_epsilon": self.layer_norm_epsilon}
 
 
 @register
@@ -285,11 +282,8 @@ class MultiHeadSelfAttention(layers.Layer):
         return out
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_heads": self.num_heads, "key_dim": self.key_dim, "locality": self.locality,
-            "dropout": self.dropout,
-        }
+        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
+                "locality": self.locality, "dropout": self.dropout}
 
 
 @register
@@ -338,11 +332,9 @@ class TransformerBlock(layers.Layer):
         return x + self.mlp_dropout2(self.mlp_out(h), training=training)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_heads": self.num_heads, "key_dim": self.key_dim, "mlp_ratio": self.mlp_ratio,
-            "dropout": self.dropout, "locality": self.locality, "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
+                "mlp_ratio": self.mlp_ratio, "dropout": self.dropout, "locality": self.locality,
+                "layer_norm_epsilon": self.layer_norm_epsilon}
 
 
 @register
@@ -392,11 +384,9 @@ class ClassifierHead(layers.Layer):
         return self.logits(x)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_classes": self.num_classes, "hidden_units": list(self.hidden_units), "dropout": self.dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return {**super().get_config(), "num_classes": self.num_classes,
+                "hidden_units": list(self.hidden_units), "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon}
 
 
 @dataclass(frozen=True)
