@@ -11,7 +11,7 @@
 #                      (nbval) tests
 #   bash run.sh test-fast  the inner loop: ruff, then the library tests not marked slow (no notebooks,
 #                      no renders, no training runs), in under 2 minutes on a 2-core CPU; sets up
-#                      only when $VENV is missing. Extra arguments go to pytest (e.g. tests/test_data.py)
+#                      only when $VENV is missing. Extra arguments go to pytest (e.g. tests/core/test_data.py)
 #   bash run.sh test-colab  Colab's default runtime in .venv-colab: its preinstalled packages at
 #                      their exact versions (.ci/colab-default-runtime.txt), then this project
 #                      installed as lesson 00 does; fails if that changed a preinstalled package,
@@ -135,7 +135,7 @@ run_fast_tests() {
   echo "==> ruff (lint: library and tests)"
   "$VENV/bin/python" -m ruff check shiftvit_lib tests
   echo "==> the fast tier: library tests not marked slow (the full suite: bash run.sh test)"
-  "$VENV/bin/python" -m pytest -m "not slow" -q --random-order -p no:cacheprovider "$@"  # testpaths: tests/
+  "$VENV/bin/python" -m pytest -m "not slow" -q --random-order -p no:cacheprovider --durations=15 "$@"  # testpaths: tests/
 }
 
 main_job() {
@@ -158,8 +158,9 @@ run_tests() {
   "$VENV/bin/python" -m ruff check --exclude "$VENV" .
   # --random-order: tests in a new order each run (the seed is printed in the header; repeat a run
   # with --random-order-seed=N); each lesson's cells keep their order (tests/conftest.py).
+  # --durations=15: the 15 slowest tests end the report.
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env --random-order \
-    -p no:cacheprovider "$@"
+    -p no:cacheprovider --durations=15 "$@"
 }
 
 case "${1:-}" in

@@ -13,7 +13,7 @@ Output (both reproducible byte for byte from the same input archive):
   class (2,000 + 500) in the same class-folder layout. The JPEG bytes are
   copied verbatim (no re-encoding, so no extra compression loss).
 * ``shiftvit_lib/assets/demo_images/``: six images to try
-  ``shiftvit_lib.inference.predict_folder`` on: three CIFAR-10 test JPEGs at
+  ``shiftvit_lib.tools.inference.predict_folder`` on: three CIFAR-10 test JPEGs at
   their real 32x32 size, one upscaled to 256x256, one grayscale PNG and one
   non-square RGBA PNG with a transparent margin.
 

@@ -1,6 +1,7 @@
 """shiftvit_lib: the helper library of the "ShiftViT, step by step" lessons.
 
-The modules at the top level are what the lessons teach:
+The modules at the top level are the core, what the lessons teach; they import
+nothing from the layers above them:
 
 =================  ======================================================
 lesson             module
@@ -9,17 +10,24 @@ lesson             module
 02 shift           ``shift`` (the shift operation, and the keras-io variant)
 03 blocks          ``layers`` (MLP, DropPath, block, patch merging, stage)
 04 model           ``config`` (recipe and presets) and ``model`` (the builder)
-05 training        ``schedules`` and ``train``
+05 training        ``schedules`` and ``train`` (the recipe and its metrics)
 07 attention       ``vit`` (ViT, Shifted Patch Tokenization, LSA)
 =================  ======================================================
 
-``shiftvit_lib.tools`` holds the tooling the lessons use without teaching it:
-devices and precision, run records, folder and archive data sources, inference and
-export (lesson 06), experiments (lesson 07), the published weights and records;
-``lesson`` and ``plots`` help the notebooks; ``__main__`` is the command line.
+``shiftvit_lib.tools`` holds the tooling the lessons use without teaching it, built
+on the core: devices and precision, run folders and the resumable ``train``, folder
+and archive data sources, inference and export (lesson 06), experiments (lesson 07),
+the published weights and records. ``lesson``, ``plots``, ``checks`` and ``solutions``
+help the notebooks and ``__main__`` is the command line; they sit above both. ``tests/test_import_graph.py``
+keeps it so.
+
+``import shiftvit_lib`` loads the core only (no tooling, no matplotlib). The tooling
+names below (``train``, ``pretrained``, ``load_model``...) load their module the
+first time they are used.
 """
 
-import sys
+import importlib
+from typing import Any
 
 from shiftvit_lib._startup import import_backend_quietly
 
@@ -27,7 +35,7 @@ import_backend_quietly()
 
 # The imports below need the backend loaded (quietly) first.
 from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset  # noqa: E402
-from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, load_cifar10, make_dataset  # noqa: E402
+from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, make_dataset  # noqa: E402
 from shiftvit_lib.layers import (  # noqa: E402
     MLP,
     DropPath,
@@ -40,57 +48,47 @@ from shiftvit_lib.layers import (  # noqa: E402
 from shiftvit_lib.model import build_shiftvit, count_macs  # noqa: E402
 from shiftvit_lib.schedules import WarmUpCosine  # noqa: E402
 from shiftvit_lib.shift import keras_io_shift, shift_channels  # noqa: E402
-from shiftvit_lib.tools import experiments, inference, published  # noqa: E402
-from shiftvit_lib.tools.inference import (  # noqa: E402
-    export_saved_model,
-    load_model,
-    predict_folder,
-    predict_images,
-    save_model,
-)
-from shiftvit_lib.tools.published import list_pretrained, load_record, pretrained, pretrained_info  # noqa: E402
-from shiftvit_lib.train import evaluate, train  # noqa: E402
+from shiftvit_lib.train import evaluate  # noqa: E402
 from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset  # noqa: E402
 
-# These tooling modules were once top-level modules; their old import paths keep working.
-for _module in (experiments, inference, published):
-    sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[-1]}"] = _module
+# Importing the core module `train` bound the name `train` here to that module; the name
+# belongs to the tooling function below (the run a lesson calls), so it is unbound. The
+# module stays importable (`from shiftvit_lib.train import ...`, `importlib.import_module`).
+del train  # noqa: F821
+
+# Tooling names, each loaded from its module on first use (see __getattr__).
+_TOOLING = {
+    "load_cifar10": "shiftvit_lib.tools.data_sources",  # data.load_cifar10, plus folders and archives
+    "train": "shiftvit_lib.tools.runs",
+    "export_saved_model": "shiftvit_lib.tools.inference",
+    "load_model": "shiftvit_lib.tools.inference",
+    "predict_folder": "shiftvit_lib.tools.inference",
+    "predict_images": "shiftvit_lib.tools.inference",
+    "save_model": "shiftvit_lib.tools.inference",
+    "list_pretrained": "shiftvit_lib.tools.published",
+    "load_record": "shiftvit_lib.tools.published",
+    "pretrained": "shiftvit_lib.tools.published",
+    "pretrained_info": "shiftvit_lib.tools.published",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _TOOLING:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_TOOLING[name]), name)
+    globals()[name] = value  # later look-ups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_TOOLING})
+
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "PRESETS",
-    "ShiftViTConfig",
-    "list_presets",
-    "preset",
-    "CIFAR10_CLASSES",
-    "DataSplits",
-    "load_cifar10",
-    "make_dataset",
-    "export_saved_model",
-    "load_model",
-    "predict_folder",
-    "predict_images",
-    "save_model",
-    "MLP",
-    "DropPath",
-    "ImagePreprocessing",
-    "PatchMerging",
-    "ShiftViTBlock",
-    "ShiftViTStage",
-    "drop_path_rates",
-    "build_shiftvit",
-    "count_macs",
-    "list_pretrained",
-    "load_record",
-    "pretrained",
-    "pretrained_info",
-    "WarmUpCosine",
-    "keras_io_shift",
-    "shift_channels",
-    "evaluate",
-    "train",
-    "ViTConfig",
-    "build_vit",
-    "vit_preset",
+__all__ = [  # the core names imported above, then the tooling names
+    "PRESETS", "ShiftViTConfig", "list_presets", "preset", "CIFAR10_CLASSES", "DataSplits", "make_dataset",
+    "MLP", "DropPath", "ImagePreprocessing", "PatchMerging", "ShiftViTBlock", "ShiftViTStage", "drop_path_rates",
+    "build_shiftvit", "count_macs", "WarmUpCosine", "keras_io_shift", "shift_channels", "evaluate", "ViTConfig",
+    "build_vit", "vit_preset", *_TOOLING,
 ]

@@ -131,9 +131,8 @@ def _check_output_file(path: Path) -> None:
 
 def _train(args: argparse.Namespace) -> int:
     from shiftvit_lib.config import preset
-    from shiftvit_lib.data import load_cifar10
-    from shiftvit_lib.tools.runs import check_run_folder
-    from shiftvit_lib.train import train
+    from shiftvit_lib.tools.data_sources import load_cifar10
+    from shiftvit_lib.tools.runs import check_run_folder, train
 
     overrides = {"batch_size": args.batch_size} if args.batch_size else {}
     config = preset(args.preset, **overrides)
@@ -161,8 +160,8 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from shiftvit_lib.data import load_cifar10
     from shiftvit_lib.tools import experiments as ex
+    from shiftvit_lib.tools.data_sources import load_cifar10
     from shiftvit_lib.tools.runs import check_run_folder
 
     out = Path(args.out)
@@ -210,7 +209,7 @@ def _load_classifier(args: argparse.Namespace):  # noqa: ANN202 - keras is impor
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from shiftvit_lib.data import load_cifar10
+    from shiftvit_lib.tools.data_sources import load_cifar10
     from shiftvit_lib.train import evaluate
 
     model = _load_classifier(args)

@@ -2,29 +2,42 @@
 
 ``load_cifar10`` returns a :class:`DataSplits`: uint8 NHWC images, integer labels, and a
 ``source`` sentence that says exactly which data was loaded, because "CIFAR-10" can mean
-the original release (``"keras"``, downloaded once), a JPEG re-encoding of it (a folder
-or archive of image files), or the 2,000 + 500 images bundled with this package
-(``"sample"``, offline). ``"auto"`` takes the first when it can be had, else the sample,
-with a :class:`DataSourceFallbackWarning` saying why. Fetching and decoding the sources
-is tooling: :mod:`shiftvit_lib.tools.data_sources`.
+the original release (``"keras"``, downloaded once) or the 2,000 + 500 images bundled with
+this package (``"sample"``, JPEG q75, offline). ``"auto"`` takes the first when it can be
+had, else the sample, with a :class:`DataSourceFallbackWarning` saying why. Your own copy
+(a class-folder directory or archive) is read by :mod:`shiftvit_lib.tools.data_sources`,
+which hands its reader to :func:`load_cifar10`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import os
-from collections.abc import Iterable
+import socket
+import threading
+import urllib.parse
+import urllib.request
+import warnings
+import zipfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import keras
 import numpy as np
+from PIL import Image
 
 CIFAR10_CLASSES: tuple[str, ...] = (
     "airplane", "automobile", "bird", "cat", "deer",
     "dog", "frog", "horse", "ship", "truck",
 )
 DEFAULT_SEED = 42
+SPLITS = ("train", "val", "test")
+NAMED_SOURCES = ("auto", "keras", "sample")
+SAMPLE_ARCHIVE = Path(__file__).resolve().parent / "assets" / "cifar10_sample.zip"
+KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 
 
 class DataSourceFallbackWarning(UserWarning):
@@ -54,34 +67,28 @@ class DataSplits:
     source: str
 
     def __post_init__(self) -> None:
-        for split in ("train", "val", "test"):
+        for split in SPLITS:
             x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
             _check_images_and_labels(x, y, len(self.class_names), where=f"{split} split")
 
     def split_sizes(self) -> dict[str, int]:
         """Number of images per split, e.g. ``{"train": 40000, ...}``."""
-        return {"train": len(self.y_train), "val": len(self.y_val), "test": len(self.y_test)}
+        return {split: len(getattr(self, f"y_{split}")) for split in SPLITS}
 
     def class_counts(self) -> dict[str, np.ndarray]:
         """Images per class for each split (arrays of length ``len(class_names)``)."""
-        n = len(self.class_names)
-        return {
-            "train": np.bincount(self.y_train, minlength=n),
-            "val": np.bincount(self.y_val, minlength=n),
-            "test": np.bincount(self.y_test, minlength=n),
-        }
+        return {split: np.bincount(getattr(self, f"y_{split}"), minlength=len(self.class_names)) for split in SPLITS}
 
     def summary(self) -> str:
         """A few lines: the source, then the size of each split."""
         lines = [self.source]
-        counts = self.class_counts()
-        for split, size in self.split_sizes().items():
-            lines.append(f"  {split + ':':6} {size:>6,} images ({_describe_counts(counts[split])})")
+        for split, counts in self.class_counts().items():
+            per_class = f"{counts[0]:,}" if len(counts) and counts.min() == counts.max() else \
+                f"{counts.min():,} to {counts.max():,}"
+            lines.append(f"  {split + ':':6} {counts.sum():>6,} images ({per_class} per class)")
         height, width, channels = self.x_train.shape[1:]
-        lines.append(
-            f"  images: {height}x{width}x{channels} {self.x_train.dtype}, "
-            f"labels: {len(self.class_names)} classes ({', '.join(self.class_names)})"
-        )
+        lines.append(f"  images: {height}x{width}x{channels} {self.x_train.dtype}, "
+                     f"labels: {len(self.class_names)} classes ({', '.join(self.class_names)})")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -92,72 +99,57 @@ class DataSplits:
         return f"DataSplits({sizes}, source={self.source!r})"
 
 
-def _describe_counts(counts: np.ndarray) -> str:
-    if len(counts) and counts.min() == counts.max():
-        return f"{counts[0]:,} per class"
-    return f"{counts.min():,} to {counts.max():,} per class"
-
-
 def _check_images_and_labels(x: np.ndarray, y: np.ndarray, num_classes: int, where: str) -> None:
     """Raise ValueError unless x is (N, H, W, 3) uint8 and y is (N,) ints in range."""
+    def described(array: Any) -> str:
+        return f"{type(array).__name__} {getattr(array, 'dtype', '')} {getattr(array, 'shape', '')}"
+
     if not isinstance(x, np.ndarray) or x.ndim != 4 or x.shape[-1] != 3 or x.dtype != np.uint8:
-        raise ValueError(
-            f"{where}: images must be a uint8 array of shape (N, height, width, 3); got "
-            f"{type(x).__name__} {getattr(x, 'dtype', '')} {getattr(x, 'shape', '')}"
-        )
+        raise ValueError(f"{where}: images must be a uint8 array of shape (N, height, width, 3); got {described(x)}")
     if not isinstance(y, np.ndarray) or y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(
-            f"{where}: labels must be a 1-D integer array; got "
-            f"{type(y).__name__} {getattr(y, 'dtype', '')} {getattr(y, 'shape', '')}"
-        )
+        raise ValueError(f"{where}: labels must be a 1-D integer array; got {described(y)}")
     if len(x) != len(y):
         raise ValueError(f"{where}: {len(x)} images but {len(y)} labels")
     if len(y) and (y.min() < 0 or y.max() >= num_classes):
-        raise ValueError(f"{where}: labels must lie in [0, {num_classes - 1}]; "
-                         f"found {y.min()}..{y.max()}")
+        raise ValueError(f"{where}: labels must lie in [0, {num_classes - 1}]; found {y.min()}..{y.max()}")
 
 
-def load_cifar10(
-    source: str | os.PathLike[str] = "auto",
-    *,
-    val_fraction: float = 0.2,
-    seed: int = DEFAULT_SEED,
-    limit: int | None = None,
-) -> DataSplits:
-    """Load CIFAR-10 and split it into train / validation / test.
+@dataclasses.dataclass
+class RawData:
+    """Train and test data as read from a source, before the validation split."""
 
-    The validation set is a stratified (class-balanced) ``val_fraction`` of
-    the training images, as in the keras-io ShiftViT example: 40,000 train /
-    10,000 val / 10,000 test with the defaults. The test set keeps all its
-    images; only their order is shuffled (seeded), because class-folder
-    sources list them class by class and ``x_test[:8]`` should not be eight
-    airplanes.
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    description: str
+    image_formats: str = ""  # e.g. "JPEG"; empty for keras.datasets arrays
+
+
+# A reader of a source: (limit per class, generator) -> RawData.
+Reader = Callable[[int | None, np.random.Generator], RawData]
+
+
+def load_cifar10(source: str | Reader = "auto", *, val_fraction: float = 0.2, seed: int = DEFAULT_SEED,
+                 limit: int | None = None) -> DataSplits:
+    """Load CIFAR-10 and split it into train / validation / test; ``print()`` the result to see both.
 
     Args:
-        source: ``"auto"``, ``"keras"``, ``"sample"``, or a path (str or
-            ``pathlib.Path``) to a class-folder directory or archive; see the
-            module docstring.
-        val_fraction: share of each class's training images moved to the
-            validation split, in [0, 1).
-        seed: seeds the validation split, the order of every split, and the
-            ``limit`` subsampling.
-        limit: keep at most this many images per class in the training pool
-            (before the validation split) and in the test set; for quick runs.
-
-    Returns:
-        A :class:`DataSplits`; ``print(splits)`` shows its source and sizes.
+        source: ``"auto"``, ``"keras"`` or ``"sample"`` (see the module docstring), or a
+            reader ``(limit, rng) -> RawData``. For your own copy (a folder or archive) call
+            ``shiftvit_lib.load_cifar10(path)`` (:mod:`shiftvit_lib.tools.data_sources`).
+        val_fraction: share of each class's training images moved to validation, in [0, 1):
+            a stratified split as in the keras-io example (40,000 / 10,000 / 10,000 by default).
+        seed: seeds the split, the order of every split (the test set is only shuffled, so
+            ``x_test[:8]`` is not eight airplanes) and the ``limit`` subsampling.
+        limit: at most this many images per class in the training pool and in the test set.
     """
     if not 0.0 <= val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in [0, 1); got {val_fraction}")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer))
-                              or limit < 1):
-        raise ValueError(f"limit must be a positive integer (images per class) or None; got {limit!r}")
-    # Where the images come from is tooling: downloads, archives, folders, caches.
-    from shiftvit_lib.tools.data_sources import load_source
-
+    if limit is not None:
+        check_positive_int(limit, "limit (images per class)")
     rng = np.random.default_rng(seed)
-    raw = load_source(source, limit, rng)
-
+    raw = source(limit, rng) if callable(source) else _read_named_source(source, limit, rng)
     train_idx, val_idx = stratified_split_indices(raw.y_train, val_fraction, rng)
     test_idx = rng.permutation(len(raw.y_test))
     description = raw.description
@@ -169,6 +161,142 @@ def load_cifar10(
         x_test=raw.x_test[test_idx], y_test=raw.y_test[test_idx],
         class_names=CIFAR10_CLASSES, source=description,
     )
+
+
+def is_positive_int(value: Any) -> bool:
+    """True for an int (Python or NumPy, not a bool) of at least 1: a count, a size, a batch."""
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1
+
+
+def check_positive_int(value: Any, name: str) -> int:
+    """``value`` as an int if :func:`is_positive_int`; else a ValueError naming ``name``."""
+    if not is_positive_int(value):
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def _read_named_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:
+    if source == "sample":
+        return _load_sample(limit, rng)
+    if source == "auto":
+        return _load_auto(limit, rng)
+    if source != "keras":
+        raise ValueError(f"unknown data source {source!r}: data.load_cifar10 reads 'auto', 'keras' or "
+                         "'sample'; for a folder or archive use shiftvit_lib.load_cifar10(path)")
+    try:
+        return _cap_raw(_load_from_keras(), limit, rng)
+    except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
+        raise DataSourceUnavailableError(
+            f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
+            "source='sample', a local copy (directory or archive), or source='auto', "
+            "which falls back to the sample by itself."
+        ) from error
+
+
+def _load_from_keras() -> RawData:
+    """The original release via keras.datasets (downloads 170 MB on first use)."""
+    (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
+    if x_train.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
+        x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
+    return RawData(
+        np.ascontiguousarray(x_train), y_train.reshape(-1).astype(np.int64),
+        np.ascontiguousarray(x_test), y_test.reshape(-1).astype(np.int64),
+        description=(f"CIFAR-10 via keras.datasets.cifar10 (original release): "
+                     f"{len(x_train):,} train / {len(x_test):,} test images"),
+    )
+
+
+def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
+    """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip.
+
+    It ships with the package, so it is trusted: no size caps or layout checks (those
+    guard your own copies, in :mod:`shiftvit_lib.tools.data_sources`).
+    """
+    if not SAMPLE_ARCHIVE.is_file():
+        raise FileNotFoundError(f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
+                                "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`.")
+    arrays = []
+    with zipfile.ZipFile(SAMPLE_ARCHIVE) as archive:
+        names = sorted(n for n in archive.namelist() if not n.endswith("/"))
+        for split in ("train", "test"):
+            files = [n for c in CIFAR10_CLASSES for n in names if n.startswith(f"{split}/{c}/")]
+            labels = np.array([CIFAR10_CLASSES.index(n.split("/")[1]) for n in files], dtype=np.int64)
+            keep = cap_per_class(labels, limit, rng)
+            images = [np.asarray(Image.open(io.BytesIO(archive.read(files[i]))).convert("RGB")) for i in keep]
+            arrays += [np.stack(images).astype(np.uint8), labels[keep]]
+    return RawData(*arrays, image_formats="JPEG", description=(
+        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {len(arrays[1]):,} train / {len(arrays[3]):,} "
+        "test images, JPEG q75; pixels differ slightly from the original release"))
+
+
+def _load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
+    """Prefer keras.datasets; fall back to the sample, loudly, when it is out of reach."""
+    available, reason = keras_cifar10_available()
+    if available:
+        try:
+            return _cap_raw(_load_from_keras(), limit, rng)
+        except Exception as error:  # noqa: BLE001 - any failure leads to the fallback, which names it
+            reason = f"keras.datasets.cifar10.load_data() failed: {error}"
+    warnings.warn(
+        "load_cifar10('auto'): using the small bundled CIFAR-10 sample (2,000 train / 500 test images) "
+        f"instead of the full dataset, because {reason}. Pass source='keras' once you are online, "
+        "or the path of a local copy.", DataSourceFallbackWarning, stacklevel=4)
+    raw = _load_sample(limit, rng)
+    raw.description += f" (source='auto' fell back to the sample: {reason})"
+    return raw
+
+
+def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generator) -> np.ndarray:
+    """Indices keeping at most ``limit`` random items per class, in original order."""
+    if limit is None:
+        return np.arange(len(labels))
+    kept = [rng.permutation(np.flatnonzero(labels == c))[:limit] for c in np.unique(labels)]
+    return np.sort(np.concatenate(kept)) if kept else np.zeros(0, dtype=int)
+
+
+def _cap_raw(raw: RawData, limit: int | None, rng: np.random.Generator) -> RawData:
+    train, test = cap_per_class(raw.y_train, limit, rng), cap_per_class(raw.y_test, limit, rng)
+    return dataclasses.replace(raw, x_train=raw.x_train[train], y_train=raw.y_train[train],
+                               x_test=raw.x_test[test], y_test=raw.y_test[test])
+
+
+def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
+    """Can ``keras.datasets.cifar10.load_data()`` succeed right now? ``(available, reason)``.
+
+    True when the download is already cached, or when the download host (or the
+    configured HTTPS proxy) accepts a connection within ``timeout_s``. The connection
+    is tried in a thread, so a DNS lookup that hangs cannot hang us too.
+    """
+    cached = _keras_cached_files()
+    if cached:
+        return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
+    proxy = urllib.request.getproxies().get("https")
+    url = urllib.parse.urlsplit((proxy if "://" in proxy else f"http://{proxy}") if proxy else KERAS_CIFAR10_URL)
+    host, port = url.hostname or "", url.port or (80 if proxy else 443)
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                outcome["ok"] = True
+        except OSError as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(timeout_s + 0.5)
+    if outcome.get("ok"):
+        return True, f"{host}:{port} is reachable"
+    if "error" in outcome:
+        return False, f"keras.datasets cannot reach {host}:{port} ({outcome['error']})"
+    return False, f"keras.datasets got no answer from {host}:{port} within {timeout_s:g} s"
+
+
+def _keras_cached_files() -> list[Path]:
+    """Existing cached CIFAR-10 downloads, where keras.utils.get_file keeps them."""
+    homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
+    candidates = [home / "datasets" / "cifar-10-batches-py-target_archive" for home in homes]
+    return [path for path in candidates if path.is_file()]
 
 
 def stratified_split_indices(
@@ -197,33 +325,18 @@ def stratified_split_indices(
     return train, val
 
 
-
 # --------------------------------------------------------------------------- input pipeline
 def make_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool, seed: int | None = None,
                  drop_remainder: bool = False, num_classes: int | None = None, mixup_alpha: float = 0.0,
                  cutmix_alpha: float = 0.0) -> Any:
     """Batches of (images, labels) for ``model.fit`` / ``model.evaluate``.
 
-    On the TensorFlow backend this is a ``tf.data.Dataset`` (shuffle with
-    ``seed``, batch, prefetch). On JAX or PyTorch it is a
-    :class:`NumpyBatches` (a ``keras.utils.PyDataset`` yielding NumPy batches),
-    so no TensorFlow is needed there.
-
-    Images are NOT converted to float: the model rescales (and augments)
-    inside, so the saved model takes raw [0, 255] pixels at inference time,
-    and uint8 batches use a quarter of the memory of float32 ones.
-
-    With ``num_classes`` the labels come as one-hot float vectors, and
-    ``mixup_alpha`` / ``cutmix_alpha`` > 0 mix each batch with
-    :func:`mix_batch` (images become float32). Both need the labels, so they run
-    here rather than in the model; these batches are always a :class:`NumpyBatches`.
-
-    With ``shuffle=True`` the order changes every epoch; the same ``seed``
-    gives the same sequence of orders. ``seed=None`` is random.
+    A ``tf.data.Dataset`` on TensorFlow; on JAX or PyTorch, and whenever ``num_classes``
+    asks for one-hot labels (which ``mixup_alpha`` / ``cutmix_alpha`` > 0 then mix with
+    :func:`mix_batch`), a :class:`NumpyBatches`. Images stay uint8 [0, 255] pixels (a
+    quarter of float32's memory): the model rescales and augments inside, so a saved
+    model takes raw pixels. ``shuffle`` reorders every epoch, the same ``seed`` the same way.
     """
-    # Batches of NumPy arrays serve every backend (and MixUp/CutMix); they are tooling.
-    from shiftvit_lib.tools.batches import NumpyBatches, check_batch_inputs
-
     x, y = check_batch_inputs(x, y, batch_size)
     if (mixup_alpha or cutmix_alpha) and num_classes is None:
         raise ValueError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
@@ -239,6 +352,68 @@ def make_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool
     return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
+def check_batch_inputs(x: Any, y: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` as arrays, checked to make batches of ``batch_size``; else a ``ValueError``."""
+    x, y = np.asarray(x), np.asarray(y)
+    check_positive_int(batch_size, "batch_size")
+    if len(x) != len(y):
+        raise ValueError(f"x has {len(x)} items but y has {len(y)}")
+    if len(x) == 0:
+        raise ValueError("cannot make a dataset from zero images")
+    return x, y
+
+
+class NumpyBatches(keras.utils.PyDataset):
+    """Backend-neutral batches of NumPy arrays, reshuffled after every epoch.
+
+    What :func:`make_dataset` returns off TensorFlow, and whenever labels are one-hot.
+    Keras calls ``on_epoch_end`` after each epoch; a seeded generator makes the
+    sequence of orders reproducible. With ``num_classes``, labels come one-hot; with
+    a MixUp/CutMix alpha, each batch is mixed by :func:`mix_batch` with a generator
+    seeded by (seed, epoch, batch index), so a batch is the same whatever thread loads it.
+    """
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool, seed: int | None = None,
+                 drop_remainder: bool = False, num_classes: int | None = None, mixup_alpha: float = 0.0,
+                 cutmix_alpha: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.x, self.y = check_batch_inputs(x, y, batch_size)
+        self.batch_size = int(batch_size)
+        if drop_remainder and len(self.x) < self.batch_size:
+            raise ValueError(f"drop_remainder with {len(self.x)} images and batch_size {batch_size} leaves "
+                             "no batch; use a smaller batch_size")
+        self.shuffle, self.drop_remainder, self.num_classes = shuffle, drop_remainder, num_classes
+        self.mixup_alpha, self.cutmix_alpha = float(mixup_alpha), float(cutmix_alpha)
+        self._seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+        self._epoch = 0
+        self._rng = np.random.default_rng(self._seed)
+        self._order = self._rng.permutation(len(self.x)) if shuffle else np.arange(len(self.x))
+
+    def __len__(self) -> int:
+        if self.drop_remainder:
+            return len(self.x) // self.batch_size
+        return math.ceil(len(self.x) / self.batch_size)
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        if not 0 <= index < len(self):
+            raise IndexError(f"batch index {index} out of range for {len(self)} batches")
+        rows = self._order[index * self.batch_size:(index + 1) * self.batch_size]
+        images, labels = self.x[rows], self.y[rows]
+        if self.num_classes is None:
+            return images, labels
+        targets = one_hot(labels, self.num_classes)
+        if self.mixup_alpha or self.cutmix_alpha:
+            rng = np.random.default_rng([self._seed, self._epoch, index])
+            images, targets, _ = mix_batch(images, targets, rng, mixup_alpha=self.mixup_alpha,
+                                           cutmix_alpha=self.cutmix_alpha)
+        return images, targets
+
+    def on_epoch_end(self) -> None:
+        self._epoch += 1
+        if self.shuffle:
+            self._order = self._rng.permutation(len(self.x))
+
+
 def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:
     """Integer labels as float32 one-hot rows; a label outside [0, num_classes) is an error."""
     labels = np.asarray(labels).reshape(-1).astype("int64")
@@ -251,23 +426,18 @@ def mix_batch(images: np.ndarray, targets: np.ndarray, rng: np.random.Generator,
               cutmix_alpha: float = 0.0) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """MixUp or CutMix one batch of images (N, H, W, C) and one-hot ``targets``.
 
-    Every image is paired with another image of the batch (a random permutation).
-    MixUp (Zhang et al. 2018) blends the pair with weight ``lam ~ Beta(a, a)``;
-    CutMix (Yun et al. 2019) pastes a box of the partner covering about ``1 - lam``
-    of the image, and ``lam`` is corrected to the box's exact area after clipping
-    at the border. In both, the target is ``lam * own + (1 - lam) * partner``.
-    With both alphas > 0, a fair coin picks one per batch. One ``lam`` per batch.
-
-    Returns the mixed images (float32), the mixed targets and a record of what was
-    done (``{"kind", "lam", "partner", "box"}``) for tests and lessons.
+    Every image is paired with another of the batch (a random permutation). MixUp
+    (Zhang et al. 2018) blends the pair with one weight ``lam ~ Beta(a, a)``; CutMix (Yun
+    et al. 2019) pastes a box of the partner covering about ``1 - lam`` of the image,
+    ``lam`` then being the box's exact share after clipping. Either way the target is
+    ``lam * own + (1 - lam) * partner``; with both alphas > 0 a fair coin picks one.
+    Returns the mixed images and targets (float32) and ``{"kind", "lam", "partner", "box"}``.
     """
     images = np.asarray(images, dtype="float32")
     targets = np.asarray(targets, dtype="float32")
     if images.ndim != 4 or targets.ndim != 2 or len(images) != len(targets):
-        raise ValueError(
-            f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
-            f"got {images.shape} and {targets.shape}"
-        )
+        raise ValueError(f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
+                         f"got {images.shape} and {targets.shape}")
     if mixup_alpha <= 0 and cutmix_alpha <= 0:
         return images, targets, {"kind": "none", "lam": 1.0, "partner": np.arange(len(images)), "box": None}
     use_cutmix = cutmix_alpha > 0 and (mixup_alpha <= 0 or rng.random() < 0.5)

@@ -74,32 +74,22 @@ class ImagePreprocessing(layers.Layer):
         self.random_erasing = float(random_erasing)
         # Both work on [0, 255] float32 pixels (also under a mixed-precision policy),
         # before the rescale at the end of call().
-        self.rand_augment = (
-            layers.RandAugment(
-                value_range=(0, 255), num_ops=self.rand_augment_ops, factor=self.rand_augment_factor,
-                seed=seed, name="rand_augment", dtype="float32",
-            )
-            if self.rand_augment_ops
-            else None
-        )
+        self.rand_augment = layers.RandAugment(
+            value_range=(0, 255), num_ops=self.rand_augment_ops, factor=self.rand_augment_factor, seed=seed,
+            name="rand_augment", dtype="float32") if self.rand_augment_ops else None
         if self.rand_augment is not None and keras.backend.backend() == "jax":
             # Keras marks RandomRotation and RandomShear (inside RandAugment) as not
             # XLA-safe because of TensorFlow's image-transform kernel, which makes
             # jit_compile="auto" turn XLA off for the whole model. On JAX the same
-            # transforms are plain jax.numpy and compile; tests/test_layers.py trains
+            # transforms are plain jax.numpy and compile; tests/core/test_layers.py trains
             # such a model under jit to keep this claim checked.
             for sublayer in self.rand_augment._flatten_layers(include_self=True):
                 sublayer.supports_jit = True
         # Keras samples each image's erasing probability in [0, factor) for a single
         # float; a (p, p) pair makes it exactly p.
-        self.eraser = (
-            layers.RandomErasing(
-                factor=(self.random_erasing, self.random_erasing), value_range=(0, 255), seed=seed,
-                name="random_erasing", dtype="float32",
-            )
-            if self.random_erasing
-            else None
-        )
+        self.eraser = layers.RandomErasing(
+            factor=(self.random_erasing, self.random_erasing), value_range=(0, 255), seed=seed,
+            name="random_erasing", dtype="float32") if self.random_erasing else None
 
     def build(self, input_shape: Sequence[Any]) -> None:
         cropped = (input_shape[0], self.crop_size, self.crop_size, input_shape[-1])
@@ -378,8 +368,3 @@ def drop_path_rates(
         return [[round(r, 10) for r in np.linspace(0.0, max_rate, depth).tolist()] for depth in depths]
     raise ValueError(f"Unknown drop-path schedule {schedule!r}; use 'network' or 'per_stage'.")
 
-
-__all__ = [
-    "ImagePreprocessing", "MLP", "DropPath", "ShiftViTBlock", "PatchMerging", "ShiftViTStage",
-    "drop_path_rates", "make_norm",
-]

@@ -81,7 +81,7 @@ def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
     """Seed every random generator and decide the lesson's mode (see module doc)."""
     import keras
 
-    from shiftvit_lib.train import has_accelerator
+    from shiftvit_lib.tools.devices import has_accelerator
 
     keras.utils.set_random_seed(seed)
     quick, reason = choose_mode(full_mode)
@@ -97,7 +97,7 @@ def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
 
 def environment_report() -> dict[str, Any]:
     """Backend, versions and devices, for the overview lesson's environment check."""
-    from shiftvit_lib.train import describe_machine
+    from shiftvit_lib.tools.devices import describe_machine
 
     return describe_machine()
 
@@ -149,23 +149,6 @@ def format_channels(tensor: Any, titles: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def show_source(*objects: Any) -> Any:
-    """Library source of functions, classes or methods, syntax-highlighted in a notebook.
-
-    Lessons show the code they teach with this instead of copying it, so the code a
-    learner reads is the code that runs.
-    """
-    import inspect
-    import textwrap
-
-    from IPython.display import Code
-
-    if not objects:
-        raise ValueError("show_source needs at least one function, class or method.")
-    text = "\n".join(textwrap.dedent(inspect.getsource(obj)) for obj in objects)
-    return Code(text, language="python")
-
-
 def show_animation(name: str, width: int | None = None) -> Any:
     """The GIF embedded in the notebook as an HTML ``<img>``, so it plays everywhere.
 
@@ -183,15 +166,3 @@ def show_animation(name: str, width: int | None = None) -> Any:
     alt = f"Animation: {name.replace('_', ' ')}"
     return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}"{size}>')
 
-
-__all__ = [
-    "LessonSettings",
-    "choose_mode",
-    "setup_lesson",
-    "environment_report",
-    "animation_path",
-    "show_animation",
-    "show_source",
-    "numbered_feature_map",
-    "format_channels",
-]

@@ -13,7 +13,6 @@ stage and the model saves and loads as a ``.keras`` file.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import keras
@@ -95,23 +94,17 @@ def initialise_like_spach(model: keras.Model, *, seed: int | None = None) -> ker
 def count_macs(config: ShiftViTConfig) -> dict[str, int]:
     """Multiply-accumulates of one forward pass, per part of the network.
 
-    Counted analytically from the config: convolutions and dense layers only
-    (norms, GELU, the shift and pooling are comparatively free). Papers' "FLOPs"
+    Counted analytically from the config's stage geometry: convolutions and dense layers
+    only (norms, GELU, the shift and pooling are comparatively free). Papers' "FLOPs"
     for Swin/ShiftViT are such MAC counts.
     """
-    side = math.ceil(config.image_size / config.patch_size)
-    channels = config.projected_dim
-    macs = {"patch_projection": side * side * config.patch_size**2 * config.input_shape[-1] * channels}
-    last = len(config.depths) - 1
-    for index, depth in enumerate(config.depths):
-        hidden = int(channels * config.mlp_ratio)
-        stage = depth * side * side * 2 * channels * hidden
-        if index < last:
-            side = math.ceil(side / 2)
-            stage += side * side * 4 * channels * 2 * channels
-            channels *= 2
-        macs[f"stage_{index + 1}"] = stage
-    macs["classifier"] = channels * config.num_classes
+    sides, dims = config.stage_resolutions, config.stage_dims
+    macs = {"patch_projection": sides[0] ** 2 * config.patch_size**2 * config.input_shape[-1] * dims[0]}
+    for index, (depth, side, dim) in enumerate(zip(config.depths, sides, dims)):
+        macs[f"stage_{index + 1}"] = depth * side * side * 2 * dim * int(dim * config.mlp_ratio)
+        if index + 1 < len(dims):  # patch merging: a 2x2 convolution to the next stage's grid and width
+            macs[f"stage_{index + 1}"] += sides[index + 1] ** 2 * 4 * dim * dims[index + 1]
+    macs["classifier"] = dims[-1] * config.num_classes
     macs["total"] = sum(macs.values())
     return macs
 
@@ -130,5 +123,3 @@ def stage_table(model: keras.Model) -> list[dict[str, Any]]:
         )
     return rows
 
-
-__all__ = ["build_shiftvit", "initialise_like_spach", "count_macs", "stage_table"]

@@ -21,7 +21,6 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.train import read_history_csv  # noqa: F401 - re-exported for plot_history users
 
 DPI = 100
 CORRECT_COLOR = "tab:green"
@@ -115,41 +114,12 @@ def plot_class_counts(splits: DataSplits) -> Figure:
     return fig
 
 
-def plot_confusion_matrix(cm: np.ndarray, class_names: Sequence[str], normalize: bool = True) -> Figure:
-    """Heat map of a confusion matrix (rows: true class, columns: prediction).
-
-    With ``normalize`` each row is divided by its total, so a cell reads "share
-    of this class predicted as that one" and the diagonal is per-class recall.
-    """
-    cm = np.asarray(cm, dtype=np.float64)
-    if cm.ndim != 2 or cm.shape != (len(class_names), len(class_names)):
-        raise ValueError(f"cm must be {len(class_names)}x{len(class_names)}; got {cm.shape}")
-    shown = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1) if normalize else cm
-    fig, axes = _new_figure(5.5, 5)
-    ax = axes[0, 0]
-    image = ax.imshow(shown, cmap="Blues", vmin=0)
-    for (row, col), value in np.ndenumerate(shown):
-        text = f"{value:.2f}" if normalize else f"{int(value)}"
-        dark = value > 0.6 * shown.max()
-        ax.text(col, row, text, ha="center", va="center", fontsize=6,
-                color="white" if dark else "black")
-    ticks = np.arange(len(class_names))
-    ax.set_xticks(ticks, class_names, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(ticks, class_names, fontsize=8)
-    ax.set_xlabel("predicted class")
-    ax.set_ylabel("true class")
-    ax.set_title("Confusion matrix" + (" (row-normalised)" if normalize else ""), fontsize=10)
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
-    return fig
-
-
 def plot_history(history: Any) -> Figure:
     """Loss and accuracy per epoch, training vs validation.
 
     Accepts a ``keras.callbacks.History`` (what ``fit`` returns), its
     ``.history`` dict, or a dict read from a CSVLogger file with
-    :func:`read_history_csv`.
+    :func:`shiftvit_lib.tools.runs.read_history_csv`.
     """
     metrics: Mapping[str, Sequence[float]] = getattr(history, "history", history)
     if not isinstance(metrics, Mapping) or "loss" not in metrics:
@@ -240,19 +210,16 @@ def architecture_shapes(config: Any) -> list[tuple[str, tuple[int, int, int]]]:
     """``(part, (height, width, channels))`` after every part of a ShiftViT, from its config alone.
 
     The parts are the input, the preprocessing crop, the patch projection and every
-    stage (a stage's shape is its *output*, after its patch merging). Sides round up,
-    as the model's ``"same"`` padding does.
+    stage (a stage's shape is its *output*, after its patch merging), from the config's
+    ``stage_resolutions`` and ``stage_dims``.
     """
     side, channels = config.input_shape[0], config.input_shape[-1]
-    shapes = [("images", (side, side, channels)),
-              ("preprocessing", (config.image_size, config.image_size, channels))]
-    side, channels = -(-config.image_size // config.patch_size), config.projected_dim
-    shapes.append(("patch_projection", (side, side, channels)))
-    for index in range(len(config.depths)):
-        if index < len(config.depths) - 1:
-            side, channels = -(-side // 2), 2 * channels
-        shapes.append((f"stage_{index + 1}", (side, side, channels)))
-    return shapes
+    sides, dims = config.stage_resolutions, config.stage_dims
+    # A stage's output is the next stage's input (after its patch merging); the last keeps its size.
+    outputs = list(zip(sides[1:] + sides[-1:], dims[1:] + dims[-1:]))
+    return [("images", (side, side, channels)), ("preprocessing", (config.image_size, config.image_size, channels)),
+            ("patch_projection", (sides[0], sides[0], dims[0])),
+            *[(f"stage_{i + 1}", (s, s, d)) for i, (s, d) in enumerate(outputs)]]
 
 
 def plot_architecture(config: Any) -> Figure:

@@ -63,5 +63,3 @@ class WarmUpCosine(keras.optimizers.schedules.LearningRateSchedule):
             "total_steps": self.total_steps,
         }
 
-
-__all__ = ["WarmUpCosine"]

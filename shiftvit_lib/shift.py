@@ -204,13 +204,3 @@ def get_shift_function(kind: str, implementation: str = "slice") -> Callable[...
     except KeyError:
         raise ValueError(f"Unknown shift {kind!r}; choose one of {sorted(SHIFT_FUNCTIONS)}") from None
 
-
-__all__ = [
-    "SHIFT_DIRECTIONS",
-    "shift_channels",
-    "shift_channels_roll",
-    "keras_io_shift",
-    "no_shift",
-    "get_shift_function",
-    "check_shift_arguments",
-]

@@ -33,22 +33,15 @@ import keras
 from keras import layers, ops
 
 from shiftvit_lib.config import TrainingRecipe
-from shiftvit_lib.layers import ImagePreprocessing
+from shiftvit_lib.layers import ImagePreprocessing, register
 from shiftvit_lib.model import initialise_like_spach
-
-_PACKAGE = "shiftvit_lib"
 
 # The order of `diagonal_shifts`' copies. "left_up": the *content* moves left and up (zeros
 # appear at the right and bottom), as "left" means out[..., j] = x[..., j + 1] in shift.py.
 DIAGONAL_DIRECTIONS = ("left_up", "left_down", "right_up", "right_down")
 
 # (dy, dx) per direction, in units of the shift: out[i, j] = x[i + dy*s, j + dx*s].
-_DIRECTION_OFFSETS = {
-    "left_up": (1, 1),
-    "left_down": (-1, 1),
-    "right_up": (1, -1),
-    "right_down": (-1, -1),
-}
+_DIRECTION_OFFSETS = {"left_up": (1, 1), "left_down": (-1, 1), "right_up": (1, -1), "right_down": (-1, -1)}
 
 
 def diagonal_shifts(images: Any, shift: int) -> list[Any]:
@@ -61,10 +54,8 @@ def diagonal_shifts(images: Any, shift: int) -> list[Any]:
     """
     images = ops.convert_to_tensor(images)
     if len(images.shape) != 4:
-        raise ValueError(
-            "diagonal_shifts expects a 4-D NHWC batch (batch, height, width, channels); "
-            f"got shape {tuple(images.shape)}. Add a batch axis with x[None]."
-        )
+        raise ValueError("diagonal_shifts expects a 4-D NHWC batch (batch, height, width, channels); "
+                         f"got shape {tuple(images.shape)}. Add a batch axis with x[None].")
     if shift < 0:
         raise ValueError(f"shift must be >= 0, got {shift}.")
     height, width = images.shape[1], images.shape[2]
@@ -107,7 +98,7 @@ def _patch_vector_size(tokenizer: layers.Layer, input_shape: tuple[Any, ...], co
     return tokenizer.patch_size * tokenizer.patch_size * copies * int(channels)
 
 
-@keras.saving.register_keras_serializable(package=_PACKAGE)
+@register
 class PatchTokenizer(layers.Layer):
     """Vanilla ViT tokenizer: ``(b, H, W, C) -> (b, (H/p) * (W/p), projection_dim)``.
 
@@ -131,7 +122,7 @@ class PatchTokenizer(layers.Layer):
         return {**super().get_config(), "patch_size": self.patch_size, "projection_dim": self.projection_dim}
 
 
-@keras.saving.register_keras_serializable(package=_PACKAGE)
+@register
 class ShiftedPatchTokenizer(layers.Layer):
     """SPT (Lee et al. 2021, Sec. 3.1): tokenise the image with four shifted copies of itself.
 
@@ -164,14 +155,11 @@ class ShiftedPatchTokenizer(layers.Layer):
         return self.projection(self.norm(patches))
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "patch_size": self.patch_size, "projection_dim": self.projection_dim, "shift": self.shift,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return {**super().get_config(), "patch_size": self.patch_size, "projection_dim": self.projection_dim,
+                "shift": self.shift, "layer_norm_epsilon": self.layer_norm_epsilon}
 
 
-@keras.saving.register_keras_serializable(package=_PACKAGE)
+@register
 class PositionEmbedding(layers.Layer):
     """Add a learned vector to every token position: ``(b, n, d) -> (b, n, d)``.
 
@@ -202,7 +190,7 @@ class PositionEmbedding(layers.Layer):
         return {**super().get_config(), "initializer_stddev": self.initializer_stddev}
 
 
-@keras.saving.register_keras_serializable(package=_PACKAGE)
+@register
 class MultiHeadSelfAttention(layers.Layer):
     """Multi-head self-attention, written out; ``locality=True`` gives LSA.
 
@@ -294,14 +282,11 @@ class MultiHeadSelfAttention(layers.Layer):
         return out
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_heads": self.num_heads, "key_dim": self.key_dim, "locality": self.locality,
-            "dropout": self.dropout,
-        }
+        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
+                "locality": self.locality, "dropout": self.dropout}
 
 
-@keras.saving.register_keras_serializable(package=_PACKAGE)
+@register
 class TransformerBlock(layers.Layer):
     """Pre-norm transformer encoder block: ``(b, n, d) -> (b, n, d)``::
 
@@ -347,14 +332,12 @@ class TransformerBlock(layers.Layer):
         return x + self.mlp_dropout2(self.mlp_out(h), training=training)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_heads": self.num_heads, "key_dim": self.key_dim, "mlp_ratio": self.mlp_ratio,
-            "dropout": self.dropout, "locality": self.locality, "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
+                "mlp_ratio": self.mlp_ratio, "dropout": self.dropout, "locality": self.locality,
+                "layer_norm_epsilon": self.layer_norm_epsilon}
 
 
-@keras.saving.register_keras_serializable(package=_PACKAGE)
+@register
 class ClassifierHead(layers.Layer):
     """keras-io's ViT head: ``(b, n, d) -> (b, num_classes)`` logits.
 
@@ -401,11 +384,9 @@ class ClassifierHead(layers.Layer):
         return self.logits(x)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_classes": self.num_classes, "hidden_units": list(self.hidden_units), "dropout": self.dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return {**super().get_config(), "num_classes": self.num_classes,
+                "hidden_units": list(self.hidden_units), "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon}
 
 
 @dataclass(frozen=True)
@@ -499,11 +480,6 @@ VIT_PRESETS["vit_cpu"] = dict(
 VIT_PRESETS["vit_spt_lsa_cpu"] = dict(VIT_PRESETS["vit_cpu"], use_spt=True, use_lsa=True)
 
 
-def list_vit_presets() -> list[str]:
-    """Names accepted by :func:`vit_preset`, sorted (the keys of :data:`VIT_PRESETS`)."""
-    return sorted(VIT_PRESETS)
-
-
 def vit_preset(name: str, **overrides: Any) -> ViTConfig:
     """Look up a ViT preset by name, optionally overriding fields.
 
@@ -578,8 +554,9 @@ def count_vit_macs(config: ViTConfig) -> dict[str, int]:
     return macs
 
 
+
 __all__ = [
     "DIAGONAL_DIRECTIONS", "ClassifierHead", "MultiHeadSelfAttention", "PatchTokenizer", "PositionEmbedding",
     "ShiftedPatchTokenizer", "TransformerBlock", "VIT_PRESETS", "ViTConfig", "build_vit", "count_vit_macs",
-    "diagonal_shifts", "extract_patches", "list_vit_presets", "vit_preset",
+    "diagonal_shifts", "extract_patches", "vit_preset",
 ]

@@ -1,11 +1,11 @@
-"""Tooling: what the lessons use but do not teach, and what a user needs beyond them.
+"""Tooling: what the lessons use but do not teach, built on the core (it imports nothing above it).
 
 =================  ======================================================
 module             what it holds
 =================  ======================================================
 ``devices``        accelerators, mixed precision, distribution (lesson 05 uses them)
-``runs``           run folders and records: run_spec.json, history.csv, run.json, resume
-``data_sources``   CIFAR-10 from class-folder directories and archives; the download probe
+``runs``           the resumable ``train()`` and its run folder: run_spec.json, history.csv, run.json
+``data_sources``   your own copy of CIFAR-10: class-folder directories and archives
 ``inference``      loading, saving, exporting and predicting with trained models (lesson 06)
 ``experiments``    comparisons on equal terms (lesson 07)
 ``published``      the shipped pretrained weights and run records

@@ -1,9 +1,9 @@
-"""Where :func:`shiftvit_lib.data.load_cifar10` gets its images: the sources and their plumbing.
+"""Your own copy of CIFAR-10: class-folder directories and archives, read with care.
 
-``"keras"`` (``keras.datasets``, downloaded once), ``"sample"`` (the bundled zip),
-``"auto"`` (keras when :func:`keras_cifar10_available` says it can be had, else the
-sample, with a warning), or a path: a directory or a ``.tar.gz``/``.tgz``/``.tar``/``.zip``
+:func:`load_cifar10` is :func:`shiftvit_lib.data.load_cifar10` (``"auto"``, ``"keras"``,
+``"sample"``), plus a path: a directory or a ``.tar.gz``/``.tgz``/``.tar``/``.zip``
 archive laid out as ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` (PNG works too).
+It is also ``shiftvit_lib.load_cifar10`` and the command line's ``--data``.
 
 Archives are read without extracting them to disk; what a source may make us read is
 capped (:data:`MAX_IMAGE_FILE_BYTES`, :data:`MAX_TOTAL_BYTES`, :data:`MAX_FILES`), links,
@@ -13,158 +13,43 @@ pipes and devices are refused, and a whole archive, once decoded, is cached as a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import os
-import socket
 import stat
 import tarfile
-import threading
-import urllib.parse
-import urllib.request
-import warnings
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import keras
 import numpy as np
 from PIL import Image
 
-from shiftvit_lib.data import CIFAR10_CLASSES, DataSourceFallbackWarning, DataSourceUnavailableError
+from shiftvit_lib import data
+from shiftvit_lib.data import CIFAR10_CLASSES, NAMED_SOURCES, RawData, cap_per_class
 
 CIFAR10_IMAGE_SHAPE = (32, 32, 3)
-NAMED_SOURCES = ("auto", "keras", "sample")
 SPLIT_FOLDERS = ("train", "test")
 VALID_SOURCES_TEXT = (
     "'auto', 'keras', 'sample', or the path of a directory or "
     ".tar.gz/.tgz/.tar/.zip archive with train/<class>/ and test/<class>/ image folders"
 )
-
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
-SAMPLE_ARCHIVE_NAME = "cifar10_sample.zip"
-# scripts/make_sample.py copies the sample's files from CIFAR-10 saved as JPEG at quality 75.
-SAMPLE_IMAGE_FORMAT = "JPEG q75"
-KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-# The file name keras.datasets.cifar10 (Keras 3) gives its cached download.
-_KERAS_CACHE_NAMES = ("cifar-10-batches-py-target_archive",)
 
 
-@dataclasses.dataclass
-class RawData:
-    """Train and test data as loaded, before the validation split."""
+def load_cifar10(source: str | os.PathLike[str] = "auto", **options: Any) -> data.DataSplits:
+    """:func:`shiftvit_lib.data.load_cifar10` (same ``options``), which also reads a path.
 
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    description: str
-    image_formats: str = ""  # e.g. "JPEG"; empty for keras.datasets arrays
-
-
-def load_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:
-    """The train and test images of ``source`` (see ``load_cifar10``), at most ``limit`` per class."""
-    if isinstance(source, str) and source in NAMED_SOURCES:
-        if source == "auto":
-            return _load_auto(limit, rng)
-        if source == "keras":
-            try:
-                return _cap_raw(_load_from_keras(), limit, rng)
-            # get_file raises a bare Exception when the download fails.
-            except Exception as error:  # noqa: BLE001
-                raise DataSourceUnavailableError(
-                    f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
-                    "source='sample', a local copy (directory or archive), or source='auto', "
-                    "which falls back to the sample by itself."
-                ) from error
-        return _load_sample(limit, rng)
-    return load_path_source(source, limit, rng)
-
-
-# --------------------------------------------------------------------------
-# Named sources: keras, sample, auto
-# --------------------------------------------------------------------------
-
-
-def _load_from_keras() -> RawData:
-    """The original release via keras.datasets (downloads 170 MB on first use)."""
-    (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
-    # Keras returns NCHW when image_data_format is "channels_first".
-    if x_train.shape[-1] != 3:
-        x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
-    return RawData(
-        np.ascontiguousarray(x_train), y_train.reshape(-1).astype(np.int64),
-        np.ascontiguousarray(x_test), y_test.reshape(-1).astype(np.int64),
-        description=(
-            f"CIFAR-10 via keras.datasets.cifar10 (original release): "
-            f"{len(x_train):,} train / {len(x_test):,} test images"
-        ),
-    )
-
-
-def sample_archive_path() -> Path:
-    """Path of the bundled sample archive (raises if the package lacks it)."""
-    path = Path(__file__).resolve().parents[1] / "assets" / SAMPLE_ARCHIVE_NAME
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"the bundled CIFAR-10 sample is missing ({path}). Reinstall shiftvit_lib, or "
-            "rebuild it with `python scripts/make_sample.py`."
-        )
-    return path
-
-
-def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
-    path = sample_archive_path()
-    raw = _load_class_folders(_scan_archive(path), path.name, "archive", limit, rng)
-    raw.description = (
-        f"bundled CIFAR-10 sample ({path.name}): {len(raw.y_train):,} train / "
-        f"{len(raw.y_test):,} test images, {SAMPLE_IMAGE_FORMAT}; "
-        "pixels differ slightly from the original release"
-    )
-    return raw
-
-
-def _load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
-    """Prefer keras.datasets; fall back to the sample, loudly, when it is out of reach."""
-    available, reason = keras_cifar10_available()
-    if available:
-        try:
-            return _cap_raw(_load_from_keras(), limit, rng)
-        # get_file raises a bare Exception for download failures; any failure
-        # here should lead to the fallback, and the message says what it was.
-        except Exception as error:  # noqa: BLE001
-            reason = f"keras.datasets.cifar10.load_data() failed: {error}"
-    warnings.warn(
-        "load_cifar10('auto'): using the small bundled CIFAR-10 sample "
-        f"(2,000 train / 500 test images) instead of the full dataset, because {reason}. "
-        "Pass source='keras' once you are online, or the path of a local copy.",
-        DataSourceFallbackWarning,
-        stacklevel=4,
-    )
-    raw = _load_sample(limit, rng)
-    raw.description += f" (source='auto' fell back to the sample: {reason})"
-    return raw
-
-
-def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generator) -> np.ndarray:
-    """Indices keeping at most ``limit`` random items per class, in original order."""
-    if limit is None:
-        return np.arange(len(labels))
-    kept = [
-        rng.permutation(np.flatnonzero(labels == c))[:limit] for c in np.unique(labels)
-    ]
-    return np.sort(np.concatenate(kept)) if kept else np.zeros(0, dtype=int)
-
-
-def _cap_raw(raw: RawData, limit: int | None, rng: np.random.Generator) -> RawData:
-    train, test = cap_per_class(raw.y_train, limit, rng), cap_per_class(raw.y_test, limit, rng)
-    return dataclasses.replace(
-        raw, x_train=raw.x_train[train], y_train=raw.y_train[train],
-        x_test=raw.x_test[test], y_test=raw.y_test[test],
-    )
+    ``source``: ``"auto"``, ``"keras"``, ``"sample"``, or a class-folder directory or
+    archive (a str or ``pathlib.Path``); see the module docstring.
+    """
+    if not (isinstance(source, str) and source in NAMED_SOURCES):
+        source = functools.partial(load_path_source, _existing_source_path(source))
+    return data.load_cifar10(source, **options)
 
 
 def load_path_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:
@@ -207,55 +92,6 @@ def _existing_source_path(source: Any) -> Path:
 
 def _is_archive(path: Path) -> bool:
     return path.name.lower().endswith(ARCHIVE_SUFFIXES)
-
-
-
-def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
-    """Can ``keras.datasets.cifar10.load_data()`` succeed right now?
-
-    True when the download is already cached, or when the download host (or
-    the configured HTTPS proxy) accepts a connection within ``timeout_s``.
-    Returns ``(available, reason)``; the reason is a short human sentence.
-    """
-    cached = _keras_cached_files()
-    if cached:
-        return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
-    url = urllib.parse.urlsplit(KERAS_CIFAR10_URL)
-    proxy = urllib.request.getproxies().get("https")
-    if proxy:
-        proxy_url = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        host, port = proxy_url.hostname or "", proxy_url.port or 80
-    else:
-        host, port = url.hostname or "", url.port or 443
-    return _can_connect(host, port, timeout_s)
-
-
-def _keras_cached_files() -> list[Path]:
-    """Existing cached CIFAR-10 downloads, where keras.utils.get_file keeps them."""
-    homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
-    candidates = [home / "datasets" / name for home in homes for name in _KERAS_CACHE_NAMES]
-    return [path for path in candidates if path.is_file()]
-
-
-def _can_connect(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
-    """Try a TCP connection in a thread, so a slow DNS lookup cannot hang us either."""
-    outcome: dict[str, BaseException | bool] = {}
-
-    def attempt() -> None:
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                outcome["ok"] = True
-        except OSError as error:
-            outcome["error"] = error
-
-    thread = threading.Thread(target=attempt, daemon=True)
-    thread.start()
-    thread.join(timeout_s + 0.5)
-    if outcome.get("ok"):
-        return True, f"{host}:{port} is reachable"
-    if "error" in outcome:
-        return False, f"keras.datasets cannot reach {host}:{port} ({outcome['error']})"
-    return False, f"keras.datasets got no answer from {host}:{port} within {timeout_s:g} s"
 
 
 
@@ -616,6 +452,6 @@ def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
     if rgb.size != CIFAR10_IMAGE_SHAPE[:2]:
         raise ValueError(
             f"{name} is {rgb.width}x{rgb.height} pixels, but CIFAR-10 images are 32x32. "
-            "Resize it (e.g. shiftvit_lib.inference.load_image(path, 32)) or remove it."
+            "Resize it (e.g. shiftvit_lib.tools.inference.load_image(path, 32)) or remove it."
         )
     return np.asarray(rgb, dtype=np.uint8), image_format

@@ -1,9 +1,9 @@
 """Devices, precision and distribution: what the machine offers and how training uses it.
 
-Lesson 05 asks these questions through :mod:`shiftvit_lib.train`, which re-exports them:
-is there a GPU or TPU (:func:`has_accelerator`), which mixed precision suits it
-(:func:`recommended_mixed_precision`), and how to build a model under a dtype policy
-(:func:`precision_policy`) or over several devices (:func:`distribution_scope`).
+Lesson 05 and :func:`shiftvit_lib.tools.runs.train` ask: is there a GPU or TPU
+(:func:`has_accelerator`), which mixed precision suits it (:func:`recommended_mixed_precision`),
+and how to build a model under a dtype policy (:func:`precision_policy`) or over several
+devices (:func:`distribution_scope`).
 """
 
 from __future__ import annotations
@@ -17,57 +17,42 @@ from typing import Any
 import keras
 
 
+def _devices() -> list[tuple[str, str]]:
+    """``(platform, name)`` of every physical device the current backend sees, e.g. ``("cpu", ...)``.
+
+    Asks the backend for its devices by type, rather than parsing names (TensorFlow
+    calls its CPU ``/device:CPU:0``, JAX ``TFRT_CPU_0``).
+    """
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return [(d.platform.lower(), f"{d.platform}:{getattr(d, 'device_kind', d)}") for d in jax.devices()]
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return [(d.device_type.lower(), d.name) for d in tf.config.list_physical_devices()]
+    if backend == "torch":
+        import torch
+
+        return [("gpu", torch.cuda.get_device_name(0))] if torch.cuda.is_available() else [("cpu", "cpu")]
+    return []
+
+
 def describe_machine() -> dict[str, Any]:
     """Backend, accelerator and CPU of this machine, stored with every result."""
-    backend = keras.backend.backend()
-    devices: list[str] = []
     try:
-        if backend == "jax":
-            import jax
-
-            devices = [f"{d.platform}:{getattr(d, 'device_kind', d)}" for d in jax.devices()]
-        elif backend == "tensorflow":
-            import tensorflow as tf
-
-            devices = [d.name for d in tf.config.list_logical_devices()]
-        elif backend == "torch":
-            import torch
-
-            devices = [torch.cuda.get_device_name(0)] if torch.cuda.is_available() else ["cpu"]
+        devices = [name for _, name in _devices()]
     except Exception as error:  # noqa: BLE001 - a description must never break training
         devices = [f"unknown ({error})"]
-    return {
-        "backend": backend,
-        "keras": keras.__version__,
-        "devices": devices,
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-    }
+    return {"backend": keras.backend.backend(), "keras": keras.__version__, "devices": devices,
+            "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
 
 
 def accelerator_platform() -> str | None:
-    """``"gpu"`` or ``"tpu"`` if the current backend sees one, else ``None`` (CPU only).
-
-    Asks the backend for its *physical* devices by type, rather than parsing
-    device names (TensorFlow calls its CPU ``/device:CPU:0``, JAX ``TFRT_CPU_0``).
-    """
-    backend = keras.backend.backend()
+    """``"gpu"`` or ``"tpu"`` if the current backend sees one, else ``None`` (CPU only)."""
     try:
-        if backend == "jax":
-            import jax
-
-            platforms = {device.platform.lower() for device in jax.devices()}
-        elif backend == "tensorflow":
-            import tensorflow as tf
-
-            platforms = {device.device_type.lower() for device in tf.config.list_physical_devices()}
-        elif backend == "torch":
-            import torch
-
-            platforms = {"gpu"} if torch.cuda.is_available() else {"cpu"}
-        else:
-            platforms = set()
+        platforms = {kind for kind, _ in _devices()}
     except Exception:  # noqa: BLE001 - no usable runtime means no accelerator
         return None
     if "tpu" in platforms:
@@ -163,13 +148,3 @@ def replica_count(strategy: Any) -> int:
         return int(strategy.num_replicas_in_sync)
     return int(strategy.device_mesh.devices.size)  # keras.distribution.DataParallel
 
-
-__all__ = [
-    "accelerator_platform",
-    "describe_machine",
-    "distribution_scope",
-    "has_accelerator",
-    "precision_policy",
-    "recommended_mixed_precision",
-    "replica_count",
-]

@@ -1,19 +1,11 @@
 """Compare several models on equal terms: same data, pipeline, recipe, epochs and seed (lesson 07).
 
-A comparison is only fair if everything except the architecture is identical. This
-module makes that checkable rather than a promise:
-
-* :func:`shared_terms` -- the input-pipeline and training-recipe fields of a set of
-  configs; raises ``ValueError`` naming every field that differs.
-* :func:`equalise` -- copies of the configs with the given fields set on all of them
-  (then checked with :func:`shared_terms`).
-* :func:`model_costs` -- parameters and multiply-accumulates of a config, for a
-  ShiftViT (:func:`~shiftvit_lib.model.count_macs`) or a ViT
-  (:func:`~shiftvit_lib.vit.count_vit_macs`).
-* :func:`run_comparison` -- train every config with :func:`~shiftvit_lib.train.train`
-  (same data, epochs and seed) and return one row of numbers per model.
-* :func:`format_table`, :func:`plot_comparison`, :func:`comparison_record` -- a text
-  table (no pandas needed), a bar chart, and the JSON record kept in ``results/``.
+A comparison is only fair if everything except the architecture is identical; this
+module makes that checkable rather than a promise: :func:`shared_terms` names every
+pipeline or recipe field that differs, :func:`equalise` sets fields on all configs,
+:func:`model_costs` counts parameters and MACs, :func:`run_comparison` trains every config
+with :func:`~shiftvit_lib.tools.runs.train` (same data, epochs and seed), and
+:func:`format_table` and :func:`comparison_record` give a text table and the JSON record.
 
 Example::
 
@@ -32,16 +24,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
-
-from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig
+from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, preset
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.model import build_shiftvit, count_macs
 from shiftvit_lib.tools.devices import describe_machine
-from shiftvit_lib.tools.runs import finished_run, run_spec
-from shiftvit_lib.train import train
-from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs
+from shiftvit_lib.tools.runs import finished_run, run_spec, train
+from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs, vit_preset
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
 SHARED_FIELDS = PIPELINE_FIELDS + RECIPE_FIELDS
@@ -144,19 +132,16 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
     ``scale``:
 
     * ``"quick"`` (or ``True``): tiny models on 32-pixel crops, 5 epochs (a CPU smoke test);
-    * ``"cpu"``: models the size of the ``cpu`` preset on 32-pixel crops, trained with
-      the ``cpu`` preset's recipe on a shorter schedule (10 epochs): about an hour for all
-      five on a 2-core CPU with nothing else running (an estimate from measured speeds); its ``shiftvit_official`` is
-      the ``cpu`` preset with 10 epochs and ``num_div=16`` (which the keras-io shift needs);
+    * ``"cpu"``: models the size of the ``cpu`` preset on 32-pixel crops, with its recipe
+      on a shorter schedule (10 epochs): about an hour for all five on a 2-core CPU (an
+      estimate from measured speeds); ``shiftvit_official`` is the ``cpu`` preset with
+      ``num_div=16`` (which the keras-io shift needs);
     * ``"full"`` (or ``False``): the full-size models on the seed recipe's 48-pixel
       crops, 100 epochs (for a GPU).
 
     All five share the input pipeline and the recipe, without early stopping, so
     each trains exactly ``epochs`` epochs.
     """
-    from shiftvit_lib.config import preset
-    from shiftvit_lib.vit import vit_preset
-
     if isinstance(scale, bool):
         scale = "quick" if scale else "full"
     if scale not in COMPARISON_SCALES:
@@ -201,28 +186,14 @@ def run_comparison(
     verbose: int | str = 0,
     log: Callable[[str], None] | None = print,
 ) -> list[dict[str, Any]]:
-    """Train every config on ``data`` for ``epochs`` epochs with ``seed``; one row per model.
+    """Train every config on ``data`` for ``epochs`` epochs with ``seed``; one row per model (:func:`_row`).
 
-    The configs must be on equal terms (:func:`shared_terms`, checked first, and
-    ``epochs`` must equal their shared ``epochs`` field). Each model trains in
-    ``out_root/<name>`` with :func:`shiftvit_lib.train.train`; its test metrics are
-    those of the checkpoint with the best validation accuracy, as in every run of
-    the series.
-
-    Args:
-        restart: ``True`` deletes a previous run in ``out_root/<name>`` first (a
-            fresh run). ``False`` resumes an interrupted run, and reuses a finished
-            one without training when it has the same settings (config, data,
-            epochs, seed: :func:`~shiftvit_lib.train.run_spec`), so a long full-mode
-            comparison survives a re-execution; a folder holding a run with other
-            settings raises :class:`~shiftvit_lib.train.RunFolderError`.
-        log: called with one line per model (``None`` for silence).
-
-    Returns:
-        Rows with ``name``, ``model``, ``parameters``, ``macs``,
-        ``train_images_per_second``, ``test_top1``, ``test_top5``, ``test_images``,
-        ``best_val_top1``, ``epochs_run``, ``train_seconds`` (from the run's record) and
-        ``seconds`` (wall time of this call).
+    The configs must be on equal terms (:func:`shared_terms`) and say ``epochs`` too. Each
+    trains in ``out_root/<name>`` with :func:`~shiftvit_lib.tools.runs.train`; its test
+    metrics are those of its best-validation checkpoint. ``restart=True`` starts every run
+    afresh; ``False`` resumes an interrupted run and reuses a finished one with the same
+    settings (:func:`~shiftvit_lib.tools.runs.run_spec`), so a long comparison survives a
+    re-execution. ``log`` gets one line per model (``None``: silence).
     """
     shared = shared_terms(configs)
     if shared["epochs"] != epochs:
@@ -277,53 +248,6 @@ def format_table(
     return "\n".join([line(cells[0]), rule] + [line(c) for c in cells[1:]])
 
 
-def plot_comparison(
-    rows: Sequence[Mapping[str, Any]],
-    metrics: Sequence[tuple[str, str]] = (
-        ("parameters", "parameters"),
-        ("macs", "MACs per image"),
-        ("train_images_per_second", "training images/s"),
-        ("test_top1", "test top-1"),
-    ),
-    title: str | None = None,
-) -> Figure:
-    """One horizontal bar chart per metric, models on the y axis (same order as ``rows``).
-
-    Accuracy-like metrics (keys containing ``top``) are drawn in percent. The figure
-    is closed in pyplot, so display it once (last expression of a cell).
-    """
-    fig, axes = plt.subplots(1, len(metrics), figsize=(10, 0.45 * len(rows) + 1.4), dpi=100, squeeze=False)
-    plt.close(fig)
-    names = [row["name"] for row in rows]
-    positions = list(range(len(rows)))[::-1]  # first row at the top
-    colors = [plt.get_cmap("tab10")(i) for i in range(len(rows))]
-    for axis, (key, label) in zip(axes[0], metrics):
-        percent = "top" in key
-        values = [float(row[key] or 0) * (100 if percent else 1) for row in rows]
-        axis.barh(positions, values, color=colors)
-        axis.set_title(label + (" (%)" if percent else ""), fontsize=9)
-        axis.set_yticks(positions, names if axis is axes[0][0] else [""] * len(rows), fontsize=8)
-        axis.tick_params(axis="x", labelsize=7)
-        largest = max(values) if values else 0
-        for y, value in zip(positions, values):
-            text = f"{value:.1f}" if percent else _short_number(value)
-            axis.text(value + 0.01 * largest, y, text, va="center", fontsize=7)
-        axis.set_xlim(0, largest * 1.35 if largest else 1)
-        axis.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: _short_number(v)))
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def _short_number(value: float) -> str:
-    """1234 -> '1.2k', 21662922 -> '21.7M' (for axis labels)."""
-    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= limit:
-            return f"{value / limit:.1f}{suffix}"
-    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
-
-
 def top1_interval(accuracy: float, images: int, z: float = 1.96) -> tuple[float, float]:
     """Approximate 95 % interval of a top-1 accuracy measured on ``images`` test images.
 
@@ -362,21 +286,3 @@ def comparison_record(
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
-
-__all__ = [
-    "DEFAULT_COLUMNS",
-    "PIPELINE_FIELDS",
-    "RECIPE_FIELDS",
-    "SHARED_FIELDS",
-    "SHIFT_ABLATION",
-    "COMPARISON_SCALES",
-    "comparison_configs",
-    "comparison_record",
-    "equalise",
-    "format_table",
-    "model_costs",
-    "plot_comparison",
-    "run_comparison",
-    "shared_terms",
-    "top1_interval",
-]

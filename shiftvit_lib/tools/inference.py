@@ -28,7 +28,7 @@ import keras
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from shiftvit_lib.data import CIFAR10_CLASSES
+from shiftvit_lib.data import CIFAR10_CLASSES, check_positive_int, is_positive_int
 from shiftvit_lib.tools.data_sources import describe_file_mode
 
 Fit = Literal["crop", "stretch"]
@@ -139,7 +139,7 @@ def _read_bounded(path: Path, limit: int) -> bytes:
 
 def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
     pair = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
-    if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and v > 0 for v in pair):
+    if len(pair) != 2 or not all(is_positive_int(v) for v in pair):
         raise ValueError(f"size must be a positive int or (height, width); got {size!r}")
     return int(pair[0]), int(pair[1])
 
@@ -406,8 +406,7 @@ def _fixed_input_size(model: keras.Model) -> tuple[int, int] | None:
 
 
 def _check_top_k(top_k: int, num_classes: int) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) \
-            or not 1 <= top_k <= num_classes:
+    if not is_positive_int(top_k) or top_k > num_classes:
         raise ValueError(f"top_k must be an integer from 1 to {num_classes} (the number of "
                          f"classes); got {top_k!r}")
 
@@ -423,9 +422,7 @@ def confusion_matrix(y_true: Any, y_pred: Any, num_classes: int) -> np.ndarray:
     Both arguments are class indices of shape (N,) or (N, 1); for model
     outputs pass ``scores.argmax(axis=1)``.
     """
-    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) \
-            or num_classes < 1:
-        raise ValueError(f"num_classes must be a positive integer; got {num_classes!r}")
+    check_positive_int(num_classes, "num_classes")
     true = _as_class_indices(y_true, "y_true", num_classes)
     pred = _as_class_indices(y_pred, "y_pred", num_classes)
     if len(true) != len(pred):
@@ -470,8 +467,7 @@ def most_confused_pairs(cm: np.ndarray, class_names: Sequence[str], k: int = 5) 
     if cm.ndim != 2 or cm.shape[0] != cm.shape[1] or cm.shape[0] != len(class_names):
         raise ValueError(f"cm must be a square matrix with one row per class "
                          f"({len(class_names)}); got shape {cm.shape}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer; got {k!r}")
+    check_positive_int(k, "k")
     errors = cm.astype(np.int64).copy()
     np.fill_diagonal(errors, 0)
     # Stable sort keeps ties in (true, predicted) row-major order.

@@ -188,14 +188,3 @@ def load_record(name: str) -> tuple[dict[str, Any], dict[str, list[float]]]:
         return json.loads(single.read_text()), {}
     raise KeyError(f"no shipped record {name!r}; choose one of {list_records()}")
 
-
-__all__ = [
-    "PUBLISHED",
-    "list_pretrained",
-    "list_records",
-    "load_record",
-    "pretrained",
-    "pretrained_info",
-    "save_weights_npz",
-    "sha256_of",
-]

@@ -1,11 +1,26 @@
-"""Run records: what a training run writes into its folder, and how a run resumes or is reused.
+"""The resumable training run and its folder: what a run writes, and how it resumes or is reused.
 
 A run folder holds ``run_spec.json`` (what the run *is*, written when it starts),
 ``history.csv`` and ``best.keras`` (written while it trains), ``backup/`` (Keras'
 ``BackupAndRestore``, removed when it ends) and ``run.json`` (the record written when
-it ends). :func:`shiftvit_lib.train.train` uses :func:`open_run_folder` to start,
-resume or refuse a folder, and :func:`run_record` for ``run.json``; lesson 05 reads
-finished runs back with :func:`load_run` and :func:`describe_run`.
+it ends). :func:`train` is the run, a sequence of named steps that a lesson can call or
+show on its own:
+
+1. :func:`open_run_folder` -- start a run folder, or resume the interrupted run in it
+   (only with the same settings, :func:`run_spec`);
+2. :func:`shiftvit_lib.train.training_datasets` -- the training and validation batches;
+3. :func:`build_for_training` -- inside :func:`~shiftvit_lib.tools.devices.distribution_scope`
+   (the asked devices), build the model in the asked precision and
+   :func:`~shiftvit_lib.train.compile_for_training` it;
+4. :func:`training_callbacks` -- a throughput meter, the CSV history, the best-model
+   checkpoint ``best.keras``, ``BackupAndRestore`` (a run killed mid-way resumes
+   from its last finished epoch) and early stopping;
+5. :func:`fit` -- ``model.fit`` over the remaining epochs, still on those devices;
+6. :func:`evaluate_best` -- the best checkpoint on the test split;
+7. :func:`run_record` -- ``run.json``: config, data, epochs, time, images/s, metrics
+   and machine.
+
+Lesson 05 reads finished runs back with :func:`load_run` and :func:`describe_run`.
 """
 
 from __future__ import annotations
@@ -16,8 +31,8 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +41,14 @@ import numpy as np
 
 from shiftvit_lib.config import TrainingRecipe
 from shiftvit_lib.data import DataSplits
+from shiftvit_lib.tools.devices import (
+    describe_machine,
+    distribution_scope,
+    precision_policy,
+    recommended_mixed_precision,
+    replica_count,
+)
+from shiftvit_lib.train import compile_for_training, default_builder, evaluate, training_datasets
 
 BEST_MODEL = "best.keras"
 HISTORY_CSV = "history.csv"
@@ -82,9 +105,6 @@ def data_digest(data: DataSplits) -> str:
 
 
 def _builder_name(build_model: Callable[..., Any] | None, config: TrainingRecipe) -> str:
-    # Imported here: train imports this module, and the default builder is its decision.
-    from shiftvit_lib.train import default_builder
-
     function = build_model or default_builder(config)
     return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
 
@@ -418,27 +438,157 @@ def describe_run(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = [
-    "BACKUP_DIR",
-    "BEST_MODEL",
-    "HISTORY_CSV",
-    "RUN_FILES",
-    "RUN_RECORD",
-    "RUN_SPEC",
-    "RunFolder",
-    "RunFolderError",
-    "ThroughputMeter",
-    "check_run_folder",
-    "clear_run",
-    "data_digest",
-    "describe_run",
-    "finished_run",
-    "in_current_form",
-    "load_run",
-    "open_run_folder",
-    "read_history_csv",
-    "read_run_spec",
-    "run_record",
-    "run_spec",
-    "spec_differences",
-]
+# --------------------------------------------------------------------------- the run
+DISTRIBUTIONS = (None, "mirrored", "data_parallel")
+
+
+def build_for_training(config: TrainingRecipe, builder: Callable[[Any], keras.Model], steps_per_epoch: int,
+                       epochs: int, *, jit_compile: bool | str = "auto",
+                       mixed_precision: str | None = None) -> keras.Model:
+    """Build the model in the asked precision (a dtype policy) and compile it with the recipe.
+
+    Called inside :func:`distribution_scope`, it also places the model on those devices.
+    """
+    with precision_policy(mixed_precision):
+        model = builder(config)
+        compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
+    return model
+
+
+def training_callbacks(config: TrainingRecipe, folder: RunFolder, images_per_epoch: int,
+                       extra: Sequence[keras.callbacks.Callback] = ()) -> list[keras.callbacks.Callback]:
+    """What :func:`fit` runs after every epoch, in this order, then ``extra``.
+
+    The history row and the best model are written before the backup: if the process
+    dies in between, the resumed run redoes that epoch and replaces its row.
+    """
+    checkpoint = keras.callbacks.ModelCheckpoint(
+        folder.path / BEST_MODEL, monitor="val_accuracy", mode="max", save_best_only=True
+    )
+    if folder.best_val_accuracy is not None:
+        # After a resume, only a better epoch than any seen before may overwrite best.keras.
+        checkpoint.best = folder.best_val_accuracy
+    callbacks: list[keras.callbacks.Callback] = [
+        ThroughputMeter(images_per_epoch),
+        keras.callbacks.CSVLogger(str(folder.path / HISTORY_CSV), append=True),
+        checkpoint,
+        keras.callbacks.BackupAndRestore(str(folder.path / BACKUP_DIR)),
+    ]
+    if config.early_stopping_patience:
+        callbacks.append(
+            keras.callbacks.EarlyStopping(
+                monitor="val_accuracy", mode="max", patience=config.early_stopping_patience,
+                restore_best_weights=True,
+            )
+        )
+    return [*callbacks, *extra]
+
+
+def fit(model: keras.Model, train_ds: Any, val_ds: Any, epochs: int, callbacks: Sequence[Any],
+        folder: RunFolder, verbose: int | str = "auto") -> float:
+    """Train the epochs the folder has not trained yet; returns the wall seconds it took."""
+    started = time.perf_counter()
+    if not folder.fit_finished:
+        # The datasets shuffle themselves (seeded), so fit must not try to.
+        model.fit(train_ds, validation_data=val_ds, epochs=epochs, callbacks=list(callbacks),
+                  verbose=verbose, shuffle=False)
+        folder.mark_fit_finished()
+    return time.perf_counter() - started
+
+
+def evaluate_best(model: keras.Model, folder: RunFolder, data: DataSplits,
+                  batch_size: int) -> tuple[keras.Model, dict[str, float]]:
+    """The best checkpoint (``model`` itself if none was saved) and its test metrics."""
+    path = folder.path / BEST_MODEL
+    best = keras.saving.load_model(path, safe_mode=True) if path.exists() else model
+    return best, evaluate(best, data, batch_size=batch_size)
+
+
+@dataclass
+class TrainingRun:
+    """What :func:`train` returns: the model, its history and the run's files."""
+
+    model: keras.Model
+    history: dict[str, list[float]]
+    out_dir: Path
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def best_model_path(self) -> Path:
+        return self.out_dir / BEST_MODEL
+
+
+def train(
+    config: TrainingRecipe,
+    data: DataSplits,
+    out_dir: str | os.PathLike[str],
+    *,
+    epochs: int | None = None,
+    build_model: Callable[[Any], keras.Model] | None = None,
+    jit_compile: bool | str = "auto",
+    mixed_precision: str | None = None,
+    distribute: str | None = None,
+    devices: Sequence[str] | None = None,
+    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+    seed: int = 42,
+    verbose: int | str = "auto",
+    overwrite: bool = False,
+) -> TrainingRun:
+    """Train a model with ``config``'s recipe on ``data``; resumable and logged.
+
+    Args:
+        config: the recipe and the architecture: a ShiftViTConfig, or a ViTConfig
+            (then the model is built with :func:`shiftvit_lib.vit.build_vit`).
+        data: splits from :func:`shiftvit_lib.data.load_cifar10`.
+        out_dir: where ``run_spec.json``, ``best.keras``, ``history.csv``,
+            ``run.json`` and the backup go. Running again with the same ``out_dir``
+            after an interruption resumes from the last finished epoch, but only with
+            the same settings (:func:`run_spec`); other settings, or a folder that
+            holds a finished run, raise :class:`RunFolderError` before anything is
+            written, saying what differs.
+        epochs: overrides ``config.epochs`` (e.g. a short run).
+        build_model: ``config -> keras.Model``; default :func:`default_builder`'s.
+        jit_compile: XLA compilation (``"auto"``, True, False).
+        mixed_precision: a Keras dtype policy such as ``"mixed_bfloat16"`` or
+            ``"mixed_float16"`` (loss scaling is added by Keras for float16);
+            ``"auto"`` picks :func:`recommended_mixed_precision` for this device
+            (float32 on a CPU); ``None`` trains in float32.
+        distribute: ``None``, ``"mirrored"`` (TF) or ``"data_parallel"`` (JAX).
+        devices: the devices to distribute over (default: all the backend sees).
+        extra_callbacks: appended after the built-in callbacks.
+        seed: seeds weights, augmentation and shuffling.
+        overwrite: start afresh in ``out_dir``: first remove the files a previous
+            run wrote there (:func:`clear_run`; nothing else in the folder).
+    """
+    if not isinstance(config, TrainingRecipe):
+        raise TypeError(f"config must be a ShiftViTConfig or a ViTConfig, got {type(config).__name__}")
+    epochs = int(epochs if epochs is not None else config.epochs)
+    if epochs < 1:
+        raise ValueError(f"epochs must be >= 1, got {epochs}")
+    if distribute not in DISTRIBUTIONS:
+        raise ValueError(f"Unknown distribute={distribute!r}; use None, 'mirrored' or 'data_parallel'.")
+    if mixed_precision == "auto":
+        mixed_precision = recommended_mixed_precision()
+    builder = build_model or (lambda cfg: default_builder(cfg)(cfg, seed=seed))
+
+    spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
+                    build_model=build_model)
+    folder = open_run_folder(out_dir, spec, config, overwrite=overwrite)
+    keras.utils.set_random_seed(seed)
+    train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
+    # Keras' DataParallel (JAX) is in force only inside the scope: build *and* fit there.
+    with distribution_scope(distribute, devices) as strategy:
+        model = build_for_training(config, builder, steps_per_epoch, epochs, jit_compile=jit_compile,
+                                   mixed_precision=mixed_precision)
+        images_per_epoch = min(steps_per_epoch * config.batch_size, len(data.y_train))
+        callbacks = training_callbacks(config, folder, images_per_epoch, extra_callbacks)
+        wall_seconds = fit(model, train_ds, val_ds, epochs, callbacks, folder, verbose)
+    best, test_metrics = evaluate_best(model, folder, data, config.batch_size)
+    settings = dict(jit_compile=jit_compile, mixed_precision=mixed_precision, distribute=distribute,
+                    replicas=replica_count(strategy))
+    record = run_record(folder, config, data, epochs=epochs, test_metrics=test_metrics,
+                        wall_seconds=wall_seconds, parameters=int(model.count_params()),
+                        settings=settings, machine=describe_machine())
+    return TrainingRun(model=best, history=read_history_csv(folder.path / HISTORY_CSV), out_dir=folder.path,
+                       record=record)
+

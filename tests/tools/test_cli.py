@@ -46,7 +46,7 @@ def no_data_loading(monkeypatch: pytest.MonkeyPatch) -> None:
     def must_not_load(*args: object, **kwargs: object) -> None:
         raise AssertionError("the data was loaded before the arguments were checked")
 
-    monkeypatch.setattr(data_module, "load_cifar10", must_not_load)
+    monkeypatch.setattr(data_sources, "load_cifar10", must_not_load)
 
 
 # --------------------------------------------------------------------------- arguments
@@ -97,7 +97,7 @@ def test_offline_keras_data_is_one_line(capsys, tmp_path, monkeypatch):
     def offline() -> None:
         raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
 
-    monkeypatch.setattr(data_sources, "_load_from_keras", offline)
+    monkeypatch.setattr(data_module, "_load_from_keras", offline)
     code, _, err = run_cli(capsys, "train", "--data", "keras", "--out", tmp_path / "run")
     assert_user_error(code, err, "no network", "source='sample'")
     assert not (tmp_path / "run").exists()

@@ -1,4 +1,4 @@
-"""Training: the logged loss is the real cross-entropy; runs resume; strategies work."""
+"""The resumable run (tools/runs.py): the logged loss is the real cross-entropy; runs resume; strategies work."""
 
 import json
 import os
@@ -10,40 +10,15 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+from fakes import tiny_splits as _tiny_splits
 from reference import warmup_cosine
 
-from shiftvit_lib import build_shiftvit, preset
-from shiftvit_lib.data import DataSplits, load_cifar10
-from shiftvit_lib.train import (
-    RunFolderError,
-    SmoothedSparseCrossentropy,
-    compile_for_training,
-    logits_metrics,
-    read_history_csv,
-    train,
-)
+from shiftvit_lib import preset
+from shiftvit_lib.data import load_cifar10
+from shiftvit_lib.tools.runs import RunFolderError, read_history_csv, train
+from shiftvit_lib.train import logits_metrics
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _tiny_splits(n_train=96, n_val=32, n_test=32, seed=0) -> DataSplits:
-    """Random images keep the test fast; labels balanced over 10 classes."""
-    rng = np.random.default_rng(seed)
-
-    def part(n):
-        return rng.integers(0, 256, (n, 32, 32, 3)).astype("uint8"), np.arange(n) % 10
-
-    (xt, yt), (xv, yv), (xs, ys) = part(n_train), part(n_val), part(n_test)
-    names = tuple(f"class_{i}" for i in range(10))
-    return DataSplits(xt, yt, xv, yv, xs, ys, names, source="random test images")
-
-
-def test_logits_metrics_by_hand():
-    logits = np.array([[2.0, 1.0, 0.0], [0.0, 0.0, 3.0]])
-    metrics = logits_metrics(logits, np.array([0, 1]))
-    expected = -(np.log(np.exp(2) / np.exp([2, 1, 0]).sum()) + np.log(1 / np.exp([0, 0, 3]).sum())) / 2
-    assert metrics["loss"] == pytest.approx(expected)
-    assert metrics["accuracy"] == 0.5 and metrics["top5"] == 1.0
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_logged_training_loss_is_the_real_cross_entropy(tmp_path):
@@ -65,14 +40,6 @@ def test_logged_training_loss_is_the_real_cross_entropy(tmp_path):
     assert record["data_source"] == "random test images" and record["epochs_run"] == 1
 
 
-def test_label_smoothing_loss_matches_formula():
-    loss = SmoothedSparseCrossentropy(0.1, 3)
-    logits = np.array([[2.0, 0.5, -1.0]], "float32")
-    target = np.array([0.1 / 3 + 0.9, 0.1 / 3, 0.1 / 3])
-    log_p = logits[0] - np.log(np.exp(logits[0]).sum())
-    assert float(loss(np.array([0]), logits)) == pytest.approx(-(target * log_p).sum(), rel=1e-5)
-
-
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_quick_preset_learns_on_the_sample(tmp_path):
@@ -89,9 +56,9 @@ KILLED_RUN = textwrap.dedent(
     import os, sys, keras
     import numpy as np
     sys.path.insert(0, {tests!r})
-    from test_train import _tiny_splits
+    from fakes import tiny_splits as _tiny_splits
     from shiftvit_lib import preset
-    from shiftvit_lib.train import train
+    from shiftvit_lib.tools.runs import train
 
     class DieAfterSecondEpoch(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -110,7 +77,7 @@ KILLED_RUN = textwrap.dedent(
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_killed_run_resumes_from_the_saved_epoch(tmp_path):
     script = tmp_path / "run.py"
-    script.write_text(KILLED_RUN.format(tests=str(Path(__file__).parent)))
+    script.write_text(KILLED_RUN.format(tests=str(Path(__file__).parents[1])))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = tmp_path / "run"
     first = subprocess.run([sys.executable, str(script), str(out), "kill"], env=env, capture_output=True, text=True, timeout=600)
@@ -136,10 +103,10 @@ def test_mirrored_strategy_over_two_logical_cpus(tmp_path):
         import tensorflow as tf
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_train import _tiny_splits
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        from fakes import tiny_splits as _tiny_splits
         from shiftvit_lib import preset
-        from shiftvit_lib.train import train
+        from shiftvit_lib.tools.runs import train
         run = train(preset("quick", batch_size=32), _tiny_splits(), {str(tmp_path / "mirrored")!r}, epochs=2,
                     distribute="mirrored", devices=["/cpu:0", "/cpu:1"], verbose=0)
         print("REPLICAS", run.record["distribute"], run.record["replicas"], run.record["epochs_run"])
@@ -161,10 +128,10 @@ def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
         import sys
         import jax, keras
         assert [d.platform for d in jax.devices()] == ["cpu", "cpu"], jax.devices()
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_train import _tiny_splits
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        from fakes import tiny_splits as _tiny_splits
         from shiftvit_lib import preset
-        from shiftvit_lib.train import train
+        from shiftvit_lib.tools.runs import train
 
         seen = []
 
@@ -189,17 +156,6 @@ def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
     assert "REPLICAS data_parallel 2 2" in result.stdout  # two replicas, two epochs
     loss = float(result.stdout.split("LOSS")[1].split()[0])
     assert np.isfinite(loss)
-
-
-def test_mixed_precision_build_keeps_float32_logits():
-    from shiftvit_lib.train import precision_policy
-
-    with precision_policy("mixed_bfloat16"):
-        model = build_shiftvit(preset("quick"))
-        compile_for_training(model, preset("quick"), steps_per_epoch=10)
-    assert model.get_layer("stage_1").compute_dtype == "bfloat16"
-    logits = model.predict(np.zeros((2, 32, 32, 3), "uint8"), verbose=0)
-    assert logits.dtype == np.float32
 
 
 def test_bad_arguments(tmp_path):
@@ -365,3 +321,36 @@ def test_unusable_output_folders_are_refused_before_anything_is_written(tmp_path
     with pytest.raises(ValueError, match="batch_size"):  # the config refuses it, or train() does
         train(_fast_config(batch_size=0), data, tmp_path / "zero", epochs=1, **FAST)
     assert not (tmp_path / "zero").exists()
+
+
+# --------------------------------------------------------------------------- runs of the stronger recipe
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
+def test_a_mixed_label_run_trains_with_soft_targets_and_reports_hard_label_metrics(tmp_path):
+    config = preset("quick", batch_size=16, mixup_alpha=0.8, cutmix_alpha=1.0, rand_augment_ops=1,
+                    random_erasing=0.25, label_smoothing=0.1, init="spach")
+    data = _tiny_splits(n_train=40, n_val=16, n_test=16)
+    run = train(config, data, tmp_path, epochs=2, verbose=0)
+    assert run.model.loss.__class__.__name__ == "CategoricalCrossentropy"
+    assert all(np.isfinite(run.history["loss"])) and len(run.history["val_accuracy"]) == 2
+    # The test metrics come from integer labels, computed apart from Keras.
+    expected = logits_metrics(run.model.predict(data.x_test, verbose=0), data.y_test)
+    assert run.record["test"]["accuracy"] == pytest.approx(expected["accuracy"])
+    assert run.record["config"]["mixup_alpha"] == 0.8
+
+
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
+def test_load_run_reads_back_a_finished_run_and_names_a_missing_one(tmp_path):
+    from shiftvit_lib.tools.runs import describe_run, load_run
+
+    data = _tiny_splits(n_train=40, n_val=16, n_test=16)
+    run = train(preset("quick", batch_size=16), data, tmp_path / "run", epochs=2, verbose=0)
+    record, history = load_run(tmp_path / "run")
+    assert record == json.loads((tmp_path / "run" / "run.json").read_text())
+    assert len(history["epoch"]) == 2 and record["train_seconds"] == pytest.approx(sum(history["epoch_seconds"]), abs=0.01)
+    text = describe_run(record)
+    assert "random test images" in text and f"test top-1 {run.record['test']['accuracy']:.2%}" in text
+    assert "epochs run 2 of 2" in text
+    with pytest.raises(FileNotFoundError, match=r"run.json is missing"):
+        load_run(tmp_path / "nothing_here")

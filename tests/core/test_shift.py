@@ -126,7 +126,7 @@ def test_shift_matches_reference_on_other_backends(backend):
         print("OK")
         """
     )
-    tests_dir = os.path.dirname(__file__)
+    tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": os.pathsep.join([tests_dir, os.path.dirname(tests_dir)])}
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "OK" in result.stdout, result.stderr[-2000:]

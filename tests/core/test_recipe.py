@@ -1,6 +1,5 @@
 """The stronger recipe: MixUp/CutMix, RandAugment, random erasing, SPACH init, the `strong` preset."""
 
-import json
 import os
 import subprocess
 import sys
@@ -9,17 +8,17 @@ import textwrap
 import keras
 import numpy as np
 import pytest
+from fakes import tiny_splits as random_splits
 from keras import ops
-from test_train import _tiny_splits as random_splits
 
 from shiftvit_lib import build_shiftvit, preset
-from shiftvit_lib.data import DataSplits, make_dataset, mix_batch, one_hot
+from shiftvit_lib.data import DataSplits, NumpyBatches, make_dataset, mix_batch, one_hot
 from shiftvit_lib.layers import ImagePreprocessing
 from shiftvit_lib.model import initialise_like_spach
-from shiftvit_lib.tools.batches import NumpyBatches
-from shiftvit_lib.train import compile_for_training, logits_metrics, train, training_datasets
+from shiftvit_lib.tools.devices import precision_policy
+from shiftvit_lib.train import compile_for_training, training_datasets
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _distinct_images(n: int, side: int = 8) -> np.ndarray:
@@ -197,21 +196,6 @@ def test_training_datasets_drop_the_last_batch_and_carry_one_hot_targets_when_mi
     assert set(np.unique(val_targets)) == {0.0, 1.0}  # validation is never mixed
 
 
-@pytest.mark.slow
-@pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_a_mixed_label_run_trains_with_soft_targets_and_reports_hard_label_metrics(tmp_path):
-    config = preset("quick", batch_size=16, mixup_alpha=0.8, cutmix_alpha=1.0, rand_augment_ops=1,
-                    random_erasing=0.25, label_smoothing=0.1, init="spach")
-    data = _tiny_splits()
-    run = train(config, data, tmp_path, epochs=2, verbose=0)
-    assert run.model.loss.__class__.__name__ == "CategoricalCrossentropy"
-    assert all(np.isfinite(run.history["loss"])) and len(run.history["val_accuracy"]) == 2
-    # The test metrics come from integer labels, computed apart from Keras.
-    expected = logits_metrics(run.model.predict(data.x_test, verbose=0), data.y_test)
-    assert run.record["test"]["accuracy"] == pytest.approx(expected["accuracy"])
-    assert run.record["config"]["mixup_alpha"] == 0.8
-
-
 def test_compile_for_mixed_labels_takes_soft_targets_and_keeps_the_metric_names():
     model = build_shiftvit(preset("quick"))
     compile_for_training(model, preset("quick", cutmix_alpha=1.0, label_smoothing=0.1), steps_per_epoch=1)
@@ -252,26 +236,7 @@ def test_rand_augment_model_compiles_with_xla_on_jax():
     assert "JIT True" in result.stdout, result.stdout + result.stderr[-2000:]
 
 
-@pytest.mark.slow
-@pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_load_run_reads_back_a_finished_run_and_names_a_missing_one(tmp_path):
-    from shiftvit_lib.train import describe_run, load_run
-
-    data = _tiny_splits()
-    run = train(preset("quick", batch_size=16), data, tmp_path / "run", epochs=2, verbose=0)
-    record, history = load_run(tmp_path / "run")
-    assert record == json.loads((tmp_path / "run" / "run.json").read_text())
-    assert len(history["epoch"]) == 2 and record["train_seconds"] == pytest.approx(sum(history["epoch_seconds"]), abs=0.01)
-    text = describe_run(record)
-    assert "random test images" in text and f"test top-1 {run.record['test']['accuracy']:.2%}" in text
-    assert "epochs run 2 of 2" in text
-    with pytest.raises(FileNotFoundError, match=r"run.json is missing"):
-        load_run(tmp_path / "nothing_here")
-
-
 def test_augmentations_stay_float32_under_mixed_precision():
-    from shiftvit_lib.train import precision_policy
-
     with precision_policy("mixed_bfloat16"):
         model = build_shiftvit(preset("quick", rand_augment_ops=2, random_erasing=0.5), seed=0)
     preprocessing = model.get_layer("preprocessing")

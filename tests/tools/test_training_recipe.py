@@ -14,7 +14,7 @@ from shiftvit_lib.tools.runs import finished_run, in_current_form, run_spec
 from shiftvit_lib.train import training_datasets
 from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CPU_RUNS = REPO / "results" / "attention_vs_shift_cpu_runs"
 
 # The recipe fields that the equal-terms check of an earlier version did not compare

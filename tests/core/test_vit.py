@@ -38,11 +38,10 @@ from shiftvit_lib.vit import (
     count_vit_macs,
     diagonal_shifts,
     extract_patches,
-    list_vit_presets,
     vit_preset,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 QUICK_PRESETS = ["vit_quick", "vit_spt_lsa_quick"]
 
 
@@ -468,9 +467,9 @@ def test_registered_names_are_ours_after_importing_every_module():
 # Config and presets
 # -------------------------------------------------------------------------------------
 def test_presets_are_data_and_valid():
-    assert {"vit_cifar", "vit_spt_lsa_cifar", "vit_quick"} <= set(list_vit_presets())
+    assert {"vit_cifar", "vit_spt_lsa_cifar", "vit_quick"} <= set(VIT_PRESETS)
     assert all(isinstance(v, dict) for v in VIT_PRESETS.values())
-    for name in list_vit_presets():
+    for name in VIT_PRESETS:
         cfg = vit_preset(name)
         assert cfg.name == name
         assert hash(cfg) is not None  # frozen and hashable

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from shiftvit_lib import plots  # noqa: E402
 from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits  # noqa: E402
+from shiftvit_lib.tools.runs import read_history_csv  # noqa: E402
 
 
 def png_size(fig: Figure) -> int:
@@ -87,18 +88,6 @@ def test_class_counts_bars_match_the_splits() -> None:
     assert legend == ["train (40)", "val (10)", "test (20)"]
 
 
-def test_confusion_matrix_plot_normalises_rows() -> None:
-    cm = np.array([[3, 1], [0, 4]])
-    fig = plots.plot_confusion_matrix(cm, ["cat", "dog"])
-    cells = [text.get_text() for text in fig.axes[0].texts]
-    assert cells == ["0.75", "0.25", "0.00", "1.00"]
-    raw = plots.plot_confusion_matrix(cm, ["cat", "dog"], normalize=False)
-    assert [text.get_text() for text in raw.axes[0].texts] == ["3", "1", "0", "4"]
-    with pytest.raises(ValueError, match="2x2"):
-        plots.plot_confusion_matrix(np.zeros((3, 3)), ["cat", "dog"])
-    assert png_size(plots.plot_confusion_matrix(np.ones((10, 10)), CIFAR10_CLASSES)) < 1_000_000
-
-
 def test_history_from_a_keras_history_and_from_csv(tmp_path: Path) -> None:
     history = keras.callbacks.History()
     history.epoch = [0, 1, 2]
@@ -114,7 +103,7 @@ def test_history_from_a_keras_history_and_from_csv(tmp_path: Path) -> None:
 
     csv_path = tmp_path / "history.csv"
     csv_path.write_text("epoch,accuracy,loss,val_accuracy,val_loss\n0,0.2,2.0,0.2,2.1\n1,0.4,1.5,0.35,1.7\n")
-    loaded = plots.read_history_csv(csv_path)
+    loaded = read_history_csv(csv_path)
     assert loaded["loss"] == [2.0, 1.5] and loaded["epoch"] == [0.0, 1.0]
     from_csv = plots.plot_history(loaded)
     assert len(from_csv.axes) == 2

@@ -107,7 +107,7 @@ def test_model_trains_and_round_trips_on_other_backends(backend):
         print("OK", keras.backend.backend(), a.shape)
         """
     )
-    repo = os.path.dirname(os.path.dirname(__file__))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": repo}
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and f"OK {backend} (8, 10)" in result.stdout, result.stderr[-2000:]

@@ -22,7 +22,7 @@ from shiftvit_lib import checks
 from shiftvit_lib import solutions as sol
 from shiftvit_lib.shift import keras_io_shift
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 # The shift (lesson 02) ----------------------------------------------------

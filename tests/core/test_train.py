@@ -1,0 +1,53 @@
+"""The training recipe's core (train.py): metrics, the smoothed loss, precision of the logits."""
+
+import keras
+import numpy as np
+import pytest
+from fakes import tiny_splits
+
+from shiftvit_lib import build_shiftvit, preset
+from shiftvit_lib.data import iterate_batches
+from shiftvit_lib.tools.devices import precision_policy
+from shiftvit_lib.train import (
+    SmoothedSparseCrossentropy,
+    compile_for_training,
+    logits_metrics,
+    training_datasets,
+)
+
+
+def test_logits_metrics_by_hand():
+    logits = np.array([[2.0, 1.0, 0.0], [0.0, 0.0, 3.0]])
+    metrics = logits_metrics(logits, np.array([0, 1]))
+    expected = -(np.log(np.exp(2) / np.exp([2, 1, 0]).sum()) + np.log(1 / np.exp([0, 0, 3]).sum())) / 2
+    assert metrics["loss"] == pytest.approx(expected)
+    assert metrics["accuracy"] == 0.5 and metrics["top5"] == 1.0
+
+
+def test_label_smoothing_loss_matches_formula():
+    loss = SmoothedSparseCrossentropy(0.1, 3)
+    logits = np.array([[2.0, 0.5, -1.0]], "float32")
+    target = np.array([0.1 / 3 + 0.9, 0.1 / 3, 0.1 / 3])
+    log_p = logits[0] - np.log(np.exp(logits[0]).sum())
+    assert float(loss(np.array([0]), logits)) == pytest.approx(-(target * log_p).sum(), rel=1e-5)
+
+
+def test_a_model_saved_with_the_smoothed_loss_loads_again(tmp_path):
+    # Every run of the cpu preset (label smoothing 0.1) saved its best.keras with this loss.
+    config = preset("quick", label_smoothing=0.1)
+    model = compile_for_training(build_shiftvit(config, seed=0), config, steps_per_epoch=1, jit_compile=False)
+    _, val_ds, _ = training_datasets(config, tiny_splits(), seed=0)
+    _, labels = next(iter(iterate_batches(val_ds)))
+    assert labels.ndim == 1  # integer labels: the loss one-hots them itself
+    model.save(tmp_path / "smoothed.keras")
+    loaded = keras.saving.load_model(tmp_path / "smoothed.keras", safe_mode=True)
+    assert isinstance(loaded.loss, SmoothedSparseCrossentropy) and loaded.loss.smoothing == pytest.approx(0.1)
+
+
+def test_mixed_precision_build_keeps_float32_logits():
+    with precision_policy("mixed_bfloat16"):
+        model = build_shiftvit(preset("quick"))
+        compile_for_training(model, preset("quick"), steps_per_epoch=10)
+    assert model.get_layer("stage_1").compute_dtype == "bfloat16"
+    logits = model.predict(np.zeros((2, 32, 32, 3), "uint8"), verbose=0)
+    assert logits.dtype == np.float32
