@@ -82,8 +82,15 @@ def train_or_reuse(config: Any, data: Any, out_dir: str | os.PathLike[str], *, e
     """
     from shiftvit_lib.tools.devices import recommended_mixed_precision
     from shiftvit_lib.tools.inference import load_model
-    from shiftvit_lib.tools.runs import BEST_MODEL, HISTORY_CSV, finished_run, read_history_csv, run_spec
-    from shiftvit_lib.train import TrainingRun, train
+    from shiftvit_lib.tools.runs import (
+        BEST_MODEL,
+        HISTORY_CSV,
+        TrainingRun,
+        finished_run,
+        read_history_csv,
+        run_spec,
+        train,
+    )
 
     if mixed_precision == "auto":
         mixed_precision = recommended_mixed_precision()
