@@ -184,8 +184,9 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
     """Seconds per training step of ``config``'s model, on random images, after ``warmup`` steps.
 
     The model, optimizer, loss and schedule are the recipe's (``compile_for_training``);
-    one ``fit`` call runs ``warmup + steps`` steps and the clock starts when the last
-    warm-up step ends, so compilation is left out.
+    one ``fit`` call runs ``warmup + steps`` steps. The step time is the median of the
+    steps after the warm-up, so compilation is left out; ``startup_seconds`` is the
+    warm-up's time (tracing, compilation, the first batches).
     """
     import numpy as np
 
@@ -193,6 +194,8 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
     from shiftvit_lib.tools.devices import precision_policy
     from shiftvit_lib.train import compile_for_training, default_builder
 
+    if warmup < 1 or steps < 2:
+        raise ValueError(f"time at least 1 warm-up step and 2 timed steps; got warmup={warmup}, steps={steps}")
     batch = int(batch_size or config.batch_size)
     cfg = config.replace(batch_size=batch)
     keras.backend.clear_session()
@@ -210,23 +213,28 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
     dataset = make_dataset(images, labels, batch, shuffle=False, **mixing)
     began = time.perf_counter()
     model.fit(dataset, epochs=1, verbose=0, shuffle=False, callbacks=[clock])
-    seconds = (time.perf_counter() - clock.started) / steps
     # "auto" is resolved by Keras when the step is built: report what it chose.
-    return StepTiming(precision or "float32", bool(model.jit_compile), batch, seconds,
-                      startup_seconds=clock.started - began)
+    return StepTiming(precision or "float32", bool(model.jit_compile), batch, clock.step_seconds(),
+                      startup_seconds=clock.ends[warmup - 1] - began)
 
 
 class _ClockAfterWarmup(keras.callbacks.Callback):
-    """Notes the time the last warm-up batch ends, inside one ``fit``."""
+    """Notes when each training batch ends, inside one ``fit``."""
 
     def __init__(self, warmup: int) -> None:
         super().__init__()
         self.warmup = warmup
-        self.started = time.perf_counter()
+        self.ends: list[float] = []
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        if batch == self.warmup - 1:
-            self.started = time.perf_counter()
+        self.ends.append(time.perf_counter())
+
+    def step_seconds(self) -> float:
+        """The median time of the steps after the warm-up: one slow step (another process,
+        a late recompilation) does not move it."""
+        import numpy as np
+
+        return float(np.median(np.diff(self.ends[self.warmup - 1:])))
 
 
 def mixed_policy_to_time(recommended: str | None) -> str:

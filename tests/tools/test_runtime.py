@@ -120,6 +120,8 @@ def test_a_training_step_is_timed_on_this_device():
     assert timing.precision == "float32" and timing.xla is False and timing.batch_size == 8
     assert 0 < timing.step_seconds < 30 and timing.startup_seconds > 0
     assert timing.images_per_second == pytest.approx(8 / timing.step_seconds)
+    with pytest.raises(ValueError, match="warm-up"):
+        runtime.time_training_step(preset("quick"), warmup=0)
 
 
 def _tiny_splits():
