@@ -9,5 +9,6 @@ module             what it holds
 ``inference``      loading, saving, exporting and predicting with trained models (lesson 06)
 ``experiments``    comparisons on equal terms (lesson 07)
 ``published``      the shipped pretrained weights and run records
+``runtime``        the learner's runtime: where runs go (Colab, Drive), lesson 06's model, step timings
 =================  ======================================================
 """

@@ -1,0 +1,131 @@
+"""The code a GPU runs, run on the CPU: mixed precision, XLA and two-device data parallel.
+
+``tests/test_gpu_path.py`` runs this file in a fresh Python process per backend
+(``KERAS_BACKEND`` and, for JAX, ``XLA_FLAGS`` must be set before Keras loads) and
+reads the one JSON line it prints. Each check returns plain numbers; the tests judge them.
+
+    KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 python tests/gpu_path_checks.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")
+if BACKEND == "tensorflow":
+    # Two logical CPUs stand in for two GPUs; this must happen before TensorFlow starts.
+    import tensorflow as tf
+
+    _cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import shiftvit_lib as sv  # noqa: E402
+from shiftvit_lib.tools.devices import distribution_scope, precision_policy  # noqa: E402
+from shiftvit_lib.train import compile_for_training  # noqa: E402
+
+BATCH = 32
+# No random layers: one device and two must compute the same function of the same batches.
+DETERMINISTIC = dict(augment=False, mlp_dropout=0.0, drop_path_rate=0.0, batch_size=BATCH)
+
+
+def _batches(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, 256, (count * BATCH, 32, 32, 3)).astype("float32"),
+            rng.integers(0, 10, count * BATCH))
+
+
+def _model(precision: str | None = None, jit_compile: bool | str = "auto", steps: int = 20) -> keras.Model:
+    """The quick preset as ``sv.train`` compiles it (XLA "auto", as a GPU run would use)."""
+    config = sv.preset("quick", **DETERMINISTIC)
+    keras.utils.set_random_seed(0)
+    with precision_policy(precision):
+        model = sv.build_shiftvit(config, seed=0)
+        compile_for_training(model, config, steps_per_epoch=steps, epochs=1, jit_compile=jit_compile)
+    return model
+
+
+def _losses(model: keras.Model, images: np.ndarray, labels: np.ndarray, steps: int) -> list[float]:
+    """The loss of each of ``steps`` training steps on the same batch (the model learns it)."""
+    x, y = images[:BATCH], labels[:BATCH]
+    return [float(model.train_on_batch(x, y, return_dict=True)["loss"]) for _ in range(steps)]
+
+
+def mixed_precision(policy: str, steps: int = 12) -> dict:
+    """A few steps under ``policy``: the optimizer Keras chose, the compute dtype, the losses."""
+    model = _model(policy, steps=steps)
+    images, labels = _batches(1)
+    losses = _losses(model, images, labels, steps)
+    optimizer = model.optimizer
+    scale = getattr(optimizer, "dynamic_scale", None)
+    return {
+        "optimizer": type(optimizer).__name__,
+        "loss_scale": float(keras.ops.convert_to_numpy(scale)) if scale is not None else None,
+        "compute_dtype": model.get_layer("stage_1").compute_dtype,
+        "variable_dtype": model.get_layer("stage_1").variable_dtype,
+        "logits_dtype": keras.backend.standardize_dtype(model(images[:2]).dtype),
+        "losses": losses,
+    }
+
+
+def xla(steps: int = 5) -> dict:
+    """The same steps compiled with XLA and without: the compiled flag and both loss curves."""
+    images, labels = _batches(1)
+    compiled, plain = _model(jit_compile=True, steps=steps), _model(jit_compile=False, steps=steps)
+    return {"jit_compile": bool(compiled.jit_compile), "plain_jit_compile": bool(plain.jit_compile),
+            "xla_losses": _losses(compiled, images, labels, steps),
+            "plain_losses": _losses(plain, images, labels, steps)}
+
+
+def _fit_weights(distribute: str | None, images: np.ndarray, labels: np.ndarray, devices=None) -> list[np.ndarray]:
+    with distribution_scope(distribute, devices) as strategy:
+        model = _model(steps=len(labels) // BATCH)
+        model.fit(images, labels, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+        replicas = 1 if strategy is None else (getattr(strategy, "num_replicas_in_sync", None)
+                                               or strategy.device_mesh.devices.size)
+    return [np.asarray(w, dtype="float64") for w in model.get_weights()], int(replicas)
+
+
+def data_parallel(steps: int = 3) -> dict:
+    """Weights after ``steps`` steps on one device, on two, and on one with other batches.
+
+    Returned as distances, relative to how far one device's weights moved from the start.
+    """
+    kind, devices = ("mirrored", ["/cpu:0", "/cpu:1"]) if BACKEND == "tensorflow" else ("data_parallel", None)
+    images, labels = _batches(steps)
+    start = [np.asarray(w, dtype="float64") for w in _model().get_weights()]
+    one, _ = _fit_weights(None, images, labels)
+    two, replicas = _fit_weights(kind, images, labels, devices)
+    other_images, other_labels = _batches(steps, seed=1)  # the deliberately different run
+    other, _ = _fit_weights(None, other_images, other_labels)
+
+    def largest(a, b):
+        return max(float(np.abs(x - y).max()) for x, y in zip(a, b))
+
+    return {"replicas": replicas, "moved": largest(one, start), "two_vs_one": largest(two, one),
+            "other_vs_one": largest(other, one)}
+
+
+def main() -> None:
+    report = {"backend": keras.backend.backend()}
+    if BACKEND == "jax":
+        import jax
+
+        report["devices"] = len(jax.devices())
+    report["mixed_float16"] = mixed_precision("mixed_float16")
+    report["mixed_bfloat16"] = mixed_precision("mixed_bfloat16")
+    report["xla"] = xla()
+    report["data_parallel"] = data_parallel()
+    print("REPORT " + json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

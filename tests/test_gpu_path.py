@@ -1,0 +1,118 @@
+"""The GPU code path, proven on the CPU, for TensorFlow and JAX (issue 23).
+
+A GPU run differs from a CPU run in three switches: mixed precision (float16 with loss
+scaling on a T4, bfloat16 on an A100/L4/H100), XLA, and data parallelism over several
+devices. ``gpu_path_checks.py`` runs each of them on the CPU in a fresh process per backend
+(the backend and XLA's device count are fixed when Keras starts); these tests judge the
+numbers it reports. Two CPU devices stand in for two GPUs: JAX with
+``XLA_FLAGS=--xla_force_host_platform_device_count=2`` and ``keras.distribution.DataParallel``,
+TensorFlow with two logical CPUs and ``MirroredStrategy``.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# Two devices must reach one device's weights to within this fraction of how far one
+# device moved them in three steps (summation order differs between the two: float32 noise).
+SAME_WEIGHTS = 0.01
+# A run on other batches, the deliberately different run, must differ by more than this fraction.
+OTHER_WEIGHTS = 0.3
+
+
+@pytest.fixture(scope="module", params=[pytest.param("tensorflow", marks=pytest.mark.slow),
+                                        pytest.param("jax", marks=pytest.mark.slow)])
+def report(request):
+    backend = request.param
+    if backend == "jax":
+        pytest.importorskip("jax")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    result = subprocess.run([sys.executable, str(REPO / "tests" / "gpu_path_checks.py")], env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = next(line for line in result.stdout.splitlines() if line.startswith("REPORT "))
+    report = json.loads(line[len("REPORT "):])
+    assert report["backend"] == backend
+    return report
+
+
+def _falls(losses, by=0.8):
+    return all(math.isfinite(v) for v in losses) and losses[-1] < by * losses[0]
+
+
+def test_mixed_float16_scales_the_loss_and_learns(report):
+    run = report["mixed_float16"]
+    assert run["optimizer"] == "LossScaleOptimizer"  # Keras wraps the optimizer for float16
+    assert run["loss_scale"] is not None and run["loss_scale"] > 1  # and the scale is in use
+    assert (run["compute_dtype"], run["variable_dtype"], run["logits_dtype"]) == ("float16", "float32", "float32")
+    assert _falls(run["losses"]), run["losses"]  # no NaN, and the loss falls on a batch it learns
+
+
+def test_mixed_bfloat16_learns_without_loss_scaling(report):
+    run = report["mixed_bfloat16"]
+    assert run["optimizer"] == "AdamW" and run["loss_scale"] is None  # bfloat16 has float32's range
+    assert (run["compute_dtype"], run["variable_dtype"], run["logits_dtype"]) == ("bfloat16", "float32", "float32")
+    assert _falls(run["losses"]), run["losses"]
+
+
+def test_xla_compiles_the_step_and_computes_the_same_losses(report):
+    run = report["xla"]
+    assert run["jit_compile"] is True and run["plain_jit_compile"] is False
+    assert _falls(run["xla_losses"])
+    for compiled, plain in zip(run["xla_losses"], run["plain_losses"]):
+        assert math.isclose(compiled, plain, rel_tol=1e-4), (run["xla_losses"], run["plain_losses"])
+
+
+def test_two_devices_reach_the_weights_of_one(report):
+    run = report["data_parallel"]
+    if report["backend"] == "jax":
+        assert report["devices"] == 2
+    assert run["replicas"] == 2
+    assert run["moved"] > 0
+    assert run["two_vs_one"] < SAME_WEIGHTS * run["moved"], run
+    assert run["other_vs_one"] > OTHER_WEIGHTS * run["moved"], run  # the comparison can tell runs apart
+
+
+# A report as the checks print it (shortened), and mistakes each test must catch.
+GOOD = {
+    "backend": "jax", "devices": 2,
+    "mixed_float16": {"optimizer": "LossScaleOptimizer", "loss_scale": 32768.0, "compute_dtype": "float16",
+                      "variable_dtype": "float32", "logits_dtype": "float32", "losses": [2.8, 2.3, 1.7]},
+    "mixed_bfloat16": {"optimizer": "AdamW", "loss_scale": None, "compute_dtype": "bfloat16",
+                       "variable_dtype": "float32", "logits_dtype": "float32", "losses": [2.8, 2.3, 1.6]},
+    "xla": {"jit_compile": True, "plain_jit_compile": False, "xla_losses": [2.79, 2.2], "plain_losses": [2.79, 2.2]},
+    "data_parallel": {"replicas": 2, "moved": 4e-3, "two_vs_one": 4e-6, "other_vs_one": 8e-3},
+}
+MISTAKES = [
+    (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "optimizer", "AdamW"),
+    (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "loss_scale", None),
+    (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "losses", [2.8, float("nan"), 1.7]),
+    (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "compute_dtype", "float32"),
+    (test_mixed_bfloat16_learns_without_loss_scaling, "mixed_bfloat16", "losses", [2.8, 2.8, 2.7]),
+    (test_mixed_bfloat16_learns_without_loss_scaling, "mixed_bfloat16", "logits_dtype", "bfloat16"),
+    (test_xla_compiles_the_step_and_computes_the_same_losses, "xla", "jit_compile", False),
+    (test_xla_compiles_the_step_and_computes_the_same_losses, "xla", "xla_losses", [2.79, 2.3]),
+    (test_two_devices_reach_the_weights_of_one, "data_parallel", "replicas", 1),
+    (test_two_devices_reach_the_weights_of_one, "data_parallel", "two_vs_one", 1e-3),
+    (test_two_devices_reach_the_weights_of_one, "data_parallel", "other_vs_one", 1e-6),
+]
+
+
+def test_the_checks_pass_a_good_report():
+    for check in {mistake[0] for mistake in MISTAKES}:
+        check(GOOD)
+
+
+@pytest.mark.parametrize("check, part, field, wrong", MISTAKES)
+def test_the_checks_catch_a_wrong_report(check, part, field, wrong):
+    bad = json.loads(json.dumps(GOOD))
+    bad[part][field] = wrong
+    with pytest.raises(AssertionError):
+        check(bad)

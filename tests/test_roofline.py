@@ -1,0 +1,60 @@
+"""benchmarks/roofline.py: its arithmetic on a toy case, and that the script runs (a model, not timings)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from shiftvit_lib import preset
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def roofline():
+    spec = importlib.util.spec_from_file_location("roofline_script", REPO / "benchmarks" / "roofline.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_toy_cost_and_roofline_arithmetic(roofline):
+    # 1 MMAC, 1,000 activation numbers, 100 weights, batch 10.
+    cost = roofline.training_cost("toy", macs=1_000_000, activations=1_000, parameters=100, batch=10)
+    assert cost.flops == 6_000_000  # 2 FLOPs per MAC, x3 for forward + backward
+    assert cost.bytes_float32 == 5 * 4 * 1_000 + 10 * 4 * 100 / 10 == 20_400
+    assert cost.bytes_mixed == 5 * 2 * 1_000 + 400 == 10_400
+    gpu = roofline.GPU("toy", "a toy sheet", float32_flops=1e9, mixed_flops=1e10, mixed_name="BF16", bandwidth=1e6)
+    # float32: compute 6e6 / 1e9 = 6 ms, memory 20,400 / 1e6 = 20.4 ms per image: memory-bound.
+    seconds, roof = roofline.epoch_seconds(cost, gpu, mixed=False, images=1_000)
+    assert seconds == pytest.approx(20.4) and roof == "memory"
+    fast_memory = roofline.GPU("toy", "", 1e9, 1e10, "BF16", bandwidth=1e9)
+    seconds, roof = roofline.epoch_seconds(cost, fast_memory, mixed=True, images=1_000)
+    assert seconds == pytest.approx(0.6) and roof == "compute"  # 6e6 / 1e10 x 1,000
+
+
+def test_activation_count_of_a_two_stage_toy(roofline):
+    # 8x8 RGB image; stage 1: a 2x2 map of 4 channels, one block; stage 2: 1x1 of 8 channels, one block.
+    toy = SimpleNamespace(image_size=8, input_shape=(8, 8, 3), stage_resolutions=(2, 1), stage_dims=(4, 8),
+                          depths=(1, 1), mlp_ratio=2.0, num_classes=10)
+    image, projection = 8 * 8 * 3, 2 * 2 * 4
+    block_1 = 4 * (2 * 2 * 4) + 2 * (2 * 2 * 8)  # shift, norm, fc2, residual sum; fc1 and GELU are wider
+    merging = 2 * 2 * 4 + 1 * 1 * 8  # its norm, then its convolution
+    block_2 = 4 * 8 + 2 * 16
+    head = 8 + 10  # pooled vector, logits
+    assert roofline.activation_elements(toy) == image + projection + block_1 + merging + block_2 + head
+    # The real presets follow the same count: the seed model's per-stage maps are 12, 6, 3 and 2 pixels.
+    assert roofline.activation_elements(preset("seed")) > roofline.activation_elements(preset("quick"))
+
+
+def test_the_script_writes_its_table_labelled_as_a_model(roofline, tmp_path):
+    out = tmp_path / "roofline.md"
+    assert roofline.main(["--presets", "quick", "seed", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "a model, not a measurement" in text
+    assert "| seed | 11.7 M | 256 | 0.623 |" in text  # 6 x 104 MMACs per image
+    for sheet in ("NVIDIA T4 Tensor Core GPU data sheet", "NVIDIA A100", "NVIDIA H100"):
+        assert sheet in text
