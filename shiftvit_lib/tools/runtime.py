@@ -72,13 +72,16 @@ def runs_root(full_mode: bool = True, *, modules: Mapping[str, Any] | None = Non
 
 # --------------------------------------------------------------------------- lesson 05's run
 def train_or_reuse(config: Any, data: Any, out_dir: str | os.PathLike[str], *, epochs: int | None = None,
-                   seed: int = 42, mixed_precision: str | None = None, **train_kwargs: Any) -> Any:
+                   seed: int = 42, mixed_precision: str | None = None, restart: bool = False,
+                   **train_kwargs: Any) -> Any:
     """``sv.train``, except that a finished run with the same settings is read back, not refused.
 
     So re-running a lesson's training cell never deletes a finished run and never trains
     it twice. An interrupted run (a disconnect) resumes from its last finished epoch, and a
     finished run with *other* settings makes ``sv.train`` raise its ``RunFolderError``,
     which says what differs. ``mixed_precision="auto"`` is resolved for this device first.
+    ``restart=True`` (quick mode: a scratch run of a minute) always trains afresh, replacing
+    only the run's own files; a model saved by another Keras version is then never read.
     """
     from shiftvit_lib.tools.devices import recommended_mixed_precision
     from shiftvit_lib.tools.inference import load_model
@@ -97,9 +100,10 @@ def train_or_reuse(config: Any, data: Any, out_dir: str | os.PathLike[str], *, e
     out = Path(out_dir)
     spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
                     build_model=train_kwargs.get("build_model"))
-    record = finished_run(out, config, spec)
+    record = None if restart else finished_run(out, config, spec)
     if record is None:
-        return train(config, data, out, epochs=epochs, seed=seed, mixed_precision=mixed_precision, **train_kwargs)
+        return train(config, data, out, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
+                     overwrite=restart, **train_kwargs)
     print(f"{out.as_posix()} holds this finished run: read back, not trained again "
           "(train into another folder to train afresh)")
     return TrainingRun(model=load_model(out / BEST_MODEL), history=read_history_csv(out / HISTORY_CSV),

@@ -153,6 +153,18 @@ def test_rerunning_the_training_cell_reads_a_finished_run_back(tmp_path, capsys)
     assert (out / "best.keras").exists() and (out / "run.json").stat().st_mtime_ns == stamp
 
 
+def test_restart_trains_a_quick_run_afresh_over_a_finished_one(tmp_path, capsys):
+    # Quick mode's scratch run: a second run of the lesson (another Keras version, say) must
+    # not read the first run's model back, and must leave one clean run in the folder.
+    data, config, out = _tiny_splits(), preset("quick", batch_size=32), tmp_path / "05_training_quick"
+    runtime.train_or_reuse(config, data, out, epochs=1, verbose=0, jit_compile=False)
+    (out / "best.keras").write_bytes(b"saved by some other Keras")  # unreadable if loaded
+    run = runtime.train_or_reuse(config, data, out, epochs=1, verbose=0, jit_compile=False, restart=True)
+    assert "read back" not in capsys.readouterr().out
+    assert run.record["epochs_run"] == 1 and len(run.history["loss"]) == 1
+    assert (out / "best.keras").read_bytes()[:2] == b"PK"  # a fresh .keras (zip) file
+
+
 def test_a_colab_tpu_runtime_gets_the_jax_backend():
     from shiftvit_lib._startup import choose_backend_for_colab_tpu, on_colab_tpu
 
