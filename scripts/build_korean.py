@@ -32,7 +32,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from korean_catalog import (  # noqa: E402
     MEASURED,
-    MEASURED_ROW,
     ROOT,
     cell_source,
     english_hash,
@@ -78,6 +77,17 @@ def code_tokens(source: str) -> list[tuple[int, str]]:
             tokenize.ENDMARKER}
     tokens = tokenize.generate_tokens(io.StringIO(_code_without_magics(source) + "\n").readline)
     return [(tok.type, tok.string) for tok in tokens if tok.type not in skip]
+
+
+def without_comments(source: str) -> str:
+    """A code cell's text with its comments removed and trailing spaces stripped, line by line."""
+    text = _code_without_magics(source)
+    lines = text.splitlines()
+    tokens = tokenize.generate_tokens(io.StringIO(text + "\n").readline)
+    for tok in sorted((t for t in tokens if t.type == tokenize.COMMENT), key=lambda t: t.start, reverse=True):
+        row, col = tok.start
+        lines[row - 1] = lines[row - 1][:col]
+    return "\n".join(line.rstrip() for line in lines).rstrip("\n")
 
 
 def has_comment(source: str) -> bool:
@@ -129,7 +139,7 @@ def problems(stem: str, nb: dict, catalog: dict) -> list[str]:
             found.append(f"{where}: no translation")
         elif entry["en_sha256"] != english_hash(cell_source(cell)):
             found.append(f"{where}: stale, the English cell changed after it was translated")
-        elif cell["cell_type"] == "code" and code_tokens(entry["ko"]) != code_tokens(cell_source(cell)):
+        elif cell["cell_type"] == "code" and without_comments(entry["ko"]) != without_comments(cell_source(cell)):
             found.append(f"{where}: the translated code differs from the English code (not only comments)")
     for cell_id in sorted(set(cells) - ids):
         found.append(f"notebooks/{stem}.ipynb: cell {cell_id}: translated, but no such cell in the English notebook")
@@ -222,7 +232,7 @@ def import_translations(stem: str, file: Path) -> int:
                 korean = korean.replace(old, replacement)
         else:
             korean = value
-        if by_id[cell_id]["cell_type"] == "code" and code_tokens(korean) != code_tokens(english):
+        if by_id[cell_id]["cell_type"] == "code" and without_comments(korean) != without_comments(english):
             raise SystemExit(f"{stem} {cell_id}: the translation changes the code, not only comments")
         catalog["cells"][cell_id] = {"en_sha256": english_hash(english), "ko": korean}
     save_catalog(catalog)
