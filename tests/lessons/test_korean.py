@@ -179,3 +179,42 @@ def test_key_terms_carry_the_english_on_first_use(stem):
             missing.append(f"{korean} ({gloss})")
     assert not missing, f"{stem}: first use without the English beside it: {missing}"
     assert text
+
+
+# --- the website's Korean pages, without Sphinx (the built site: tests/test_site.py, website/check_site.py)
+
+
+def _site_modules():
+    pytest.importorskip("sphinx")
+    sys.path.insert(0, str(REPO / "website" / "_ext"))
+    import korean_edition
+
+    from website import build as site_build
+
+    return korean_edition, site_build
+
+
+def test_every_lesson_page_has_a_counterpart_in_the_other_language():
+    korean_edition, _ = _site_modules()
+    for stem in STEMS:
+        assert korean_edition.counterpart(f"notebooks/{stem}") == (f"notebooks/ko/{stem}", "ko", "한국어")
+        assert korean_edition.counterpart(f"notebooks/ko/{stem}") == (f"notebooks/{stem}", "en", "English")
+    assert korean_edition.counterpart("index")[0] == "notebooks/ko/index"
+    assert korean_edition.counterpart("notebooks/ko/index")[0] == "index"
+    assert korean_edition.counterpart("search") is None
+
+
+def test_korean_words_are_searchable_without_their_particles():
+    korean_edition, _ = _site_modules()
+    words = korean_edition.SearchEnglishAndKorean({}).split("시프트를 채널의 ShiftViT")
+    assert {"시프트", "채널", "시프트를", "ShiftViT"} <= set(words)
+
+
+def test_the_korean_lessons_are_staged_at_their_repository_paths(tmp_path):
+    _, site_build = _site_modules()
+    site_build.stage_sources(tmp_path / "stage")
+    for stem in STEMS:
+        staged = json.loads((tmp_path / "stage" / "notebooks" / "ko" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+        assert [c["id"] for c in staged["cells"]] == [c["id"] for c in _korean(stem)["cells"]]
+    home = (tmp_path / "stage" / "notebooks" / "ko" / "index.md").read_text(encoding="utf-8")
+    assert all(f"]({stem}.ipynb)" in home for stem in STEMS) and "](../../index.md)" in home
