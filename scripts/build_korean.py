@@ -152,7 +152,9 @@ def build_one(nb: dict, catalog: dict) -> dict:
     cells = catalog.get("cells", {})
     for cell in ko["cells"]:
         entry = cells.get(cell.get("id"))
-        if entry is None:
+        if entry is None:  # not translated (yet): the English cell, but its Colab badge opens the Korean notebook
+            if cell["cell_type"] == "markdown" and BADGE_EN in cell_source(cell):
+                cell["source"] = cell_source(cell).replace(BADGE_EN, BADGE_KO).splitlines(keepends=True)
             continue
         english = cell_source(cell)
         source = entry["ko"]

@@ -234,6 +234,7 @@ FAULTS = {
     "script from a CDN": ("external-request", {"console"}),  # offline: it fails to load too
     "too wide for a phone": ("phone", set()),
     "search term missing from the index": ("search", set()),
+    "no language switch": ("language-switch", set()),  # the Korean edition (issue 29)
 }
 
 
@@ -276,6 +277,10 @@ def _inject_faults(site: Path) -> dict[str, str]:
         file.write_text(file.read_text().replace(colab_url(stem), wrong(stem)))
     _append(site / placed["script from a CDN"], '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>')
     _append(site / placed["too wide for a phone"], '<div style="width: 1600px; height: 2px"></div>')
+    file = site / placed["no language switch"]
+    html, count = re.subn(r'<p class="language-switch">.*?</p>', "", file.read_text(), flags=re.S)
+    assert count
+    file.write_text(html)
     index = site / "searchindex.js"  # every page loads it: keep it valid, but without the term
     index.write_text(re.sub(SEARCH_TERM, "Nothing", index.read_text(), flags=re.I))
     return placed
