@@ -174,8 +174,9 @@ def test_key_terms_carry_the_english_on_first_use(stem):
         first = next((cell for cell in cells if korean in cell), None)
         if first is None:
             continue  # the lesson does not use the term
-        pattern = re.escape(korean) + r"[^()\n]{0,12}\(" + r"[^)]*" + re.escape(gloss)
-        if not re.search(pattern, first, flags=re.IGNORECASE):
+        beside = re.escape(korean) + r"[^()\n]{0,12}\([^)]*" + re.escape(gloss)  # 시프트(shift)
+        before = re.escape(gloss) + r"\s*\(" + re.escape(korean)  # Quick mode(빠른 모드, ...)
+        if not re.search(f"{beside}|{before}", first, flags=re.IGNORECASE):
             missing.append(f"{korean} ({gloss})")
     assert not missing, f"{stem}: first use without the English beside it: {missing}"
     assert text
