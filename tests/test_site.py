@@ -25,7 +25,14 @@ from pathlib import Path
 import pytest
 
 from website import build as site_build
-from website.check_site import SEARCH_TERM, check_site, colab_url, expected_lessons, find_chromium
+from website.check_site import (
+    SEARCH_TERM,
+    check_site,
+    colab_url,
+    expected_lessons,
+    find_chromium,
+    korean_lessons,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
@@ -213,7 +220,8 @@ def test_the_site_passes_every_browser_check(built_site, chromium):
     print(f"checked {len(report.pages)} pages in {time.perf_counter() - start:.1f} s")
     assert not report.problems, "\n".join(map(str, report.problems))
     assert set(_lesson_pages()) <= set(report.pages) and {"index.html", "search.html"} <= set(report.pages)
-    assert report.gifs_checked == sum(sum(x.gifs.values()) for x in expected_lessons(NOTEBOOKS)) > 0
+    lessons = expected_lessons(NOTEBOOKS) + korean_lessons(NOTEBOOKS)  # the Korean pages show the same GIFs
+    assert report.gifs_checked == sum(sum(x.gifs.values()) for x in lessons) > 0
     assert report.colab_links_checked >= 2 * len(_lesson_pages())  # a lesson's button, and the home page's table
     assert set(_lesson_pages()) <= set(report.search_hits)
     assert report.links_checked > 10 * len(report.pages)
@@ -226,6 +234,7 @@ FAULTS = {
     "console error": ("console", set()),
     "uncaught exception": ("page-error", set()),
     "missing image": ("image", {"console"}),  # and Chromium's own 404 error
+    "missing image, on the Korean page": ("image", {"console"}),  # the same image file (issue 29)
     "missing GIF": ("gif", set()),
     "broken internal link": ("link", set()),
     "broken anchor": ("anchor", set()),
@@ -234,6 +243,7 @@ FAULTS = {
     "script from a CDN": ("external-request", {"console"}),  # offline: it fails to load too
     "too wide for a phone": ("phone", set()),
     "search term missing from the index": ("search", set()),
+    "no language switch": ("language-switch", set()),  # the Korean edition (issue 29)
 }
 
 
@@ -248,14 +258,18 @@ def _inject_faults(site: Path) -> dict[str, str]:
     lessons = expected_lessons(NOTEBOOKS)
     pages = {p: (site / p).read_text() for p in _lesson_pages()}
     uses = {}  # _images file -> the pages that show it
-    for page, html in [*pages.items(), ("index.html", (site / "index.html").read_text())]:
-        for image in set(re.findall(r'src="(?:\.\./)?(_images/[^"]+)"', html)):
-            uses.setdefault(image, set()).add(page)
+    korean = {f"notebooks/ko/{Path(p).name}": p for p in pages}  # a Korean page shows its English twin's images
+    english = {page: korean.get(page, page) for page in [*pages, *korean, "index.html"]}
+    for page, html in [*pages.items(), ("index.html", (site / "index.html").read_text()),
+                       *((k, (site / k).read_text()) for k in korean if (site / k).is_file())]:
+        for image in set(re.findall(r'src="(?:\.\./)*(_images/[^"]+)"', html)):
+            uses.setdefault(image, set()).add(english[page])
     gif_page = next(x.page for x in lessons if x.gifs)
     image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
     others = [p for p in pages if p not in (gif_page, image_page)]
     placed = {"console error": "index.html", "search term missing from the index": "search.html",
-              "missing GIF": gif_page, "missing image": image_page}
+              "missing GIF": gif_page, "missing image": image_page,
+              "missing image, on the Korean page": f"notebooks/ko/{Path(image_page).name}"}
     for number, name in enumerate(n for n in FAULTS if n not in placed):
         placed[name] = others[number % len(others)]
 
@@ -276,6 +290,10 @@ def _inject_faults(site: Path) -> dict[str, str]:
         file.write_text(file.read_text().replace(colab_url(stem), wrong(stem)))
     _append(site / placed["script from a CDN"], '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>')
     _append(site / placed["too wide for a phone"], '<div style="width: 1600px; height: 2px"></div>')
+    file = site / placed["no language switch"]
+    html, count = re.subn(r'<p class="language-switch">.*?</p>', "", file.read_text(), flags=re.S)
+    assert count
+    file.write_text(html)
     index = site / "searchindex.js"  # every page loads it: keep it valid, but without the term
     index.write_text(re.sub(SEARCH_TERM, "Nothing", index.read_text(), flags=re.I))
     return placed

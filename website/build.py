@@ -260,6 +260,15 @@ def home_page(found: list[Lesson], readme: str, repo: Path, stage: Path) -> str:
     ) + "\n"
 
 
+def _korean_site():
+    """website/korean_site.py, whether this file runs as a script or as website.build."""
+    if str(WEBSITE) not in sys.path:
+        sys.path.insert(0, str(WEBSITE))
+    import korean_site
+
+    return korean_site
+
+
 def stage_sources(stage: Path, repo: Path = REPO) -> list[Lesson]:
     if stage.exists():
         shutil.rmtree(stage)
@@ -272,6 +281,7 @@ def stage_sources(stage: Path, repo: Path = REPO) -> list[Lesson]:
     staged = {lesson.path.relative_to(repo).as_posix() for lesson in found}
     for lesson in found:
         stage_notebook(lesson.path, staged, repo, stage)
+    _korean_site().stage_korean(stage, repo, staged, stage_notebook)  # notebooks/ko/ (website/korean_site.py)
     readme = (repo / "README.md").read_text(encoding="utf-8")
     (stage / "index.md").write_text(home_page(found, readme, repo, stage), encoding="utf-8")
     return found

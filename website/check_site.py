@@ -17,8 +17,11 @@ and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.ht
 - gif: a GIF of the notebook's stored outputs is not on the page, or did not load;
 - colab / binder: no launch link, or one that does not open notebooks/<the same name>.ipynb on
   branch main of the repository (on other pages, a Colab link must open some lesson on main);
+- language-switch: no link to the same lesson in the other language (notebooks/<name>.html <->
+  notebooks/ko/<name>.html, the Korean edition);
 and on the search page:
-- search: a search for "ShiftViT" does not list every lesson whose notebook mentions it.
+- search: a search for "ShiftViT" does not list every lesson whose notebook mentions it, or a search
+  for "시프트" every Korean lesson that uses the word.
 
 The expectations come from the notebooks (their names, their stored GIFs, their text), not from the
 site, so a lesson added or rewritten is checked without changing this file.
@@ -44,11 +47,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 REPO_SLUG = "shiftvit-tutorial/shiftvit-step-by-step"
 BRANCH = "main"
 SEARCH_TERM = "ShiftViT"
+KOREAN_TERM = "시프트"  # the Korean search check (issue 29): a word with particles attached in the text
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
 DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 
@@ -123,6 +127,31 @@ def expected_lessons(notebooks: Path, term: str = SEARCH_TERM) -> list[Expected]
         mentions = re.search(rf"\b{re.escape(term)}\b", "\n".join(words), re.I) is not None
         found.append(Expected(path.stem, gifs, mentions))
     return found
+
+
+def korean_lessons(notebooks: Path, term: str = SEARCH_TERM) -> list[Expected]:
+    """The Korean edition's lessons, notebooks/ko/<name>.ipynb -> notebooks/ko/<name>.html (none without it)."""
+    if not (notebooks / "ko").is_dir():
+        return []
+    found = expected_lessons(notebooks / "ko", term)
+    if term != SEARCH_TERM:  # a Korean word: it is also found with a particle attached ("시프트를")
+        for lesson, path in zip(found, sorted((notebooks / "ko").glob("*.ipynb"))):
+            lesson.mentions_term = term in path.read_text(encoding="utf-8")
+    return [Expected(f"ko/{lesson.stem}", lesson.gifs, lesson.mentions_term) for lesson in found]
+
+
+def _check_language_switch(page: str, lesson: Expected, audit: dict, origin: str, korean: list[Expected],
+                           report: Report) -> None:
+    """Every lesson page links to the same lesson in the other language (when both exist)."""
+    stems = {k.stem for k in korean}
+    if lesson.stem.startswith("ko/"):
+        other = f"notebooks/{lesson.stem[3:]}.html"
+    elif f"ko/{lesson.stem}" in stems:
+        other = f"notebooks/ko/{lesson.stem}.html"
+    else:
+        return
+    if origin + other not in audit["links"]:
+        report.problems.append(Problem(page, "language-switch", f"no link to {other}, the same lesson in the other language"))
 
 
 # --- a static server and a browser ---------------------------------------------------------------
@@ -376,7 +405,7 @@ def _check_launch_links(page: str, audit: dict, lesson: Expected | None, stems: 
         return [u for u in urls if urlsplit(u).hostname == "colab.research.google.com" and "/github/" in u]
 
     launch = set(audit["launch"])
-    pattern = re.compile(rf"https://colab\.research\.google\.com/github/{re.escape(REPO_SLUG)}/blob/{BRANCH}/notebooks/([^/?#]+)\.ipynb")
+    pattern = re.compile(rf"https://colab\.research\.google\.com/github/{re.escape(REPO_SLUG)}/blob/{BRANCH}/notebooks/((?:ko/)?[^/?#]+)\.ipynb")
     for url in colab(audit["links"]):
         report.colab_links_checked += 1
         match = pattern.fullmatch(url)
@@ -407,6 +436,8 @@ def check_site(
 ) -> Report:
     site = Path(site).resolve()
     lessons = expected_lessons(Path(notebooks), term)
+    korean = korean_lessons(Path(notebooks))  # the Korean edition, notebooks/ko/ (issue 29)
+    lessons += korean
     by_page = {lesson.page: lesson for lesson in lessons}
     stems = {lesson.stem for lesson in lessons}
     report = Report(pages=site_pages(site))
@@ -438,7 +469,10 @@ def check_site(
                 _check_launch_links(page, audit, lesson, stems, report)
                 if lesson is not None:
                     _check_gifs(page, lesson, audit["images"], site, origin, report)
+                    _check_language_switch(page, lesson, audit, origin, korean, report)
             _check_search(browser, origin, lessons, term, report)
+            if korean:
+                _check_search(browser, origin, korean_lessons(Path(notebooks), KOREAN_TERM), KOREAN_TERM, report)
             if phone:
                 browser.call("Emulation.setDeviceMetricsOverride", PHONE)
                 for page in report.pages:
@@ -517,7 +551,7 @@ SEARCH_WAIT = r"""
 def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: str, report: Report) -> None:
     page = "search.html"
     visit = PageVisit(browser, origin)
-    visit.load(f"{origin}{page}?q={term}")
+    visit.load(f"{origin}{page}?q={quote(term)}")
     hits = None
     deadline = time.monotonic() + 30
     while hits is None and time.monotonic() < deadline:
@@ -530,7 +564,7 @@ def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: 
         report.problems.append(Problem(page, "search", f"a search for {term!r} did not finish in 30 s"))
         return
     found = {urlsplit(h).path.lstrip("/") for h in hits if h.startswith(origin)}
-    report.search_hits = sorted(found)
+    report.search_hits = sorted(set(report.search_hits) | found)  # both searches: ShiftViT, then 시프트
     expected = [lesson for lesson in lessons if lesson.mentions_term]
     if not expected:
         report.problems.append(Problem(page, "search", f"no lesson mentions {term!r}: nothing to find"))

@@ -16,7 +16,7 @@ project = "ShiftViT, step by step"
 author = "ShiftViT tutorial team"
 copyright = "the ShiftViT tutorial team, Apache-2.0"
 
-extensions = ["myst_nb", "mathml"]
+extensions = ["myst_nb", "mathml", "korean_edition"]  # korean_edition: issue 29
 
 # The stored outputs are the page: never run a notebook.
 nb_execution_mode = "off"

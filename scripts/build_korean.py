@@ -1,0 +1,273 @@
+"""Build the Korean edition's notebooks from the English ones and the translation catalogue.
+
+    python scripts/build_korean.py                 build notebooks/ko/*.ipynb (the default)
+    python scripts/build_korean.py --check         exit 1 naming every stale or missing translation
+                                                   (file, cell id, reason) and every built notebook
+                                                   that differs from what would be built
+    python scripts/build_korean.py todo [STEM...]  the cells that need a translation, with their English
+                                                   text (and the old Korean, when a translation is stale)
+    python scripts/build_korean.py todo --json STEM   the same for one lesson as a JSON template
+                                                   {cell_id: english source}, ready to fill in and import
+    python scripts/build_korean.py import STEM FILE   record the translations in FILE, a JSON object
+                                                   {cell_id: korean source}, hashed against the current
+                                                   English cells; a value may also be an object
+                                                   {english text: korean text} of replacements applied
+                                                   to the English source (handy for code comments)
+
+The English notebooks stay the source: a Korean notebook is the English one (code, outputs, cell ids,
+metadata) with each translated cell's source replaced by its catalogue entry. Code cells without comments
+need no entry and are copied as they are. See i18n/ko/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import sys
+import tokenize
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from korean_catalog import (  # noqa: E402
+    MEASURED,
+    ROOT,
+    cell_source,
+    english_hash,
+    load_catalog,
+    measured_text,
+    save_catalog,
+)
+
+ENGLISH_DIR = ROOT / "notebooks"
+KOREAN_DIR = ENGLISH_DIR / "ko"
+BADGE_EN = "/blob/main/notebooks/"
+BADGE_KO = "/blob/main/notebooks/ko/"
+
+
+def english_notebooks() -> list[Path]:
+    return sorted(ENGLISH_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+def load_notebook(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def dump_notebook(nb: dict) -> str:
+    return json.dumps(nb, ensure_ascii=False, indent=1) + "\n"
+
+
+def _code_without_magics(source: str) -> str:
+    # IPython lines (%pip, !ls) are not Python: keep them as a string token so tokenize can read the rest.
+    lines = []
+    for line in source.splitlines(keepends=True):
+        stripped = line.lstrip()
+        if stripped.startswith(("%", "!")):
+            indent = line[: len(line) - len(stripped)]
+            lines.append(indent + repr(stripped.rstrip("\n")) + ("\n" if line.endswith("\n") else ""))
+        else:
+            lines.append(line)
+    return "".join(lines)
+
+
+def code_tokens(source: str) -> list[tuple[int, str]]:
+    """A code cell's tokens without comments and layout: equal for two cells that differ only in comments."""
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENDMARKER}
+    tokens = tokenize.generate_tokens(io.StringIO(_code_without_magics(source) + "\n").readline)
+    return [(tok.type, tok.string) for tok in tokens if tok.type not in skip]
+
+
+def without_comments(source: str) -> str:
+    """A code cell's text with its comments removed and trailing spaces stripped, line by line."""
+    text = _code_without_magics(source)
+    lines = text.splitlines()
+    tokens = tokenize.generate_tokens(io.StringIO(text + "\n").readline)
+    for tok in sorted((t for t in tokens if t.type == tokenize.COMMENT), key=lambda t: t.start, reverse=True):
+        row, col = tok.start
+        lines[row - 1] = lines[row - 1][:col]
+    return "\n".join(line.rstrip() for line in lines).rstrip("\n")
+
+
+def has_comment(source: str) -> bool:
+    try:
+        return any(tok_type == tokenize.COMMENT for tok_type, _ in _all_tokens(source))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return "#" in source
+
+
+def _all_tokens(source: str):
+    tokens = tokenize.generate_tokens(io.StringIO(_code_without_magics(source) + "\n").readline)
+    return [(tok.type, tok.string) for tok in tokens]
+
+
+def needs_translation(cell) -> bool:
+    if cell["cell_type"] == "markdown":
+        return True
+    if cell["cell_type"] == "code":
+        return has_comment(cell_source(cell))
+    return False
+
+
+def korean_measured(text: str) -> str:
+    """The runner's measured text ("0.1 min, measured by the lesson runner (2 CPU cores, 2026-11-24)") in Korean."""
+    import re
+
+    match = re.fullmatch(r"(.+?) min, measured by the lesson runner \((\d+) CPU cores?, ([0-9-]+)\)", text)
+    if match:
+        minutes, cores, day = match.groups()
+        return f"{minutes}분, 레슨 실행기가 측정 (CPU 코어 {cores}개, {day})"
+    match = re.fullmatch(r"(.+?) min(.*)", text)
+    if match:
+        return f"{match.group(1)}분{match.group(2)}"
+    return text
+
+
+def problems(stem: str, nb: dict, catalog: dict) -> list[str]:
+    """Every cell of one lesson whose translation is missing or stale, as 'file: cell id: reason'."""
+    found = []
+    cells = catalog.get("cells", {})
+    ids = set()
+    for cell in nb["cells"]:
+        ids.add(cell.get("id"))
+        if not needs_translation(cell):
+            continue
+        entry = cells.get(cell["id"])
+        where = f"notebooks/{stem}.ipynb: cell {cell['id']} ({cell['cell_type']})"
+        if entry is None:
+            found.append(f"{where}: no translation")
+        elif entry["en_sha256"] != english_hash(cell_source(cell)):
+            found.append(f"{where}: stale, the English cell changed after it was translated")
+        elif cell["cell_type"] == "code" and without_comments(entry["ko"]) != without_comments(cell_source(cell)):
+            found.append(f"{where}: the translated code differs from the English code (not only comments)")
+    for cell_id in sorted(set(cells) - ids):
+        found.append(f"notebooks/{stem}.ipynb: cell {cell_id}: translated, but no such cell in the English notebook")
+    return found
+
+
+def build_one(nb: dict, catalog: dict) -> dict:
+    """The Korean notebook: the English one with every fresh translation in place."""
+    ko = copy.deepcopy(nb)
+    cells = catalog.get("cells", {})
+    for cell in ko["cells"]:
+        entry = cells.get(cell.get("id"))
+        if entry is None:  # not translated (yet): the English cell, but its Colab badge opens the Korean notebook
+            if cell["cell_type"] == "markdown" and BADGE_EN in cell_source(cell):
+                cell["source"] = cell_source(cell).replace(BADGE_EN, BADGE_KO).splitlines(keepends=True)
+            continue
+        english = cell_source(cell)
+        source = entry["ko"]
+        if MEASURED in source:
+            measured = measured_text(english)
+            source = source.replace(MEASURED, korean_measured(measured) if measured else "")
+        source = source.replace(BADGE_EN, BADGE_KO)
+        cell["source"] = source.splitlines(keepends=True)
+    ko.setdefault("metadata", {})["language"] = "ko"
+    ko["metadata"]["language_info"] = dict(ko["metadata"].get("language_info", {}))
+    return ko
+
+
+def build_all(write: bool) -> list[str]:
+    report = []
+    for path in english_notebooks():
+        stem = path.stem
+        nb = load_notebook(path)
+        catalog = load_catalog(stem)
+        report += problems(stem, nb, catalog)
+        text = dump_notebook(build_one(nb, catalog))
+        target = KOREAN_DIR / path.name
+        if write:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        elif not target.exists() or target.read_text(encoding="utf-8") != text:
+            report.append(f"notebooks/ko/{path.name}: out of date, run python scripts/build_korean.py")
+    return report
+
+
+def todo(stems: list[str], as_json: bool) -> int:
+    paths = [p for p in english_notebooks() if not stems or p.stem in stems]
+    template = {}
+    count = 0
+    for path in paths:
+        nb = load_notebook(path)
+        catalog = load_catalog(path.stem)
+        for cell in nb["cells"]:
+            if not needs_translation(cell):
+                continue
+            entry = catalog["cells"].get(cell["id"])
+            english = cell_source(cell)
+            if entry is not None and entry["en_sha256"] == english_hash(english):
+                continue
+            count += 1
+            template[cell["id"]] = english
+            if as_json:
+                continue
+            state = "missing" if entry is None else "stale"
+            print(f"===== {path.stem} {cell['id']} ({cell['cell_type']}, {state})")
+            print(english)
+            if entry is not None:
+                print(f"----- old Korean of {cell['id']} (made from an earlier English text)")
+                print(entry["ko"])
+    if as_json:
+        print(json.dumps(template, ensure_ascii=False, indent=1))
+    else:
+        print(f"{count} cell(s) need a translation; fill in a JSON {{cell_id: korean}} and run "
+              f"python scripts/build_korean.py import STEM FILE")
+    return 0
+
+
+def import_translations(stem: str, file: Path) -> int:
+    nb = load_notebook(ENGLISH_DIR / f"{stem}.ipynb")
+    by_id = {cell["id"]: cell for cell in nb["cells"]}
+    new = json.loads(file.read_text(encoding="utf-8"))
+    catalog = load_catalog(stem)
+    for cell_id, value in new.items():
+        if cell_id not in by_id:
+            raise SystemExit(f"{stem}: no cell {cell_id} in the English notebook")
+        english = cell_source(by_id[cell_id])
+        if isinstance(value, dict):  # replacements applied to the English source
+            korean = english
+            for old, replacement in value.items():
+                if old not in korean:
+                    raise SystemExit(f"{stem} {cell_id}: {old!r} is not in the English cell")
+                korean = korean.replace(old, replacement)
+        else:
+            korean = value
+        if by_id[cell_id]["cell_type"] == "code" and without_comments(korean) != without_comments(english):
+            raise SystemExit(f"{stem} {cell_id}: the translation changes the code, not only comments")
+        catalog["cells"][cell_id] = {"en_sha256": english_hash(english), "ko": korean}
+    save_catalog(catalog)
+    print(f"{stem}: {len(new)} cell(s) recorded")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "todo":
+        parser = argparse.ArgumentParser(prog="build_korean.py todo")
+        parser.add_argument("stems", nargs="*")
+        parser.add_argument("--json", action="store_true")
+        args = parser.parse_args(argv[1:])
+        return todo(args.stems, args.json)
+    if argv and argv[0] == "import":
+        parser = argparse.ArgumentParser(prog="build_korean.py import")
+        parser.add_argument("stem")
+        parser.add_argument("file", type=Path)
+        args = parser.parse_args(argv[1:])
+        return import_translations(args.stem, args.file)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args(argv)
+    report = build_all(write=not args.check)
+    for line in report:
+        print(line)
+    if args.check:
+        print(f"{len(report)} problem(s)" if report else "the Korean edition is up to date")
+        return 1 if report else 0
+    print(f"built {len(english_notebooks())} notebooks in notebooks/ko/; {len(report)} cell(s) still need a translation")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
