@@ -8,6 +8,9 @@
                                                    text (and the old Korean, when a translation is stale)
     python scripts/build_korean.py todo --json STEM   the same for one lesson as a JSON template
                                                    {cell_id: english source}, ready to fill in and import
+    python scripts/build_korean.py refresh [STEM...]  carry the Korean comments of stale code cells over
+                                                   to the new English code where the English comments
+                                                   are unchanged (git history holds the old English)
     python scripts/build_korean.py import STEM FILE   record the translations in FILE, a JSON object
                                                    {cell_id: korean source}, hashed against the current
                                                    English cells; a value may also be an object
@@ -158,6 +161,8 @@ def build_one(nb: dict, catalog: dict) -> dict:
             continue
         english = cell_source(cell)
         source = entry["ko"]
+        if cell["cell_type"] == "code" and entry["en_sha256"] != english_hash(english):
+            continue  # stale: the English code (the Korean may hold old code); `refresh` carries comments over
         if MEASURED in source:
             measured = measured_text(english)
             source = source.replace(MEASURED, korean_measured(measured) if measured else "")
@@ -242,6 +247,69 @@ def import_translations(stem: str, file: Path) -> int:
     return 0
 
 
+def comments(source: str) -> list[tokenize.TokenInfo]:
+    """A code cell's comment tokens, in order (IPython lines hold none)."""
+    tokens = tokenize.generate_tokens(io.StringIO(_code_without_magics(source) + "\n").readline)
+    return [tok for tok in tokens if tok.type == tokenize.COMMENT]
+
+
+def with_comments(source: str, texts: list[str]) -> str:
+    """``source`` with its comments replaced, in order, by ``texts``."""
+    lines = source.splitlines(keepends=True)
+    for tok, text in sorted(zip(comments(source), texts), key=lambda pair: pair[0].start, reverse=True):
+        (row, start), (_, end) = tok.start, tok.end
+        lines[row - 1] = lines[row - 1][:start] + text + lines[row - 1][end:]
+    return "".join(lines)
+
+
+def english_source_at(stem: str, cell_id: str, digest: str) -> str | None:
+    """The English text a translation was made from: the cell's version in git history with that hash."""
+    import subprocess
+
+    path = f"notebooks/{stem}.ipynb"
+    log = subprocess.run(["git", "log", "--format=%H", "--", path], cwd=ROOT, capture_output=True, text=True)
+    for commit in log.stdout.split():
+        shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True)
+        if shown.returncode:
+            continue
+        for cell in json.loads(shown.stdout)["cells"]:
+            if cell.get("id") == cell_id and english_hash(cell_source(cell)) == digest:
+                return cell_source(cell)
+    return None
+
+
+def refresh(stems: list[str]) -> int:
+    """Carry the Korean comments of stale code cells over to the new English code.
+
+    Only where the English comments are word for word those the translation was made from (the
+    code around them changed: reformatting, a new argument); other stale cells are listed for a
+    translator (``todo``).
+    """
+    carried, left = 0, []
+    for path in english_notebooks():
+        if stems and path.stem not in stems:
+            continue
+        nb, catalog = load_notebook(path), load_catalog(path.stem)
+        for cell in nb["cells"]:
+            entry = catalog["cells"].get(cell.get("id"))
+            english = cell_source(cell)
+            if cell["cell_type"] != "code" or entry is None or entry["en_sha256"] == english_hash(english):
+                continue
+            before = english_source_at(path.stem, cell["id"], entry["en_sha256"])
+            old_english = [tok.string for tok in comments(before)] if before is not None else None
+            if old_english != [tok.string for tok in comments(english)]:
+                left.append(f"{path.stem} {cell['id']}: its English comments changed; translate it (todo)")
+                continue
+            korean = with_comments(english, [tok.string for tok in comments(entry["ko"])])
+            catalog["cells"][cell["id"]] = {"en_sha256": english_hash(english), "ko": korean}
+            carried += 1
+        save_catalog(catalog)
+    print(f"{carried} code cell(s) carried over to the new English code")
+    for line in left:
+        print(line)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "todo":
@@ -250,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--json", action="store_true")
         args = parser.parse_args(argv[1:])
         return todo(args.stems, args.json)
+    if argv and argv[0] == "refresh":
+        return refresh(argv[1:])
     if argv and argv[0] == "import":
         parser = argparse.ArgumentParser(prog="build_korean.py import")
         parser.add_argument("stem")

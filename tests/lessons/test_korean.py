@@ -219,3 +219,20 @@ def test_the_korean_lessons_are_staged_at_their_repository_paths(tmp_path):
         assert [c["id"] for c in staged["cells"]] == [c["id"] for c in _korean(stem)["cells"]]
     home = (tmp_path / "stage" / "notebooks" / "ko" / "index.md").read_text(encoding="utf-8")
     assert all(f"]({stem}.ipynb)" in home for stem in STEMS) and "](../../index.md)" in home
+
+
+def test_a_stale_code_translation_never_puts_old_code_in_the_korean_notebook():
+    nb = {"cells": [{"id": "c1", "cell_type": "code", "source": "x = 2  # two\n", "outputs": []}],
+          "metadata": {}}
+    catalog = {"cells": {"c1": {"en_sha256": english_hash("x = 1  # two\n"), "ko": "x = 1  # 둘\n"}}}
+    built = build_korean.build_one(nb, catalog)
+    assert cell_source(built["cells"][0]) == "x = 2  # two\n"  # the new code, in English until refreshed
+
+
+def test_refresh_moves_korean_comments_onto_reformatted_code():
+    english = "f(a,\n  b)  # first\n# second\ny = 1\n"
+    korean_comments = ["# 첫째", "# 둘째"]
+    carried = build_korean.with_comments(english, korean_comments)
+    assert carried == "f(a,\n  b)  # 첫째\n# 둘째\ny = 1\n"
+    assert build_korean.without_comments(carried) == build_korean.without_comments(english)
+    assert [t.string for t in build_korean.comments(carried)] == korean_comments
