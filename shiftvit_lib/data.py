@@ -12,7 +12,6 @@ which hands its reader to :func:`load_cifar10`.
 from __future__ import annotations
 
 import dataclasses
-import io
 import math
 import os
 import socket
@@ -27,7 +26,8 @@ from typing import Any
 
 import keras
 import numpy as np
-from PIL import Image
+
+from shiftvit_lib.images import decode_rgb
 
 CIFAR10_CLASSES: tuple[str, ...] = (
     "airplane", "automobile", "bird", "cat", "deer",
@@ -222,7 +222,7 @@ def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
             files = [n for c in CIFAR10_CLASSES for n in names if n.startswith(f"{split}/{c}/")]
             labels = np.array([CIFAR10_CLASSES.index(n.split("/")[1]) for n in files], dtype=np.int64)
             keep = cap_per_class(labels, limit, rng)
-            images = [np.asarray(Image.open(io.BytesIO(archive.read(files[i]))).convert("RGB")) for i in keep]
+            images = [np.asarray(decode_rgb(archive.read(files[i]))[0]) for i in keep]
             arrays += [np.stack(images).astype(np.uint8), labels[keep]]
     return RawData(*arrays, image_formats="JPEG", description=(
         f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {len(arrays[1]):,} train / {len(arrays[3]):,} "

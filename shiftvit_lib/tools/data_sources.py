@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import io
 import os
 import stat
 import tarfile
@@ -26,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from shiftvit_lib import data
 from shiftvit_lib.data import CIFAR10_CLASSES, NAMED_SOURCES, RawData, cap_per_class
+from shiftvit_lib.images import UnsupportedImageError, decode_rgb
 
 CIFAR10_IMAGE_SHAPE = (32, 32, 3)
 SPLIT_FOLDERS = ("train", "test")
@@ -444,11 +443,9 @@ def _load_class_folders(
 def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
     """Decode one 32x32 image to uint8 RGB; also return its format ("JPEG", "PNG")."""
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            image_format = image.format or "unknown format"
-            rgb = image.convert("RGB")  # also forces the full decode
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
-        raise ValueError(f"cannot decode image {name}: {error}. Replace or remove the file.") from error
+        rgb, image_format = decode_rgb(data)  # the decoder predictions use, too
+    except UnsupportedImageError as error:
+        raise ValueError(f"cannot decode image {name}: {error}. Replace or remove the file.") from None
     if rgb.size != CIFAR10_IMAGE_SHAPE[:2]:
         raise ValueError(
             f"{name} is {rgb.width}x{rgb.height} pixels, but CIFAR-10 images are 32x32. "

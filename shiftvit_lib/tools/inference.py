@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import io
 import os
 import stat
 import warnings
@@ -26,9 +25,10 @@ from typing import Any, Literal, NamedTuple
 
 import keras
 import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image
 
 from shiftvit_lib.data import CIFAR10_CLASSES, check_positive_int, is_positive_int
+from shiftvit_lib.images import UnsupportedImageError, decode_rgb, sniff_format
 from shiftvit_lib.tools.data_sources import describe_file_mode
 
 Fit = Literal["crop", "stretch"]
@@ -55,8 +55,9 @@ class ImageReadError(ValueError):
 def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "crop") -> np.ndarray:
     """Read an image file as a uint8 RGB array of shape (height, width, 3).
 
-    Any format Pillow reads works: JPEG, PNG, GIF (first frame), BMP, WebP...
-    Grayscale and palette images become RGB; transparent areas are composited
+    PNG and JPEG, recognised by their content (not the name): other formats are
+    refused, so a file never reaches a decoder it should not (see shiftvit_lib.images).
+    Grayscale, 16-bit and palette images become RGB; transparent areas are composited
     onto white (what a viewer shows); the EXIF orientation of photos is applied.
 
     Args:
@@ -82,20 +83,12 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
     data = _read_bounded(path, MAX_IMAGE_BYTES)
     if not data:
         raise ImageReadError(path, "empty file (0 bytes)")
-    image_format = None
+    if sniff_format(data) is None:
+        raise ImageReadError(path, _unidentified_reason(path, data))
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            image_format = image.format
-            image.load()  # decode now, so truncated data fails here
-            rgb = _to_rgb(ImageOps.exif_transpose(image))
-    except UnidentifiedImageError:
-        raise ImageReadError(path, _unidentified_reason(path, data)) from None
-    except Image.DecompressionBombError as error:
-        raise ImageReadError(path, f"image too large to decode safely ({error})") from None
-    except (OSError, SyntaxError, ValueError, EOFError) as error:
-        raise ImageReadError(
-            path, f"corrupt or truncated {image_format or 'image'} data ({error})"
-        ) from None
+        rgb, _ = decode_rgb(data)
+    except UnsupportedImageError as error:
+        raise ImageReadError(path, str(error)) from None
     return np.asarray(_resize(rgb, width, height, fit), dtype=np.uint8)
 
 
@@ -142,20 +135,6 @@ def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
     if len(pair) != 2 or not all(is_positive_int(v) for v in pair):
         raise ValueError(f"size must be a positive int or (height, width); got {size!r}")
     return int(pair[0]), int(pair[1])
-
-
-def _to_rgb(image: Image.Image) -> Image.Image:
-    """Convert any Pillow mode to 8-bit RGB."""
-    if image.mode in ("I", "I;16", "I;16B", "I;16L"):
-        # 16-bit grayscale (e.g. some PNGs): convert("RGB") would clip at 255.
-        values = np.asarray(image, dtype=np.float64) / 257.0
-        image = Image.fromarray(np.clip(values, 0, 255).round().astype(np.uint8), mode="L")
-    has_alpha = "A" in image.getbands() or "a" in image.getbands()
-    if has_alpha or (image.mode == "P" and "transparency" in image.info):
-        rgba = image.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("RGB")
-    return image.convert("RGB")
 
 
 def _resize(image: Image.Image, width: int, height: int, fit: Fit) -> Image.Image:

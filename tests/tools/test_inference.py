@@ -75,12 +75,15 @@ def test_image_at_the_model_size_keeps_its_exact_pixels(tmp_path: Path) -> None:
 
 def test_grayscale_palette_and_16_bit_become_rgb(tmp_path: Path) -> None:
     Image.new("L", (40, 40), 100).save(tmp_path / "gray.png")
-    Image.new("RGB", (40, 40), (200, 10, 10)).convert("P").save(tmp_path / "palette.gif")
+    Image.new("RGB", (40, 40), (200, 10, 10)).convert("P").save(tmp_path / "palette.png")
+    Image.new("RGB", (40, 40), (200, 10, 10)).save(tmp_path / "other.gif")
     Image.fromarray(np.full((40, 40), 65535, np.uint16)).save(tmp_path / "deep.png")
     gray = load_image(tmp_path / "gray.png", 32)
     assert gray.shape == (32, 32, 3) and (gray == 100).all()
-    palette = load_image(tmp_path / "palette.gif", 32)
+    palette = load_image(tmp_path / "palette.png", 32)
     assert abs(int(palette[0, 0, 0]) - 200) < 10 and palette[0, 0, 1] < 20
+    with pytest.raises(ImageReadError, match="unsupported format"):  # PNG and JPEG only
+        load_image(tmp_path / "other.gif", 32)
     assert (load_image(tmp_path / "deep.png", 32) == 255).all()  # not clipped at 255/65535
 
 
@@ -467,3 +470,29 @@ def test_load_model_refuses_a_pipe_named_like_a_model(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.keras")
     with pytest.raises(ValueError, match="not a regular file"):
         load_model(tmp_path / "pipe.keras")
+
+
+def test_a_postscript_file_named_png_is_reported_and_the_rest_predicted(model, tmp_path: Path) -> None:
+    from PIL import EpsImagePlugin
+
+    def ghostscript(*args, **kwargs):
+        raise AssertionError("Ghostscript was started")
+
+    EpsImagePlugin_Ghostscript = EpsImagePlugin.Ghostscript
+    EpsImagePlugin.Ghostscript = ghostscript
+    try:
+        (tmp_path / "drawing.png").write_bytes(b"%!PS-Adobe-3.0\nnewpath 0 0 moveto showpage\n")
+        good = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+        Image.fromarray(good).save(tmp_path / "good.png")
+        Image.fromarray(good).save(tmp_path / "cut.png")
+        (tmp_path / "cut.png").write_bytes((tmp_path / "cut.png").read_bytes()[:60])  # Pillow cannot decode it
+        with pytest.raises(ImageReadError, match="not an image despite its .png extension"):
+            load_image(tmp_path / "drawing.png", 32)
+        with pytest.raises(ImageReadError, match="corrupt or truncated PNG"):
+            load_image(tmp_path / "cut.png", 32)
+        result = predict_folder(model, tmp_path)  # the batch goes on past both
+        assert [p.path.name for p in result.predictions] == ["good.png"]
+        reasons = {f.path.name: f.reason for f in result.failures}
+        assert "not an image" in reasons["drawing.png"] and "truncated" in reasons["cut.png"]
+    finally:
+        EpsImagePlugin.Ghostscript = EpsImagePlugin_Ghostscript

@@ -1,0 +1,70 @@
+"""One way to turn image bytes into RGB pixels, shared by training data and predictions.
+
+Pillow opens whatever a file *is*, whatever its name says: a PostScript file named ``.png`` would
+reach Ghostscript, a SPIDER file named ``.jpg`` an obscure decoder. So the format is decided by the
+file's first bytes, only PNG and JPEG are opened, and the pixel count is checked before decoding.
+Training (the class-folder loader) and prediction (``load_image``) both call :func:`decode_rgb`, so
+a 16-bit PNG, a palette or a transparent pixel becomes the same RGB value in both.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image, ImageOps
+
+# What the project reads, recognised by the file's first bytes (its "magic number").
+SIGNATURES = {"PNG": b"\x89PNG\r\n\x1a\n", "JPEG": b"\xff\xd8\xff"}
+# Refused before decoding: a 20-megapixel photo is fine, a 40,000 x 40,000 PNG of a few kB is not.
+MAX_PIXELS = 40_000_000
+
+
+class UnsupportedImageError(ValueError):
+    """Image bytes this project does not decode; the message says why, in one line."""
+
+
+def sniff_format(data: bytes) -> str | None:
+    """``"PNG"`` or ``"JPEG"`` from the first bytes, or None for anything else."""
+    return next((name for name, magic in SIGNATURES.items() if data.startswith(magic)), None)
+
+
+def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS) -> tuple[Image.Image, str]:
+    """Decode PNG or JPEG bytes to an 8-bit RGB image; also return the format's name.
+
+    Raises:
+        UnsupportedImageError: not PNG or JPEG by content, too many pixels, or data that does not
+            decode completely (truncated, corrupt).
+    """
+    image_format = sniff_format(data)
+    if image_format is None:
+        raise UnsupportedImageError("unsupported file: not a PNG or JPEG image by its content "
+                                    "(convert it to PNG or JPEG)")
+    try:
+        with Image.open(io.BytesIO(data), formats=[image_format]) as image:
+            if image.width * image.height > max_pixels:
+                raise UnsupportedImageError(
+                    f"{image.width}x{image.height} pixels is more than the {max_pixels:,} this "
+                    "project decodes; shrink the image first")
+            image.load()  # decode everything now, so truncated data fails here
+            # The EXIF orientation of photos applied (training images have none).
+            return to_rgb(ImageOps.exif_transpose(image)), image_format
+    except UnsupportedImageError:
+        raise
+    except Exception as error:  # noqa: BLE001 - any decoder failure is a bad file, reported in one line
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UnsupportedImageError(f"corrupt or truncated {image_format} data ({reason})") from None
+
+
+def to_rgb(image: Image.Image) -> Image.Image:
+    """Any Pillow mode as 8-bit RGB: 16-bit scaled (not clipped), transparency composited on white."""
+    if image.mode in ("I", "I;16", "I;16B", "I;16L"):
+        # 16-bit grayscale: convert("RGB") would clip every value above 255 to white.
+        values = np.asarray(image, dtype=np.float64) / 257.0
+        image = Image.fromarray(np.clip(values, 0, 255).round().astype(np.uint8), mode="L")
+    has_alpha = "A" in image.getbands() or "a" in image.getbands()
+    if has_alpha or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")

@@ -1,0 +1,99 @@
+"""One decoder for training and prediction: PNG and JPEG by content, a pixel cap, the same RGB."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from shiftvit_lib.images import MAX_PIXELS, UnsupportedImageError, decode_rgb, sniff_format
+
+POSTSCRIPT = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 32 32\nnewpath 0 0 moveto 32 32 lineto stroke\nshowpage\n"
+
+
+def _encoded(image: Image.Image, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def test_png_and_jpeg_decode_to_rgb():
+    pixels = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    rgb, fmt = decode_rgb(_encoded(Image.fromarray(pixels), "PNG"))
+    assert fmt == "PNG" and rgb.mode == "RGB" and np.array_equal(np.asarray(rgb), pixels)
+    rgb, fmt = decode_rgb(_encoded(Image.fromarray(pixels), "JPEG"))
+    assert fmt == "JPEG" and np.asarray(rgb).shape == (32, 32, 3)
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "BMP", "TIFF"])
+def test_other_formats_are_refused_by_content(fmt):
+    data = _encoded(Image.new("RGB", (8, 8), (10, 20, 30)), fmt)
+    assert sniff_format(data) is None
+    with pytest.raises(UnsupportedImageError, match="not a PNG or JPEG"):
+        decode_rgb(data)
+
+
+def test_postscript_named_png_never_reaches_a_decoder(monkeypatch):
+    from PIL import EpsImagePlugin
+
+    def ghostscript(*args, **kwargs):  # what Pillow would run for a PostScript file
+        raise AssertionError("Ghostscript was started")
+
+    monkeypatch.setattr(EpsImagePlugin, "Ghostscript", ghostscript)
+    with pytest.raises(UnsupportedImageError, match="unsupported file"):
+        decode_rgb(POSTSCRIPT)
+
+
+def test_a_png_signature_on_postscript_is_not_decoded_as_postscript():
+    with pytest.raises(UnsupportedImageError, match="corrupt or truncated PNG"):
+        decode_rgb(b"\x89PNG\r\n\x1a\n" + POSTSCRIPT)
+
+
+def test_too_many_pixels_are_refused_before_decoding():
+    data = _encoded(Image.new("L", (300, 200)), "PNG")  # 60,000 pixels, a few hundred bytes
+    with pytest.raises(UnsupportedImageError, match="300x200 pixels"):
+        decode_rgb(data, max_pixels=50_000)
+    assert decode_rgb(data, max_pixels=60_000)[0].size == (300, 200)
+    assert MAX_PIXELS >= 20_000_000  # a large photo still decodes
+
+
+def test_sixteen_bit_png_is_scaled_not_clipped():
+    values = np.full((4, 4), 1000, dtype=np.uint16)  # 1000 / 65535 of full scale: nearly black
+    rgb, _ = decode_rgb(_encoded(Image.fromarray(values), "PNG"))
+    assert np.asarray(rgb).max() == round(1000 / 257)
+
+
+def test_transparent_pixels_become_white():
+    rgba = np.zeros((4, 4, 4), dtype=np.uint8)
+    rgba[..., 0] = 255  # hidden red under full transparency
+    rgb, _ = decode_rgb(_encoded(Image.fromarray(rgba, "RGBA"), "PNG"))
+    assert (np.asarray(rgb) == 255).all()
+
+
+def test_truncated_data_is_reported():
+    data = _encoded(Image.new("RGB", (32, 32), (1, 2, 3)), "PNG")
+    with pytest.raises(UnsupportedImageError, match="corrupt or truncated PNG"):
+        decode_rgb(data[: len(data) // 2])
+
+
+def test_fuzzed_images_decode_or_fail_with_the_projects_error():
+    """Byte-flipped PNGs and JPEGs: every one decodes or raises UnsupportedImageError, nothing else."""
+    rng = random.Random(0)
+    pixels = np.random.default_rng(1).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    originals = [_encoded(Image.fromarray(pixels), fmt) for fmt in ("PNG", "JPEG")]
+    outcomes = {"decoded": 0, "refused": 0}
+    for trial in range(300):
+        data = bytearray(originals[trial % 2])
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if rng.random() < 0.2:
+            data = data[: rng.randrange(len(data))]
+        try:
+            decode_rgb(bytes(data))
+            outcomes["decoded"] += 1
+        except UnsupportedImageError:
+            outcomes["refused"] += 1
+    assert outcomes["decoded"] and outcomes["refused"]
