@@ -1,0 +1,23 @@
+// Issue 25: search that works from file:// and summaries without the theme's menus.
+(() => {
+  // Opened from file://, fetch() cannot read the pages a summary is cut from: show titles only
+  // rather than one "Failed to fetch" error per result.
+  if (window.location.protocol === "file:" && window.DOCUMENTATION_OPTIONS) {
+    DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
+  }
+  const patch = () => {
+    if (!window.Search || Search._issue25) return;
+    const original = Search.htmlToText;
+    Search.htmlToText = (htmlString, anchor) => {
+      const page = new DOMParser().parseFromString(htmlString, "text/html");
+      // The colour-mode menu, the header's buttons and the article's own toolbar are not content.
+      page.querySelectorAll(
+        ".theme-switch-button, .header-article, .bd-header-article, .dropdown, button, nav, .bd-sidebar-secondary, .prev-next-area"
+      ).forEach((el) => el.remove());
+      return original(page.documentElement.outerHTML, anchor);
+    };
+    Search._issue25 = true;
+  };
+  patch();
+  document.addEventListener("DOMContentLoaded", patch);
+})();
