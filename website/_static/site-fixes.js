@@ -2,11 +2,11 @@
 (() => {
   // Opened from file://, fetch() cannot read the pages a summary is cut from: show titles only
   // rather than one "Failed to fetch" error per result.
-  if (window.location.protocol === "file:" && window.DOCUMENTATION_OPTIONS) {
+  if (window.location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
     DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
   }
   const patch = () => {
-    if (!window.Search || Search._issue25) return;
+    if (typeof Search === "undefined" || Search._issue25) return;
     const original = Search.htmlToText;
     Search.htmlToText = (htmlString, anchor) => {
       const page = new DOMParser().parseFromString(htmlString, "text/html");
