@@ -192,6 +192,42 @@ def test_math_is_mathml_and_nothing_loads_from_outside(built_site):
         assert not re.search(r"<script[^>]*mathjax", html, re.I), page  # math needs no script
 
 
+@pytest.mark.slow
+def test_the_lessons_formulas_render_as_mathml(built_site):
+    # Issue 25: the shift, the block, the schedule, AdamW, the parameter and receptive-field counts.
+    cells = {}
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell.get("id", "").startswith("math-"):
+                cells[cell["id"]] = path.stem
+    assert len(cells) >= 6, cells
+    blocks = sum(len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', (built_site / f"notebooks/{stem}.html").read_text()))
+                 for stem in set(cells.values()))
+    assert blocks >= 6, blocks
+    elements = sum(len(re.findall(r"<math[\s>]", (built_site / page).read_text())) for page in _lesson_pages())
+    assert elements >= blocks
+
+
+@pytest.mark.slow
+def test_the_downloaded_notebook_is_the_repositorys(built_site):
+    for page in _lesson_pages():
+        stem = Path(page).stem
+        html = (built_site / page).read_text()
+        assert f'href="../_sources/notebooks/{stem}.ipynb"' in html
+        assert (built_site / "_sources" / "notebooks" / f"{stem}.ipynb").read_bytes() == (NOTEBOOKS / f"{stem}.ipynb").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_home_page_shows_the_results_as_charts(built_site):
+    home = (built_site / "index.html").read_text()
+    for name in ("attention_vs_shift.svg", "time_to_accuracy.svg"):
+        images = re.findall(rf'<img[^>]*src="(_images/{re.escape(name)})"[^>]*>', home)
+        assert images, name
+        assert 'alt="Lesson 0' in re.search(rf'<img[^>]*{re.escape(name)}[^>]*>', home).group(0)
+        file = built_site / images[0]
+        assert 0 < file.stat().st_size < 1_000_000 and file.read_text().lstrip().startswith("<?xml")
+
+
 # --- in the browser ------------------------------------------------------------------------------
 
 
@@ -209,7 +245,8 @@ def chromium():
 @pytest.mark.slow
 def test_the_site_passes_every_browser_check(built_site, chromium):
     start = time.perf_counter()
-    report = check_site(built_site, NOTEBOOKS, chromium)
+    shots = REPO / "build" / "site-shots"  # for a person to look at (issue 25)
+    report = check_site(built_site, NOTEBOOKS, chromium, shots=shots)
     print(f"checked {len(report.pages)} pages in {time.perf_counter() - start:.1f} s")
     assert not report.problems, "\n".join(map(str, report.problems))
     assert set(_lesson_pages()) <= set(report.pages) and {"index.html", "search.html"} <= set(report.pages)
@@ -217,23 +254,31 @@ def test_the_site_passes_every_browser_check(built_site, chromium):
     assert report.colab_links_checked >= 2 * len(_lesson_pages())  # a lesson's button, and the home page's table
     assert set(_lesson_pages()) <= set(report.search_hits)
     assert report.links_checked > 10 * len(report.pages)
+    # Issue 25: at 1280 px no code or output box scrolls sideways, no table hides a column.
+    assert report.boxes_checked > 100 and report.tables_checked > 0 and report.images_checked > 10
+    assert len(report.shots) == 8 and all((shots / name).stat().st_size > 0 for name in report.shots)
 
 
 # Each fault goes into its own page of a copy of the site; the checker must report it there, with
 # that kind, and report nothing on the pages left intact.
 FAULTS = {
     # name: (the kind the checker must report, the kinds it may report besides on that page)
-    "console error": ("console", set()),
-    "uncaught exception": ("page-error", set()),
-    "missing image": ("image", {"console"}),  # and Chromium's own 404 error
+    "console error": ("console", {"file-console"}),  # from file:// as well
+    "uncaught exception": ("page-error", {"file-console"}),
+    "missing image": ("image", {"console", "file-console"}),  # and Chromium's own 404 error
     "missing GIF": ("gif", set()),
     "broken internal link": ("link", set()),
     "broken anchor": ("anchor", set()),
     "Colab link to another lesson": ("colab", set()),
     "Colab link on master": ("colab", set()),
-    "script from a CDN": ("external-request", {"console"}),  # offline: it fails to load too
+    "script from a CDN": ("external-request", {"console", "file-console"}),  # offline: it fails to load too
     "too wide for a phone": ("phone", set()),
     "search term missing from the index": ("search", set()),
+    # issue 25: what a reader sees
+    "code box scrolls sideways": ("box-scrolls", set()),
+    "table hides a column": ("table-clipped", set()),
+    "image with a file name as alt text": ("alt-text", set()),
+    "console error only over file://": ("file-console", set()),
 }
 
 
@@ -241,6 +286,12 @@ def _append(file: Path, snippet: str) -> None:
     html = file.read_text()
     assert "</body>" in html
     file.write_text(html.replace("</body>", f"{snippet}\n</body>", 1))
+
+
+def _in_article(file: Path, snippet: str) -> None:
+    html = file.read_text()
+    assert "</article>" in html
+    file.write_text(html.replace("</article>", f"{snippet}\n</article>", 1))
 
 
 def _inject_faults(site: Path) -> dict[str, str]:
@@ -276,6 +327,17 @@ def _inject_faults(site: Path) -> dict[str, str]:
         file.write_text(file.read_text().replace(colab_url(stem), wrong(stem)))
     _append(site / placed["script from a CDN"], '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>')
     _append(site / placed["too wide for a phone"], '<div style="width: 1600px; height: 2px"></div>')
+    long_line = "x = " + " + ".join(["1"] * 200)
+    _in_article(site / placed["code box scrolls sideways"],
+                f'<div class="cell_output"><pre style="white-space: pre; overflow-x: auto">{long_line}</pre></div>')
+    _in_article(site / placed["table hides a column"],
+                '<div style="overflow-x: auto; max-width: 300px"><table><tr><td>what</td>'
+                f'<td style="white-space: nowrap">{"result " * 80}</td></tr></table></div>')
+    _in_article(site / placed["image with a file name as alt text"],
+                '<img src="data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2710%27 height=%2710%27/%3E" '
+                'alt="../_images/0123456789abcdef0123456789abcdef.png">')
+    _append(site / placed["console error only over file://"],
+            '<script>if (location.protocol === "file:") console.error("injected fault under file://")</script>')
     index = site / "searchindex.js"  # every page loads it: keep it valid, but without the term
     index.write_text(re.sub(SEARCH_TERM, "Nothing", index.read_text(), flags=re.I))
     return placed

@@ -296,6 +296,12 @@ def build(out: Path, stage: Path, repo: Path = REPO, jobs: str = "1", quiet: boo
         command.append("-q")
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     subprocess.run(command, check=True, env=env)
+    # The download button offers _sources/<lesson>.ipynb: the repository's notebook itself, not the
+    # staged copy whose badge points at the site's local image (../_assets/colab-badge.svg).
+    for lesson in found:
+        download = out / "_sources" / f"{lesson.docname}.ipynb"
+        if download.is_file():
+            shutil.copyfile(lesson.path, download)
     return found
 
 
