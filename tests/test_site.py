@@ -209,6 +209,20 @@ def test_the_lessons_formulas_render_as_mathml(built_site):
 
 
 @pytest.mark.slow
+def test_the_results_page_lists_every_recorded_run(built_site):
+    html = (built_site / "results.html").read_text()
+    text = re.sub(r"<[^>]+>", "", html)
+    for run in sorted((REPO / "results").glob("*/run.json")):
+        assert run.parent.name in text
+        record = json.loads(run.read_text())
+        assert f"{100 * record['test']['accuracy']:.2f} %" in text
+    for record in sorted((REPO / "results").glob("*.json")):
+        for row in json.loads(record.read_text()).get("rows", []):
+            assert f"{100 * row['test_top1']:.2f} %" in text
+    assert 'href="results.html"' in (built_site / "index.html").read_text()
+
+
+@pytest.mark.slow
 def test_the_downloaded_notebook_is_the_repositorys(built_site):
     for page in _lesson_pages():
         stem = Path(page).stem
@@ -256,7 +270,7 @@ def test_the_site_passes_every_browser_check(built_site, chromium):
     assert report.links_checked > 10 * len(report.pages)
     # Issue 25: at 1280 px no code or output box scrolls sideways, no table hides a column.
     assert report.boxes_checked > 100 and report.tables_checked > 0 and report.images_checked > 10
-    assert len(report.shots) == 8 and all((shots / name).stat().st_size > 0 for name in report.shots)
+    assert len(report.shots) == 10 and all((shots / name).stat().st_size > 0 for name in report.shots)
 
 
 # Each fault goes into its own page of a copy of the site; the checker must report it there, with

@@ -109,12 +109,73 @@ def draw_curve(path: Path, records: Path = RECORDS) -> Path:
 
 
 def charts_markdown(stage: Path, records: Path = RECORDS) -> str:
-    """Draw both charts into stage/_assets/ and return the home page's markdown that shows them."""
+    """Draw both charts into stage/_assets/, write the results page (stage/results.md), and return
+    the home page's markdown that shows the charts and links the page."""
     draw_comparison(stage / "_assets" / "attention_vs_shift.svg", records)
     draw_curve(stage / "_assets" / "time_to_accuracy.svg", records)
+    (stage / "results.md").write_text(results_page(), encoding="utf-8")
     return "\n\n".join([
+        "Every recorded run, with its numbers, its data and its machine, is on [one page](results.md).",
         f"```{{figure}} _assets/attention_vs_shift.svg\n:alt: {COMPARISON_TITLE}\n:width: 100%\n\n"
         f"{COMPARISON_TITLE}; from `shiftvit_lib/assets/records/attention_vs_shift_cpu*.json`.\n```",
         f"```{{figure}} _assets/time_to_accuracy.svg\n:alt: {CURVE_TITLE}\n:width: 100%\n\n"
         f"{CURVE_TITLE}; from `shiftvit_lib/assets/records/cpu_full/`.\n```",
     ])
+
+
+RESULTS = REPO / "results"
+
+
+def _machine(machine: dict) -> str:
+    devices = ", ".join(machine.get("devices", []))
+    return (f"{machine.get('cpu_count', '?')} CPU cores, {devices}; {machine.get('backend', '?')} backend, "
+            f"Keras {machine.get('keras', '?')}")
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def results_page(results: Path = RESULTS) -> str:
+    """A page with every recorded run under results/: its numbers, its data and its machine."""
+    runs = sorted(results.glob("*/run.json"))
+    comparisons = sorted(results.glob("*.json"))
+    parts = [
+        "---\norphan: true\n---\n",
+        "# Every recorded run",
+        "Every run the project recorded, read from the files in `results/` when the site is built: what was "
+        "trained, on which data, how it scored on the test images, and on which machine. The intervals are "
+        "95 % intervals for a proportion over the test images, as the records store them (or, where a run "
+        "stores none, computed with the Wilson formula).",
+        "## Training runs",
+        "| run | preset | data | epochs | test top-1 (95 %) | best val. top-1 | train time | machine | finished |\n"
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = []
+    for path in runs:
+        run = json.loads(path.read_text(encoding="utf-8"))
+        test = run["test"]
+        low, high = wilson(test["accuracy"], int(test["images"]))
+        rows.append(
+            f"| `{path.parent.name}` | `{_cell(run['config'].get('name', '?'))}` | {_cell(run['data_source'])} | "
+            f"{run['epochs_run']} | {100 * test['accuracy']:.2f} % ({100 * low:.1f}–{100 * high:.1f}) | "
+            f"{100 * run['best_val_accuracy']:.2f} % | {run['train_seconds'] / 60:.1f} min | "
+            f"{_cell(_machine(run['machine']))} | {_cell(run.get('finished_at', ''))} |"
+        )
+    parts[-1] += "\n" + "\n".join(rows)
+    for path in comparisons:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if "rows" not in record:
+            continue
+        parts.append(f"## `{path.name}`")
+        parts.append(f"{_cell(record.get('note', ''))} Seed {record['seed']}, {record['epochs']} epochs; data: "
+                     f"{_cell(record['data_source'])}; machine: {_cell(_machine(record['machine']))}; "
+                     f"finished {_cell(record.get('finished_at', ''))}.")
+        table = ["| model | parameters | test top-1 (95 %) | images/s in training | train time |", "|---|---|---|---|---|"]
+        for row in record["rows"]:
+            low, high = row["test_top1_ci95"]
+            table.append(f"| `{row['name']}` | {row['parameters']:,} | {100 * row['test_top1']:.2f} % "
+                         f"({100 * low:.1f}–{100 * high:.1f}) | {row['train_images_per_second']:.0f} | "
+                         f"{row['train_seconds'] / 60:.1f} min |")
+        parts.append("\n".join(table))
+    return "\n\n".join(parts) + "\n"

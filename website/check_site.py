@@ -339,11 +339,19 @@ def shot_pages(pages: list[str]) -> list[str]:
 
 
 def _shoot(browser: Browser, page: str, shots: Path, width: int, report: Report) -> None:
+    """What a reader sees on opening the page; on the home page also its first chart."""
     shots.mkdir(parents=True, exist_ok=True)
-    name = f"{page.removesuffix('.html').replace('/', '_')}-{width}.png"
-    data = browser.call("Page.captureScreenshot", {"format": "png"})["data"]
-    (shots / name).write_bytes(base64.b64decode(data))
-    report.shots.append(name)
+    stem = page.removesuffix(".html").replace("/", "_")
+    views = [("", "window.scrollTo(0, 0)")]
+    if page == "index.html":
+        views.append(("-charts", "document.querySelector('figure')?.scrollIntoView()"))
+    for suffix, scroll in views:
+        browser.evaluate(f"{scroll}; new Promise(done => setTimeout(done, 300))")
+        data = browser.call("Page.captureScreenshot", {"format": "png"})["data"]
+        name = f"{stem}{suffix}-{width}.png"
+        (shots / name).write_bytes(base64.b64decode(data))
+        report.shots.append(name)
+    browser.evaluate("window.scrollTo(0, 0)")
 
 
 class PageVisit:
