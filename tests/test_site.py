@@ -293,6 +293,8 @@ FAULTS = {
     "table hides a column": ("table-clipped", set()),
     "image with a file name as alt text": ("alt-text", set()),
     "console error only over file://": ("file-console", set()),
+    # without site-fixes.js the summaries start with the menu, and from file:// they fail to load
+    "search summaries from the whole page": ("search-summary", {"file-console"}),
 }
 
 
@@ -320,6 +322,7 @@ def _inject_faults(site: Path) -> dict[str, str]:
     image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
     others = [p for p in pages if p not in (gif_page, image_page)]
     placed = {"console error": "index.html", "search term missing from the index": "search.html",
+              "search summaries from the whole page": "search.html",
               "missing GIF": gif_page, "missing image": image_page}
     for number, name in enumerate(n for n in FAULTS if n not in placed):
         placed[name] = others[number % len(others)]
@@ -352,6 +355,7 @@ def _inject_faults(site: Path) -> dict[str, str]:
                 'alt="../_images/0123456789abcdef0123456789abcdef.png">')
     _append(site / placed["console error only over file://"],
             '<script>if (location.protocol === "file:") console.error("injected fault under file://")</script>')
+    (site / "_static" / "site-fixes.js").write_text("// removed\n")
     index = site / "searchindex.js"  # every page loads it: keep it valid, but without the term
     index.write_text(re.sub(SEARCH_TERM, "Nothing", index.read_text(), flags=re.I))
     return placed

@@ -25,7 +25,8 @@ and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.ht
 - colab / binder: no launch link, or one that does not open notebooks/<the same name>.ipynb on
   branch main of the repository (on other pages, a Colab link must open some lesson on main);
 and on the search page:
-- search: a search for "ShiftViT" does not list every lesson whose notebook mentions it.
+- search: a search for "ShiftViT" does not list every lesson whose notebook mentions it;
+- search-summary: a result's summary holds the theme's colour-mode menu instead of the page's text.
 
 The expectations come from the notebooks (their names, their stored GIFs, their text), not from the
 site, so a lesson added or rewritten is checked without changing this file.
@@ -631,12 +632,27 @@ def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: 
         return
     found = {urlsplit(h).path.lstrip("/") for h in hits if h.startswith(origin)}
     report.search_hits = sorted(found)
+
     expected = [lesson for lesson in lessons if lesson.mentions_term]
     if not expected:
         report.problems.append(Problem(page, "search", f"no lesson mentions {term!r}: nothing to find"))
     for lesson in expected:
         if lesson.page not in found:
             report.problems.append(Problem(page, "search", f"a search for {term!r} does not list {lesson.page}"))
+    _check_search_summaries(browser, origin, report)
+
+
+def _check_search_summaries(browser: Browser, origin: str, report: Report, word: str = "shift") -> None:
+    """A result's summary is the page's text, not the theme's colour-mode menu ("Light Dark")."""
+    PageVisit(browser, origin).load(f"{origin}search.html?q={word}")
+    deadline = time.monotonic() + 30
+    while browser.evaluate(SEARCH_WAIT) is None and time.monotonic() < deadline:
+        browser.pump(lambda: False, 0.2)
+    browser.pump(lambda: False, 1.5)  # the summaries arrive one by one
+    summaries = browser.evaluate("[...document.querySelectorAll('#search-results p.context')].map(p => p.innerText)") or []
+    for summary in summaries:
+        if re.search(r"\bLight\s+Dark\b|\bSettings\s+Light\b", summary):
+            report.problems.append(Problem("search.html", "search-summary", f"the colour-mode menu in a summary: {summary[:120]}"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@
       const page = new DOMParser().parseFromString(htmlString, "text/html");
       // The colour-mode menu, the header's buttons and the article's own toolbar are not content.
       page.querySelectorAll(
-        ".theme-switch-button, .header-article, .bd-header-article, .dropdown, button, nav, .bd-sidebar-secondary, .prev-next-area"
+        ".theme-switch-button, .header-article, .bd-header-article, .dropdown, button, nav, .bd-sidebar-secondary, .prev-next-area, .onlyprint, .d-print-none"
       ).forEach((el) => el.remove());
       return original(page.documentElement.outerHTML, anchor);
     };
