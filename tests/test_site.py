@@ -223,6 +223,15 @@ def test_the_results_page_lists_every_recorded_run(built_site):
 
 
 @pytest.mark.slow
+def test_every_page_loads_the_sites_fixes(built_site):
+    # site-fixes.js: copy buttons on code cells, search summaries without menus, search from file://
+    script = (built_site / "_static" / "site-fixes.js").read_text()
+    assert "shiftvit-copy" in script and "SHOW_SEARCH_SUMMARY" in script
+    for page in ["index.html", "search.html", *_lesson_pages()]:
+        assert "site-fixes.js" in (built_site / page).read_text(), page
+
+
+@pytest.mark.slow
 def test_the_downloaded_notebook_is_the_repositorys(built_site):
     for page in _lesson_pages():
         stem = Path(page).stem

@@ -21,3 +21,34 @@
   patch();
   document.addEventListener("DOMContentLoaded", patch);
 })();
+
+// A copy button on every code cell (no extension, nothing loaded from outside).
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("div.cell_input div.highlight").forEach((box) => {
+    const pre = box.querySelector("pre");
+    if (!pre || box.querySelector("button.shiftvit-copy")) return;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "shiftvit-copy";
+    button.textContent = "Copy";
+    button.setAttribute("aria-label", "Copy this code");
+    button.addEventListener("click", () => {
+      const done = (label) => { button.textContent = label; setTimeout(() => { button.textContent = "Copy"; }, 1500); };
+      const select = () => {  // where the clipboard API is refused: select the code and copy that
+        const range = document.createRange();
+        range.selectNodeContents(pre);
+        const selection = window.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(range);
+        done(document.execCommand("copy") ? "Copied" : "Press Ctrl+C");
+      };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(pre.innerText).then(() => done("Copied"), select);
+      } else {
+        select();
+      }
+    });
+    box.style.position = "relative";
+    box.appendChild(button);
+  });
+});
