@@ -199,6 +199,65 @@ def test_math_is_mathml_and_nothing_loads_from_outside(built_site):
         assert not re.search(r"<script[^>]*mathjax", html, re.I), page  # math needs no script
 
 
+@pytest.mark.slow
+def test_the_lessons_formulas_render_as_mathml(built_site):
+    # Issue 25: the shift, the block, the schedule, AdamW, the parameter and receptive-field counts.
+    cells = {}
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell.get("id", "").startswith("math-"):
+                cells[cell["id"]] = path.stem
+    assert len(cells) >= 6, cells
+    blocks = sum(len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', (built_site / f"notebooks/{stem}.html").read_text()))
+                 for stem in set(cells.values()))
+    assert blocks >= 6, blocks
+    elements = sum(len(re.findall(r"<math[\s>]", (built_site / page).read_text())) for page in _lesson_pages())
+    assert elements >= blocks
+
+
+@pytest.mark.slow
+def test_the_results_page_lists_every_recorded_run(built_site):
+    html = (built_site / "results.html").read_text()
+    text = re.sub(r"<[^>]+>", "", html)
+    for run in sorted((REPO / "results").glob("*/run.json")):
+        assert run.parent.name in text
+        record = json.loads(run.read_text())
+        assert f"{100 * record['test']['accuracy']:.2f} %" in text
+    for record in sorted((REPO / "results").glob("*.json")):
+        for row in json.loads(record.read_text()).get("rows", []):
+            assert f"{100 * row['test_top1']:.2f} %" in text
+    assert 'href="results.html"' in (built_site / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_every_page_loads_the_sites_fixes(built_site):
+    # site-fixes.js: copy buttons on code cells, search summaries without menus, search from file://
+    script = (built_site / "_static" / "site-fixes.js").read_text()
+    assert "shiftvit-copy" in script and "SHOW_SEARCH_SUMMARY" in script
+    for page in ["index.html", "search.html", *_lesson_pages()]:
+        assert "site-fixes.js" in (built_site / page).read_text(), page
+
+
+@pytest.mark.slow
+def test_the_downloaded_notebook_is_the_repositorys(built_site):
+    for page in _lesson_pages():
+        stem = Path(page).stem
+        html = (built_site / page).read_text()
+        assert f'href="../_sources/notebooks/{stem}.ipynb"' in html
+        assert (built_site / "_sources" / "notebooks" / f"{stem}.ipynb").read_bytes() == (NOTEBOOKS / f"{stem}.ipynb").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_home_page_shows_the_results_as_charts(built_site):
+    home = (built_site / "index.html").read_text()
+    for name in ("attention_vs_shift.svg", "time_to_accuracy.svg"):
+        images = re.findall(rf'<img[^>]*src="(_images/{re.escape(name)})"[^>]*>', home)
+        assert images, name
+        assert 'alt="Lesson 0' in re.search(rf'<img[^>]*{re.escape(name)}[^>]*>', home).group(0)
+        file = built_site / images[0]
+        assert 0 < file.stat().st_size < 1_000_000 and file.read_text().lstrip().startswith("<?xml")
+
+
 # --- in the browser ------------------------------------------------------------------------------
 
 
@@ -216,7 +275,8 @@ def chromium():
 @pytest.mark.slow
 def test_the_site_passes_every_browser_check(built_site, chromium):
     start = time.perf_counter()
-    report = check_site(built_site, NOTEBOOKS, chromium)
+    shots = REPO / "build" / "site-shots"  # for a person to look at (issue 25)
+    report = check_site(built_site, NOTEBOOKS, chromium, shots=shots)
     print(f"checked {len(report.pages)} pages in {time.perf_counter() - start:.1f} s")
     assert not report.problems, "\n".join(map(str, report.problems))
     assert set(_lesson_pages()) <= set(report.pages) and {"index.html", "search.html"} <= set(report.pages)
@@ -225,25 +285,35 @@ def test_the_site_passes_every_browser_check(built_site, chromium):
     assert report.colab_links_checked >= 2 * len(_lesson_pages())  # a lesson's button, and the home page's table
     assert set(_lesson_pages()) <= set(report.search_hits)
     assert report.links_checked > 10 * len(report.pages)
+    # Issue 25: at 1280 px no code or output box scrolls sideways, no table hides a column.
+    assert report.boxes_checked > 100 and report.tables_checked > 0 and report.images_checked > 10
+    assert len(report.shots) == 10 and all((shots / name).stat().st_size > 0 for name in report.shots)
 
 
 # Each fault goes into its own page of a copy of the site; the checker must report it there, with
 # that kind, and report nothing on the pages left intact.
 FAULTS = {
     # name: (the kind the checker must report, the kinds it may report besides on that page)
-    "console error": ("console", set()),
-    "uncaught exception": ("page-error", set()),
-    "missing image": ("image", {"console"}),  # and Chromium's own 404 error
-    "missing image, on the Korean page": ("image", {"console"}),  # the same image file (issue 29)
+    "console error": ("console", {"file-console"}),  # from file:// as well
+    "uncaught exception": ("page-error", {"file-console"}),
+    "missing image": ("image", {"console", "file-console"}),  # and Chromium's own 404 error
+    "missing image, on the Korean page": ("image", {"console", "file-console"}),  # the same image file (issue 29)
     "missing GIF": ("gif", set()),
     "broken internal link": ("link", set()),
     "broken anchor": ("anchor", set()),
     "Colab link to another lesson": ("colab", set()),
     "Colab link on master": ("colab", set()),
-    "script from a CDN": ("external-request", {"console"}),  # offline: it fails to load too
+    "script from a CDN": ("external-request", {"console", "file-console"}),  # offline: it fails to load too
     "too wide for a phone": ("phone", set()),
     "search term missing from the index": ("search", set()),
     "no language switch": ("language-switch", set()),  # the Korean edition (issue 29)
+    # issue 25: what a reader sees
+    "code box scrolls sideways": ("box-scrolls", set()),
+    "table hides a column": ("table-clipped", set()),
+    "image with a file name as alt text": ("alt-text", set()),
+    "console error only over file://": ("file-console", set()),
+    # without site-fixes.js the summaries start with the menu, and from file:// they fail to load
+    "search summaries from the whole page": ("search-summary", {"file-console"}),
 }
 
 
@@ -251,6 +321,12 @@ def _append(file: Path, snippet: str) -> None:
     html = file.read_text()
     assert "</body>" in html
     file.write_text(html.replace("</body>", f"{snippet}\n</body>", 1))
+
+
+def _in_article(file: Path, snippet: str) -> None:
+    html = file.read_text()
+    assert "</article>" in html
+    file.write_text(html.replace("</article>", f"{snippet}\n</article>", 1))
 
 
 def _inject_faults(site: Path) -> dict[str, str]:
@@ -268,6 +344,7 @@ def _inject_faults(site: Path) -> dict[str, str]:
     image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
     others = [p for p in pages if p not in (gif_page, image_page)]
     placed = {"console error": "index.html", "search term missing from the index": "search.html",
+              "search summaries from the whole page": "search.html",
               "missing GIF": gif_page, "missing image": image_page,
               "missing image, on the Korean page": f"notebooks/ko/{Path(image_page).name}"}
     for number, name in enumerate(n for n in FAULTS if n not in placed):
@@ -294,6 +371,18 @@ def _inject_faults(site: Path) -> dict[str, str]:
     html, count = re.subn(r'<p class="language-switch">.*?</p>', "", file.read_text(), flags=re.S)
     assert count
     file.write_text(html)
+    long_line = "x = " + " + ".join(["1"] * 200)
+    _in_article(site / placed["code box scrolls sideways"],
+                f'<div class="cell_output"><pre style="white-space: pre; overflow-x: auto">{long_line}</pre></div>')
+    _in_article(site / placed["table hides a column"],
+                '<div style="overflow-x: auto; max-width: 300px"><table><tr><td>what</td>'
+                f'<td style="white-space: nowrap">{"result " * 80}</td></tr></table></div>')
+    _in_article(site / placed["image with a file name as alt text"],
+                '<img src="data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2710%27 height=%2710%27/%3E" '
+                'alt="../_images/0123456789abcdef0123456789abcdef.png">')
+    _append(site / placed["console error only over file://"],
+            '<script>if (location.protocol === "file:") console.error("injected fault under file://")</script>')
+    (site / "_static" / "site-fixes.js").write_text("// removed\n")
     index = site / "searchindex.js"  # every page loads it: keep it valid, but without the term
     index.write_text(re.sub(SEARCH_TERM, "Nothing", index.read_text(), flags=re.I))
     return placed

@@ -28,6 +28,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+try:  # imported as website.build (the tests), or run as website/build.py
+    from website import charts
+except ImportError:  # pragma: no cover
+    import charts
+
 REPO = Path(__file__).resolve().parents[1]
 WEBSITE = Path(__file__).resolve().parent
 GITHUB = "https://github.com/shiftvit-tutorial/shiftvit-step-by-step"
@@ -255,6 +260,7 @@ def home_page(found: list[Lesson], readme: str, repo: Path, stage: Path) -> str:
             "| # | lesson | what you learn | run it |\n|---|---|---|---|\n" + "\n".join(rows),
             "## Results",
             results,
+            charts.charts_markdown(stage),
             *toctrees,
         ]
     ) + "\n"
@@ -300,6 +306,12 @@ def build(out: Path, stage: Path, repo: Path = REPO, jobs: str = "1", quiet: boo
         command.append("-q")
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     subprocess.run(command, check=True, env=env)
+    # The download button offers _sources/<lesson>.ipynb: the repository's notebook itself, not the
+    # staged copy whose badge points at the site's local image (../_assets/colab-badge.svg).
+    for lesson in found:
+        download = out / "_sources" / f"{lesson.docname}.ipynb"
+        if download.is_file():
+            shutil.copyfile(lesson.path, download)
     return found
 
 

@@ -12,6 +12,13 @@ Protocol (a websocket, with websocket-client). For every HTML page of the site i
 - link / anchor: an internal link to a file that does not exist, or to an anchor (#id) that the
   target page does not have;
 - phone: the page is wider than a 390 px phone screen (it scrolls sideways);
+- box-scrolls: at 1280 px a code or output box (a `pre`, a highlighted block, a cell's output)
+  scrolls sideways: its scrollWidth exceeds its clientWidth, so a reader loses the line's end;
+- table-clipped: at 1280 px a table does not show every column (its wrapper scrolls, a cell clips
+  its text, or the table runs past the article);
+- alt-text: an image without meaningful alt text (none, its file name, or a hash);
+- file-console: a console error or uncaught exception when the page is opened from file://, as a
+  reader who double-clicks index.html does (a search from file:// included);
 and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.html):
 - missing-page: a notebook without its page;
 - gif: a GIF of the notebook's stored outputs is not on the page, or did not load;
@@ -21,7 +28,8 @@ and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.ht
   notebooks/ko/<name>.html, the Korean edition);
 and on the search page:
 - search: a search for "ShiftViT" does not list every lesson whose notebook mentions it, or a search
-  for "시프트" every Korean lesson that uses the word.
+  for "시프트" every Korean lesson that uses the word;
+- search-summary: a result's summary holds the theme's colour-mode menu instead of the page's text.
 
 The expectations come from the notebooks (their names, their stored GIFs, their text), not from the
 site, so a lesson added or rewritten is checked without changing this file.
@@ -75,6 +83,10 @@ class Report:
     colab_links_checked: int = 0
     links_checked: int = 0
     search_hits: list[str] = field(default_factory=list)
+    boxes_checked: int = 0  # code and output boxes measured at 1280 px
+    tables_checked: int = 0
+    images_checked: int = 0  # alt texts read
+    shots: list[str] = field(default_factory=list)  # screenshots written (--shots)
 
     def kinds(self, page: str) -> set[str]:
         return {p.kind for p in self.problems if p.page == page}
@@ -308,6 +320,70 @@ AUDIT = r"""
 """
 
 
+READABLE = r"""
+(() => {
+  const badAlt = /(?:\.(?:png|jpe?g|gif|svg|webp)$)|[0-9a-f]{16,}/i;
+  const snippet = el => (el.innerText || '').trim().split('\n')[0].slice(0, 60);
+  const boxes = [...new Set(document.querySelectorAll(
+    'pre, div.highlight, div.cell_output, div.output'))].filter(el => el.clientWidth > 0);
+  const scrolling = boxes.filter(el => el.scrollWidth > el.clientWidth + 1)
+    .map(el => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')} ${el.scrollWidth} > ${el.clientWidth} px: ${snippet(el)}`);
+  const main = document.querySelector('[role="main"]') || document.body;
+  const right = main.getBoundingClientRect().right;
+  const tables = [...document.querySelectorAll('[role="main"] table, article table')].filter(t => t.offsetWidth > 0);
+  const clipped = [];
+  for (const table of new Set(tables)) {
+    const wrapper = table.parentElement;
+    const cells = [...table.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1);
+    const why = wrapper.scrollWidth > wrapper.clientWidth + 1 ? `its box shows ${wrapper.clientWidth} of ${wrapper.scrollWidth} px`
+      : table.getBoundingClientRect().right > right + 1 ? `it runs ${Math.round(table.getBoundingClientRect().right - right)} px past the article`
+      : cells.length ? `${cells.length} cells clip their text` : null;
+    if (why) clipped.push(`${why}: ${snippet(table)}`);
+  }
+  const images = [...document.images];
+  const alts = images.filter(img => { const alt = (img.getAttribute('alt') || '').trim();
+      return !alt || badAlt.test(alt) || alt === img.getAttribute('src'); })
+    .map(img => `${(img.getAttribute('src') || '').slice(0, 80)} (alt ${JSON.stringify(img.getAttribute('alt'))})`);
+  return {boxes: boxes.length, scrolling, tables: tables.length, clipped, images: images.length, alts};
+})()
+"""
+
+
+def _check_readable(page: str, browser: Browser, report: Report) -> None:
+    """At the desktop width: boxes that scroll, tables that hide columns, images without alt text."""
+    found = browser.evaluate(READABLE)
+    report.boxes_checked += found["boxes"]
+    report.tables_checked += found["tables"]
+    report.images_checked += found["images"]
+    for detail in found["scrolling"]:
+        report.problems.append(Problem(page, "box-scrolls", detail))
+    for detail in found["clipped"]:
+        report.problems.append(Problem(page, "table-clipped", detail))
+    for detail in found["alts"]:
+        report.problems.append(Problem(page, "alt-text", detail))
+
+
+def shot_pages(pages: list[str]) -> list[str]:
+    """The pages screenshotted for a person: the home page and lessons 02, 05 and 07."""
+    return [p for p in pages if p == "index.html" or re.match(r"notebooks/0[257]_", p)]
+
+
+def _shoot(browser: Browser, page: str, shots: Path, width: int, report: Report) -> None:
+    """What a reader sees on opening the page; on the home page also its first chart."""
+    shots.mkdir(parents=True, exist_ok=True)
+    stem = page.removesuffix(".html").replace("/", "_")
+    views = [("", "window.scrollTo(0, 0)")]
+    if page == "index.html":
+        views.append(("-charts", "document.querySelector('figure')?.scrollIntoView()"))
+    for suffix, scroll in views:
+        browser.evaluate(f"{scroll}; new Promise(done => setTimeout(done, 300))")
+        data = browser.call("Page.captureScreenshot", {"format": "png"})["data"]
+        name = f"{stem}{suffix}-{width}.png"
+        (shots / name).write_bytes(base64.b64decode(data))
+        report.shots.append(name)
+    browser.evaluate("window.scrollTo(0, 0)")
+
+
 class PageVisit:
     """Loads one URL and records what the browser reports meanwhile."""
 
@@ -433,6 +509,8 @@ def check_site(
     chromium: str | None = None,
     term: str = SEARCH_TERM,
     phone: bool = True,
+    shots: Path | None = None,
+    file_urls: bool = True,
 ) -> Report:
     site = Path(site).resolve()
     lessons = expected_lessons(Path(notebooks), term)
@@ -463,6 +541,9 @@ def check_site(
                 visit.load(origin + page)
                 audit = browser.evaluate(AUDIT)
                 _record_visit(page, visit, audit, report)
+                _check_readable(page, browser, report)
+                if shots is not None and page in shot_pages(report.pages):
+                    _shoot(browser, page, Path(shots), DESKTOP["width"], report)
                 ids[page] = set(audit["ids"])
                 links[page] = audit["links"]
                 lesson = by_page.get(page)
@@ -481,10 +562,30 @@ def check_site(
                     size = browser.evaluate("({s: document.documentElement.scrollWidth, w: window.innerWidth})")
                     if size["s"] > PHONE["width"] or size["w"] > PHONE["width"]:
                         report.problems.append(Problem(page, "phone", f"{size['s']} px wide on a {PHONE['width']} px screen"))
+                    if shots is not None and page in shot_pages(report.pages):
+                        _shoot(browser, page, Path(shots), PHONE["width"], report)
+            if file_urls:
+                browser.call("Emulation.setDeviceMetricsOverride", DESKTOP)
+                _check_file_urls(browser, site, report.pages, term, report)
         finally:
             browser.close()
         _check_links(site, origin, links, ids, report)
     return report
+
+
+def _check_file_urls(browser: Browser, site: Path, pages: list[str], term: str, report: Report) -> None:
+    """Every page opened from file:// (and a search there): no console error, no uncaught exception."""
+    for page in [*pages, f"search.html?q={term}"]:
+        path, _, query = page.partition("?")
+        visit = PageVisit(browser, "file://")
+        visit.load((site / path).as_uri() + (f"?{query}" if query else ""))
+        if query:  # let the search run and show its results (and their summaries)
+            deadline = time.monotonic() + 30
+            while browser.evaluate(SEARCH_WAIT) is None and time.monotonic() < deadline:
+                browser.pump(lambda: False, 0.2)
+            browser.pump(lambda: False, 1.0)
+        for _kind, text in visit.errors:
+            report.problems.append(Problem(page, "file-console", text[:300]))
 
 
 def _first_visit(browser: Browser, origin: str) -> None:
@@ -565,12 +666,27 @@ def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: 
         return
     found = {urlsplit(h).path.lstrip("/") for h in hits if h.startswith(origin)}
     report.search_hits = sorted(set(report.search_hits) | found)  # both searches: ShiftViT, then 시프트
+
     expected = [lesson for lesson in lessons if lesson.mentions_term]
     if not expected:
         report.problems.append(Problem(page, "search", f"no lesson mentions {term!r}: nothing to find"))
     for lesson in expected:
         if lesson.page not in found:
             report.problems.append(Problem(page, "search", f"a search for {term!r} does not list {lesson.page}"))
+    _check_search_summaries(browser, origin, report)
+
+
+def _check_search_summaries(browser: Browser, origin: str, report: Report, word: str = "shift") -> None:
+    """A result's summary is the page's text, not the theme's colour-mode menu ("Light Dark")."""
+    PageVisit(browser, origin).load(f"{origin}search.html?q={word}")
+    deadline = time.monotonic() + 30
+    while browser.evaluate(SEARCH_WAIT) is None and time.monotonic() < deadline:
+        browser.pump(lambda: False, 0.2)
+    browser.pump(lambda: False, 1.5)  # the summaries arrive one by one
+    summaries = browser.evaluate("[...document.querySelectorAll('#search-results p.context')].map(p => p.innerText)") or []
+    for summary in summaries:
+        if re.search(r"\bLight\s+Dark\b|\bSettings\s+Light\b", summary):
+            report.problems.append(Problem("search.html", "search-summary", f"the colour-mode menu in a summary: {summary[:120]}"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -578,14 +694,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("site", nargs="?", type=Path, default=repo / "build" / "site")
     parser.add_argument("--notebooks", type=Path, default=repo / "notebooks")
+    parser.add_argument("--shots", type=Path, nargs="?", const=repo / "build" / "site-shots", default=None,
+                        help="write screenshots at 1280 and 390 px of the home page and lessons 02, 05 and 07 "
+                             "(default folder: build/site-shots)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    report = check_site(args.site, args.notebooks)
+    report = check_site(args.site, args.notebooks, shots=args.shots)
     for problem in report.problems:
         print(problem)
     print(
         f"{len(report.pages)} pages, {report.links_checked} internal links, {report.gifs_checked} GIFs, "
-        f"{report.colab_links_checked} Colab links checked; search hits: {len(report.search_hits)}; "
+        f"{report.colab_links_checked} Colab links, {report.boxes_checked} code and output boxes, "
+        f"{report.tables_checked} tables, {report.images_checked} images checked; {len(report.shots)} screenshots; search hits: {len(report.search_hits)}; "
         f"{len(report.problems)} problems; {time.perf_counter() - start:.1f} s"
     )
     return 1 if report.problems else 0

@@ -16,7 +16,8 @@ project = "ShiftViT, step by step"
 author = "ShiftViT tutorial team"
 copyright = "the ShiftViT tutorial team, Apache-2.0"
 
-extensions = ["myst_nb", "mathml", "korean_edition"]  # korean_edition: issue 29
+# korean_edition: the Korean pages and the language switch; figure_alt: alt text from a figure's meaning
+extensions = ["myst_nb", "mathml", "korean_edition", "figure_alt"]
 
 # The stored outputs are the page: never run a notebook.
 nb_execution_mode = "off"
@@ -35,7 +36,8 @@ html_math_renderer = "mathml"
 html_theme = "sphinx_book_theme"
 html_title = "ShiftViT, step by step"
 html_static_path = ["_static"]
-html_css_files = ["site.css"]
+html_css_files = ["site.css", "readable.css"]  # readable.css: issue 25 (widths, wrapping)
+html_js_files = ["site-fixes.js"]  # issue 25: search from file://, clean summaries
 html_favicon = "_static/favicon.svg"
 html_use_index = False  # no index entries: the page would be empty (and its theme script logs an error)
 html_copy_source = True  # the theme's download button offers the .ipynb
@@ -56,4 +58,7 @@ html_theme_options = {
     },
     "show_navbar_depth": 1,
     "home_page_in_toc": True,
+    # sphinx-book-theme 1.4 with pydata-sphinx-theme 0.20 draws a second, empty top bar with a
+    # duplicate search field unless this is empty.
+    "navbar_persistent": [],
 }
