@@ -48,6 +48,7 @@ from shiftvit_lib.tools.devices import (
     recommended_mixed_precision,
     replica_count,
 )
+from shiftvit_lib.tools.run_lock import run_folder_lock
 from shiftvit_lib.train import compile_for_training, default_builder, evaluate, training_datasets
 
 BEST_MODEL = "best.keras"
@@ -573,6 +574,20 @@ def train(
 
     spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
                     build_model=build_model)
+    check_run_folder(out_dir, overwrite=overwrite)  # writes nothing: a wrong folder fails before the lock
+    with run_folder_lock(out_dir):  # a second process on this folder stops here, having written nothing
+        return _train_locked(config, data, out_dir, spec, epochs=epochs, builder=builder,
+                             jit_compile=jit_compile, mixed_precision=mixed_precision,
+                             distribute=distribute, devices=devices, extra_callbacks=extra_callbacks,
+                             seed=seed, verbose=verbose, overwrite=overwrite)
+
+
+def _train_locked(config: TrainingRecipe, data: DataSplits, out_dir: str | os.PathLike[str], spec: dict,
+                  *, epochs: int, builder: Callable[[Any], keras.Model], jit_compile: bool | str,
+                  mixed_precision: str | None, distribute: str | None, devices: Sequence[str] | None,
+                  extra_callbacks: Sequence[keras.callbacks.Callback], seed: int, verbose: int | str,
+                  overwrite: bool) -> TrainingRun:
+    """:func:`train`'s work, while this process holds the run folder's lock."""
     folder = open_run_folder(out_dir, spec, config, overwrite=overwrite)
     keras.utils.set_random_seed(seed)
     train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
