@@ -26,6 +26,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # keep TensorFlow's start-up chatter out
 
 EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130  # the shell's code for a process stopped by Ctrl-C (128 + SIGINT)
 
 
 class UserError(Exception):
@@ -284,6 +285,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             BackendError) as error:
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback through Keras
+        resume = (f"; run the same command again to resume {args.out} from its last finished epoch"
+                  if args.command == "train" else "")
+        print(f"stopped (Ctrl-C){resume}", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ means adding data, not code (the timm / SPACH way)::
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -122,16 +123,36 @@ class TrainingRecipe(InputPipeline):
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming every field that cannot work."""
-        problems = (self.pipeline_problems() + self.recipe_problems() + self.choice_problems()
-                    + self.architecture_problems())
+        problems = self.type_problems()  # the other checks need the right types
+        problems = problems or (self.pipeline_problems() + self.recipe_problems() + self.choice_problems()
+                                + self.architecture_problems())
         if problems:
             raise ValueError(f"Invalid {type(self).__name__} {self.name!r}: " + "; ".join(problems))
+
+    def type_problems(self) -> list[str]:
+        """Fields of the wrong type: ``depths=(2)`` is the int 2, ``num_div=4.5`` no count of groups."""
+        problems = []
+        for name, hint in typing.get_type_hints(type(self)).items():
+            value, origin = getattr(self, name), typing.get_origin(hint)
+            if hint is int and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+                problems.append(f"{name} must be a whole number, got {value!r}")
+            elif hint is float and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+                problems.append(f"{name} must be a number, got {value!r}")
+            elif origin is tuple and not isinstance(value, tuple):
+                problems.append(f"{name} must be a list of whole numbers such as (2, 2), got {value!r} "
+                                "(in Python (2) is the number 2; write (2,) for one stage)")
+        return problems
 
     def recipe_problems(self) -> list[str]:
         """What in the training fields cannot work, one sentence each."""
         problems = []
         if not is_positive_int(self.batch_size):
             problems.append(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not self.lr_max > 0 or not 0 <= self.lr_start <= self.lr_max:
+            problems.append(f"the learning rates must satisfy 0 <= lr_start <= lr_max and lr_max > 0, "
+                            f"got lr_start {self.lr_start}, lr_max {self.lr_max}")
+        if self.weight_decay < 0:
+            problems.append(f"weight_decay must be >= 0, got {self.weight_decay}")
         if not 0.0 <= self.label_smoothing < 1.0:
             problems.append(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
         if not 0.0 <= self.warmup_fraction < 1.0:
@@ -249,6 +270,9 @@ class ShiftViTConfig(TrainingRecipe):
             )
         if self.shift_pixel < 1:
             problems.append(f"shift_pixel must be >= 1, got {self.shift_pixel}")
+        if self.patch_size < 1:
+            problems.append(f"patch_size must be >= 1, got {self.patch_size}")
+            return problems  # the checks below divide by it
         if self.image_size % self.patch_size:
             problems.append(
                 f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"

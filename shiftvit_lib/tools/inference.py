@@ -347,6 +347,10 @@ def predict_probabilities(model: keras.Model, images: np.ndarray, batch_size: in
         raise ValueError(f"images are {images.shape[1]}x{images.shape[2]} but the model takes "
                          f"{expected[0]}x{expected[1]}; resize them with load_image(path, "
                          f"{expected}) or predict_folder()")
+    if np.issubdtype(images.dtype, np.floating) and not np.isfinite(images).all():
+        bad = int((~np.isfinite(images)).any(axis=(1, 2, 3)).sum())
+        raise ValueError(f"{bad} of {len(images)} images hold NaN or infinite pixel values; "
+                         "pixels must be numbers in [0, 255]")
     if np.issubdtype(images.dtype, np.floating) and 0 < images.max() <= 1.0:
         warnings.warn("images look scaled to [0, 1], but the model expects pixel values in "
                       "[0, 255] (it rescales inside); multiply by 255 or pass uint8 images",

@@ -1,6 +1,7 @@
 """Presets are data; bad configs fail early with a message naming the field."""
 
 import json
+import re
 
 import pytest
 
@@ -72,3 +73,25 @@ def test_keras_io_shift_needs_widths_its_split_can_divide():
         preset("cpu", shift="keras_io")
     assert preset("cpu", shift="keras_io", num_div=16).stage_dims == (64, 128, 256)
     assert preset("seed", shift="keras_io").num_div == 12  # 96 // 12 = 8 divides 96, 192, ...
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"depths": 2}, "depths must be a list of whole numbers"),  # depths=(2) is the int 2
+    ({"patch_size": 0}, "patch_size must be >= 1"),
+    ({"num_div": 4.5}, "num_div must be a whole number"),
+    ({"epochs": True}, "epochs must be a whole number"),
+    ({"mlp_ratio": "2"}, "mlp_ratio must be a number"),
+    ({"lr_max": -1e-3}, "lr_max > 0"),
+    ({"lr_start": 1e-2}, "lr_start <= lr_max"),
+    ({"weight_decay": -1.0}, "weight_decay must be >= 0"),
+])
+def test_a_config_of_the_wrong_type_or_sign_is_refused_in_one_line(change, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as caught:
+        preset("quick", **change)
+    assert "\n" not in str(caught.value)
+
+
+def test_numpy_integers_are_whole_numbers():
+    import numpy as np
+
+    assert preset("quick", num_div=np.int64(8)).num_div == 8

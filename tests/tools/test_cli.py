@@ -224,3 +224,16 @@ def test_an_unlistable_image_folder_is_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(Path, "iterdir", refuse)
     code, _, err = run_cli(capsys, "predict", "--model", model, tmp_path / "images")
     assert_user_error(code, err, "cannot list the folder", "Permission denied")
+
+
+def test_ctrl_c_stops_with_one_line_saying_how_to_resume(monkeypatch, capsys, tmp_path):
+    import shiftvit_lib.__main__ as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_train", interrupted)
+    code = main(["train", "--preset", "quick", "--data", "sample", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == cli.EXIT_INTERRUPTED == 130
+    assert len(err) == 1 and "run the same command again to resume" in err[0] and "run" in err[0]

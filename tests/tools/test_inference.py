@@ -496,3 +496,10 @@ def test_a_postscript_file_named_png_is_reported_and_the_rest_predicted(model, t
         assert "not an image" in reasons["drawing.png"] and "truncated" in reasons["cut.png"]
     finally:
         EpsImagePlugin.Ghostscript = EpsImagePlugin_Ghostscript
+
+
+def test_nan_pixels_are_an_error_not_a_prediction(model) -> None:
+    images = np.full((2, 32, 32, 3), 100.0, np.float32)
+    images[1, 0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="1 of 2 images hold NaN or infinite pixel values"):
+        predict_probabilities(model, images)
