@@ -28,6 +28,7 @@ import argparse
 import copy
 import io
 import json
+import re
 import sys
 import tokenize
 from pathlib import Path
@@ -47,6 +48,7 @@ ENGLISH_DIR = ROOT / "notebooks"
 KOREAN_DIR = ENGLISH_DIR / "ko"
 BADGE_EN = "/blob/main/notebooks/"
 BADGE_KO = "/blob/main/notebooks/ko/"
+SECTION_LINK = re.compile(r"(\]\([0-9]{2}_[A-Za-z0-9_]+\.ipynb)#[^)\s]+\)")
 
 
 def english_notebooks() -> list[Path]:
@@ -167,6 +169,10 @@ def build_one(nb: dict, catalog: dict) -> dict:
             measured = measured_text(english)
             source = source.replace(MEASURED, korean_measured(measured) if measured else "")
         source = source.replace(BADGE_EN, BADGE_KO)
+        if cell["cell_type"] == "markdown":
+            # A section anchor is the slug of an English heading; the Korean lesson's headings are
+            # Korean, so such a link opens the other lesson at its top.
+            source = SECTION_LINK.sub(r"\1)", source)
         cell["source"] = source.splitlines(keepends=True)
     ko.setdefault("metadata", {})["language"] = "ko"
     ko["metadata"]["language_info"] = dict(ko["metadata"].get("language_info", {}))

@@ -236,3 +236,12 @@ def test_refresh_moves_korean_comments_onto_reformatted_code():
     assert carried == "f(a,\n  b)  # 첫째\n# 둘째\ny = 1\n"
     assert build_korean.without_comments(carried) == build_korean.without_comments(english)
     assert [t.string for t in build_korean.comments(carried)] == korean_comments
+
+
+def test_links_to_an_english_section_anchor_open_the_korean_lesson_at_its_top():
+    nb = {"cells": [{"id": "m1", "cell_type": "markdown", "source": "see [a](08_appendix_engineering.ipynb#a2-x)"}],
+          "metadata": {}}
+    catalog = {"cells": {"m1": {"en_sha256": english_hash("see [a](08_appendix_engineering.ipynb#a2-x)"),
+                                "ko": "[부록](08_appendix_engineering.ipynb#a2-x) 참고"}}}
+    built = build_korean.build_one(nb, catalog)
+    assert cell_source(built["cells"][0]) == "[부록](08_appendix_engineering.ipynb) 참고"
