@@ -148,8 +148,8 @@ class TrainingRecipe(InputPipeline):
         problems = []
         if not is_positive_int(self.batch_size):
             problems.append(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not self.lr_max > 0 or not 0 <= self.lr_start <= self.lr_max:
-            problems.append(f"the learning rates must satisfy 0 <= lr_start <= lr_max and lr_max > 0, "
+        if not 0 <= self.lr_start <= self.lr_max:
+            problems.append(f"the learning rates must satisfy 0 <= lr_start <= lr_max, "
                             f"got lr_start {self.lr_start}, lr_max {self.lr_max}")
         if self.weight_decay < 0:
             problems.append(f"weight_decay must be >= 0, got {self.weight_decay}")

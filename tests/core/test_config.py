@@ -81,7 +81,7 @@ def test_keras_io_shift_needs_widths_its_split_can_divide():
     ({"num_div": 4.5}, "num_div must be a whole number"),
     ({"epochs": True}, "epochs must be a whole number"),
     ({"mlp_ratio": "2"}, "mlp_ratio must be a number"),
-    ({"lr_max": -1e-3}, "lr_max > 0"),
+    ({"lr_max": -1e-3}, "0 <= lr_start <= lr_max"),
     ({"lr_start": 1e-2}, "lr_start <= lr_max"),
     ({"weight_decay": -1.0}, "weight_decay must be >= 0"),
 ])

@@ -151,7 +151,7 @@ def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, 
                            "--batch-size", "64", "--out", out)
     assert_user_error(code, err, "interrupted run with other settings", "epochs (4 -> 6)",
                       "config.batch_size (32 -> 64)", "batch_size (32 -> 64)")
-    assert sorted(p.name for p in out.iterdir()) == ["run_spec.json"]
+    assert sorted(p.name for p in out.iterdir() if p.name != ".lock") == ["run_spec.json"]  # .lock: the run lock
 
 
 # --------------------------------------------------------------------------- models
