@@ -50,6 +50,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value <= 2**32 - 1:  # NumPy's and Keras' seeds are 32-bit
+        raise argparse.ArgumentTypeError(f"must be from 0 to {2**32 - 1} (2**32 - 1), got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m shiftvit_lib", description="Train, evaluate and use ShiftViT models.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -70,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         help="'auto' (bfloat16 or float16 on a GPU/TPU, float32 on a CPU), 'none', mixed_bfloat16 or mixed_float16",
     )
     train.add_argument("--no-jit", action="store_true", help="disable XLA compilation")
-    train.add_argument("--seed", type=int, default=42)
+    train.add_argument("--seed", type=_seed, default=42)
     train.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1,
                        help="Keras' log: 1 a progress bar, 2 one line per epoch (best in log files)")
 
@@ -85,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--epochs", type=_positive_int, default=None, help="default: 5 quick, 10 cpu, 100 full")
     compare.add_argument("--runs", default="runs/compare", help="one training folder per model; re-run to resume")
     compare.add_argument("--out", required=True, help="the JSON record to write, e.g. results/attention_vs_shift.json")
-    compare.add_argument("--seed", type=int, default=42)
+    compare.add_argument("--seed", type=_seed, default=42)
     compare.add_argument("--models", nargs="+", default=None, metavar="NAME",
                          help="train only these of the five (default: all), e.g. the three ShiftViTs "
                               "for a second seed: shiftvit_official shiftvit_keras_io shiftvit_no_shift")
@@ -269,10 +279,23 @@ def _one_line(error: BaseException) -> str:
     return " ".join(text.split())
 
 
+def _tolerate_unencodable_output() -> None:
+    """Print paths the terminal cannot encode with escapes instead of failing on them.
+
+    A file name that is not UTF-8 reaches Python as lone surrogates; printing it to a
+    strict UTF-8 (or ASCII) terminal would turn a finished training into an error exit.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from shiftvit_lib.data import DataSourceUnavailableError
     from shiftvit_lib.tools.inference import BackendError
 
+    _tolerate_unencodable_output()
     try:
         args = _parser().parse_args(argv)
     except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)

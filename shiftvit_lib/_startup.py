@@ -11,8 +11,54 @@ of this off.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import sys
+from pathlib import Path
+
+# Keras 3's backends, and the package each one needs.
+KERAS_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", "numpy": "numpy",
+                  "openvino": "openvino"}
+
+
+class BackendChoiceError(ImportError):
+    """``KERAS_BACKEND`` names no backend, or one that is not installed; the message says what to do."""
+
+
+def _configured_backend(environ) -> tuple[str, str]:
+    """The backend Keras will load and where that choice comes from (Keras' own order)."""
+    if environ.get("KERAS_BACKEND"):
+        return environ["KERAS_BACKEND"], "KERAS_BACKEND"
+    home = Path(environ.get("KERAS_HOME") or Path(environ.get("HOME") or Path.home()) / ".keras")
+    try:
+        name = json.loads((home / "keras.json").read_text()).get("backend")
+    except (OSError, ValueError, AttributeError):
+        name = None
+    if isinstance(name, str) and name:
+        return name, str(home / "keras.json")
+    return "tensorflow", "Keras' default (KERAS_BACKEND is not set)"
+
+
+def backend_problem(environ=None, find_spec=importlib.util.find_spec) -> str | None:
+    """Why Keras cannot load its backend here, in one line, or None if it can (checked, not imported)."""
+    environ = os.environ if environ is None else environ
+    name, source = _configured_backend(environ)
+    if name not in KERAS_BACKENDS:
+        return (f"the Keras backend {name!r} (from {source}) is not one Keras knows; set KERAS_BACKEND "
+                "to jax, tensorflow or torch")
+    if find_spec(KERAS_BACKENDS[name]) is None:
+        others = [b for b in ("jax", "tensorflow", "torch") if b != name and find_spec(b) is not None]
+        instead = f"set KERAS_BACKEND={others[0]} (installed here), or " if others else ""
+        return (f"Keras is to use {name} (from {source}) but {name} is not installed; {instead}"
+                f"pip install {KERAS_BACKENDS[name]}")
+    return None
+
+
+def _running_as_command_line() -> bool:
+    """True while ``python -m shiftvit_lib`` imports the package (before its ``__main__`` runs)."""
+    argv = getattr(sys, "orig_argv", [])
+    return any(arg == "-m" and argv[i + 1:i + 2] == ["shiftvit_lib"] for i, arg in enumerate(argv))
 
 
 def on_colab_tpu(environ=None, modules=None, exists=os.path.exists) -> bool:
@@ -47,7 +93,13 @@ def import_backend_quietly() -> None:
     note = choose_backend_for_colab_tpu()
     if note:
         print(note)
-    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    problem = backend_problem()
+    if problem:
+        if _running_as_command_line():  # the command line reports a user's mistake in one line
+            print(f"error: {problem}", file=sys.stderr)
+            raise SystemExit(2)
+        raise BackendChoiceError(problem)
+    backend, _ = _configured_backend(os.environ)
     if backend != "tensorflow" or "tensorflow" in sys.modules:
         return
     if os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") == "1":

@@ -29,12 +29,24 @@ def sniff_format(data: bytes) -> str | None:
     return next((name for name, magic in SIGNATURES.items() if data.startswith(magic)), None)
 
 
-def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS) -> tuple[Image.Image, str]:
+class WrongImageSizeError(UnsupportedImageError):
+    """An image whose header gives another size than the one asked for (found before decoding)."""
+
+    def __init__(self, size: tuple[int, int], expected: tuple[int, int]) -> None:
+        super().__init__(f"{size[0]}x{size[1]} pixels, expected {expected[0]}x{expected[1]}")
+        self.size = size
+
+
+def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS,
+               expected_size: tuple[int, int] | None = None) -> tuple[Image.Image, str]:
     """Decode PNG or JPEG bytes to an 8-bit RGB image; also return the format's name.
+
+    ``expected_size`` (width, height), if given, is checked on the header, before decoding.
 
     Raises:
         UnsupportedImageError: not PNG or JPEG by content, too many pixels, or data that does not
-            decode completely (truncated, corrupt).
+            decode completely (truncated, corrupt); :class:`WrongImageSizeError` for another size
+            than ``expected_size``.
     """
     image_format = sniff_format(data)
     if image_format is None:
@@ -42,6 +54,8 @@ def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS) -> tuple[Image.Imag
                                     "(convert it to PNG or JPEG)")
     try:
         with Image.open(io.BytesIO(data), formats=[image_format]) as image:
+            if expected_size is not None and image.size != tuple(expected_size):
+                raise WrongImageSizeError(image.size, tuple(expected_size))
             if image.width * image.height > max_pixels:
                 raise UnsupportedImageError(
                     f"{image.width}x{image.height} pixels is more than the {max_pixels:,} this "
@@ -51,6 +65,9 @@ def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS) -> tuple[Image.Imag
             return to_rgb(ImageOps.exif_transpose(image)), image_format
     except UnsupportedImageError:
         raise
+    except Image.DecompressionBombError:  # Pillow's own cap, hit when the header claims billions
+        raise UnsupportedImageError(f"more pixels than the {max_pixels:,} this project decodes; "
+                                    "shrink the image first") from None
     except Exception as error:  # noqa: BLE001 - any decoder failure is a bad file, reported in one line
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UnsupportedImageError(f"corrupt or truncated {image_format} data ({reason})") from None

@@ -15,10 +15,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import os
 import stat
 import tarfile
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,7 +30,7 @@ import numpy as np
 
 from shiftvit_lib import data
 from shiftvit_lib.data import CIFAR10_CLASSES, NAMED_SOURCES, RawData, cap_per_class
-from shiftvit_lib.images import UnsupportedImageError, decode_rgb
+from shiftvit_lib.images import UnsupportedImageError, WrongImageSizeError, decode_rgb
 
 CIFAR10_IMAGE_SHAPE = (32, 32, 3)
 SPLIT_FOLDERS = ("train", "test")
@@ -108,6 +110,11 @@ class _ClassFolderListing:
 MAX_IMAGE_FILE_BYTES = 1 * 2**20  # one image file (directory or archive entry)
 MAX_TOTAL_BYTES = 1 * 2**30  # all image files of one source together
 MAX_FILES = 1_000_000  # image files under train/ and test/
+# Image files are compressed already, so an archive of them barely shrinks: CIFAR-10's JPEGs
+# unpack to 2.8x their .tar.gz (the tar headers and the JPEG tables repeat). An archive that would
+# unpack to far more is a decompression bomb, refused before it fills the memory.
+ARCHIVE_MAX_EXPANSION = 16
+ARCHIVE_SLACK_BYTES = 16 * 2**20
 
 
 def _mib(size: int) -> str:
@@ -117,10 +124,14 @@ def _mib(size: int) -> str:
 class _ReadBudget:
     """Counts files and bytes read from one source; raises a clear ``ValueError`` past the caps."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, archive_bytes: int | None = None) -> None:
         self.where = where
         self.files = 0
         self.bytes = 0
+        self.archive_bytes = archive_bytes
+        self.max_bytes = MAX_TOTAL_BYTES
+        if archive_bytes is not None:
+            self.max_bytes = min(MAX_TOTAL_BYTES, ARCHIVE_MAX_EXPANSION * archive_bytes + ARCHIVE_SLACK_BYTES)
 
     def check_entry(self, name: str, size: int) -> None:
         if size > MAX_IMAGE_FILE_BYTES:
@@ -133,6 +144,12 @@ class _ReadBudget:
         if self.files > MAX_FILES:
             raise ValueError(f"{self.where}: more than {MAX_FILES:,} files under train/ and test/; "
                              "a CIFAR-10 copy has 60,000. Is this the right data?")
+        if self.bytes > self.max_bytes and self.max_bytes < MAX_TOTAL_BYTES:
+            raise ValueError(
+                f"{self.where}: its images would unpack to more than {_mib(self.max_bytes)} from "
+                f"{_mib(self.archive_bytes or 0)} on disk; image files barely compress, so this looks "
+                "like a decompression bomb, not a dataset. Is this the right file?"
+            )
         if self.bytes > MAX_TOTAL_BYTES:
             raise ValueError(
                 f"{self.where}: the files under train/ and test/ add up to more than "
@@ -228,7 +245,7 @@ def _scan_archive(path: Path) -> _ClassFolderListing:
     contents: dict[str, bytes] = {}
     dirs: list[str] = []
     special: list[str] = []
-    budget = _ReadBudget(path.name)
+    budget = _ReadBudget(path.name, archive_bytes=path.stat().st_size)
     if path.name.lower().endswith(".zip"):
         try:
             with zipfile.ZipFile(path) as archive:
@@ -251,8 +268,10 @@ def _scan_archive(path: Path) -> _ClassFolderListing:
                         if len(data) > MAX_IMAGE_FILE_BYTES:  # the header understated the size
                             budget.check_entry(name, len(data))
                         contents[name] = data
-        except (zipfile.BadZipFile, OSError, EOFError) as error:
-            raise ValueError(f"{path} is not a readable zip archive ({error})") from error
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as error:
+            # zlib.error: a damaged byte inside a compressed member
+            raise ValueError(f"{path} is not a readable zip archive, damaged or truncated ({error}); "
+                             "download or build it again") from None
     else:
         try:
             with tarfile.open(path, "r:*") as tar:
@@ -271,8 +290,9 @@ def _scan_archive(path: Path) -> _ClassFolderListing:
                                 else "a named pipe" if member.isfifo() else "a device" if member.isdev()
                                 else "not a regular file")
                         special.append(f"{name} ({kind})")
-        except (tarfile.TarError, EOFError, OSError) as error:
-            raise ValueError(f"{path} is not a readable tar archive ({error})") from error
+        except (tarfile.TarError, zlib.error, EOFError, OSError) as error:
+            raise ValueError(f"{path} is not a readable tar archive, damaged or truncated ({error}); "
+                             "download or build it again") from None
     prefix = _archive_root_prefix(list(contents) + dirs + [s.split(" (")[0] for s in special])
     special = [s for s in special if s.startswith(prefix)]
     if special:
@@ -291,40 +311,90 @@ def array_cache_dir() -> Path:
     return Path(os.environ.get("SHIFTVIT_CACHE") or Path.home() / ".cache" / "shiftvit_lib")
 
 
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def _load_archive_cached(path: Path) -> RawData:
     """Decode a whole archive once and keep the arrays, keyed by the archive's sha256.
 
     Decoding 60,000 JPEGs takes about a minute on two cores; every later run (and
     every model of a comparison) reads the arrays back in a second. The key is the
     file's content, so an edited archive never reuses a stale cache. The cache holds
-    plain arrays and strings, read with ``allow_pickle=False``.
+    plain arrays and strings, read with ``allow_pickle=False``, and is trusted only if
+    it still has the size and sha256 recorded beside it when it was written
+    (:func:`_read_cache`); anything else is decoded again.
     """
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    cache = array_cache_dir() / f"cifar10-{digest.hexdigest()[:32]}.npz"
-    if cache.is_file():
-        try:
-            with np.load(cache, allow_pickle=False) as arrays:
-                return RawData(
-                    arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"],
-                    description=str(arrays["description"]), image_formats=str(arrays["image_formats"]),
-                )
-        except (OSError, KeyError, ValueError):
-            pass  # a damaged cache is rebuilt below
+    cache = array_cache_dir() / f"cifar10-{_file_sha256(path)[:32]}.npz"
+    cached = _read_cache(cache)
+    if cached is not None:
+        return cached
     raw = _load_class_folders(_scan_archive(path), path.name, f"archive {path.name}", None,
                               np.random.default_rng(0))
+    _write_cache(cache, raw)
+    return raw
+
+
+def _cache_record(cache: Path) -> Path:
+    return cache.with_suffix(".json")
+
+
+def _read_cache(cache: Path) -> RawData | None:
+    """The arrays in ``cache`` if it matches its record (size, then sha256), else None."""
+    try:
+        record = json.loads(_cache_record(cache).read_text())
+        if cache.stat().st_size != record["bytes"] or _file_sha256(cache) != record["sha256"]:
+            return None  # truncated or altered since it was written: decode again
+        with np.load(cache, allow_pickle=False) as arrays:
+            return RawData(
+                arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"],
+                description=str(arrays["description"]), image_formats=str(arrays["image_formats"]),
+            )
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
+        return None  # missing, unreadable or damaged: decode again
+
+
+def _write_cache(cache: Path, raw: RawData) -> None:
+    """Write ``cache`` and its record atomically; a failed write (a full disk) leaves no partial file."""
+    partial = cache.with_name(f"{cache.stem}.{os.getpid()}.tmp.npz")
+    partial_record = partial.with_suffix(".json")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_suffix(f".{os.getpid()}.tmp.npz")
+        _remove_abandoned_partials(cache.parent)
         np.savez(partial, x_train=raw.x_train, y_train=raw.y_train, x_test=raw.x_test,
                  y_test=raw.y_test, description=np.array(raw.description),
                  image_formats=np.array(raw.image_formats))
+        record = {"bytes": partial.stat().st_size, "sha256": _file_sha256(partial)}
+        partial_record.write_text(json.dumps(record))
         partial.replace(cache)  # atomic: a reader never sees half a file
+        partial_record.replace(_cache_record(cache))  # until this lands, the cache is not trusted
     except OSError:
-        pass  # no writable cache: the next run decodes again, nothing else changes
-    return raw
+        pass  # no writable cache (or no space): the next run decodes again, nothing else changes
+    finally:
+        partial.unlink(missing_ok=True)
+        partial_record.unlink(missing_ok=True)
+
+
+def _remove_abandoned_partials(folder: Path) -> None:
+    """Remove partial cache files of processes that died while writing them (killed mid-write)."""
+    for leftover in folder.glob("cifar10-*.*.tmp.*"):
+        pid = leftover.name.split(".")[1]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
 
 
 def _archive_root_prefix(names: Sequence[str]) -> str:
@@ -441,14 +511,18 @@ def _load_class_folders(
 
 
 def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
-    """Decode one 32x32 image to uint8 RGB; also return its format ("JPEG", "PNG")."""
+    """Decode one 32x32 image to uint8 RGB; also return its format ("JPEG", "PNG").
+
+    The size is checked on the file's header, before decoding (the decoder predictions use,
+    too), so a small file that claims to be 30,000 pixels wide costs nothing.
+    """
     try:
-        rgb, image_format = decode_rgb(data)  # the decoder predictions use, too
+        rgb, image_format = decode_rgb(data, expected_size=CIFAR10_IMAGE_SHAPE[1::-1])
+    except WrongImageSizeError as error:
+        raise ValueError(
+            f"{name} is {error.size[0]}x{error.size[1]} pixels, but CIFAR-10 images are 32x32. "
+            "Resize it (e.g. shiftvit_lib.tools.inference.load_image(path, 32)) or remove it."
+        ) from None
     except UnsupportedImageError as error:
         raise ValueError(f"cannot decode image {name}: {error}. Replace or remove the file.") from None
-    if rgb.size != CIFAR10_IMAGE_SHAPE[:2]:
-        raise ValueError(
-            f"{name} is {rgb.width}x{rgb.height} pixels, but CIFAR-10 images are 32x32. "
-            "Resize it (e.g. shiftvit_lib.tools.inference.load_image(path, 32)) or remove it."
-        )
     return np.asarray(rgb, dtype=np.uint8), image_format

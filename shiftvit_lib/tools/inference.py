@@ -510,6 +510,38 @@ class ModelLoadError(ValueError):
         self.reason = reason
 
 
+# A .keras file is a zip of a small config and the weights, and weights barely compress. A member
+# that would unpack to many times its stored size is a decompression bomb: Keras (before 3.14)
+# unpacks the weights into memory or a temporary folder without asking.
+KERAS_MEMBER_MAX_EXPANSION = 16
+KERAS_MEMBER_SLACK_BYTES = 1 << 20  # small members (the JSON config) may compress better
+KERAS_MAX_UNPACKED_BYTES = 4 << 30
+
+
+def check_keras_archive(path: Path) -> None:
+    """Raise ``ValueError`` for a ``.keras`` zip whose members would unpack to far more than they store.
+
+    Checked on the sizes the zip declares, before anything is unpacked; Python's zip reader never
+    returns more than a member declares (a member that holds more fails its checksum instead).
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError) as error:
+        raise ValueError(f"{path} is not a valid .keras file ({error}); it is corrupt or truncated. "
+                         "Save it again with save_model().") from None
+    for info in infos:
+        if info.file_size > KERAS_MEMBER_MAX_EXPANSION * info.compress_size + KERAS_MEMBER_SLACK_BYTES:
+            raise ValueError(
+                f"{path} is not a model file this library loads: its member {info.filename} would unpack "
+                f"from {info.compress_size:,} to {info.file_size:,} bytes (model weights barely "
+                "compress), as a decompression bomb does. Use a .keras file saved by Keras.")
+    total = sum(info.file_size for info in infos)
+    if total > KERAS_MAX_UNPACKED_BYTES:
+        raise ValueError(f"{path} would unpack to {total / 2**30:.1f} GiB, more than the "
+                         f"{KERAS_MAX_UNPACKED_BYTES >> 30} GiB this library loads")
+
+
 class UntrustedModelError(ValueError):
     """A model format that runs code when loaded was given without the trust switch."""
 
@@ -551,6 +583,7 @@ def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Mo
     if not zipfile.is_zipfile(path):
         raise ValueError(f"{path} is not a valid .keras file (a .keras file is a zip archive); "
                          "it is corrupt or truncated. Save it again with save_model().")
+    check_keras_archive(path)
     _import_custom_objects()
     try:
         # safe_mode refuses to run code embedded in the file (e.g. lambdas).

@@ -48,6 +48,7 @@ from shiftvit_lib.tools.devices import (
     recommended_mixed_precision,
     replica_count,
 )
+from shiftvit_lib.tools.inference import load_model
 from shiftvit_lib.tools.run_lock import run_folder_lock
 from shiftvit_lib.train import compile_for_training, default_builder, evaluate, training_datasets
 
@@ -201,6 +202,37 @@ def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) ->
         spec = {"config": spec["config"], "epochs": spec["epochs"]}
     saved = {**saved, "config": in_current_form(saved.get("config") or {}, config)}
     return record if not spec_differences(saved, spec) else None
+
+
+# --------------------------------------------------------------------------- before anything is written
+MAX_SEED = 2**32 - 1  # NumPy's and Keras' seeds are 32-bit
+
+
+def check_training_inputs(config: TrainingRecipe, data: DataSplits, *, epochs: int, seed: int) -> None:
+    """Raise ``ValueError`` (one line saying what to change) for a run that could not train.
+
+    :func:`train` calls it before it touches the run folder, so a refused run leaves the
+    folder as it was: a finished run there is not deleted by ``overwrite`` only to fail
+    a moment later, and no ``run_spec.json`` pins the mistaken settings.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be a whole number from 0 to 2**32 - 1, got {seed!r}")
+    if epochs < 1:
+        raise ValueError(f"epochs must be >= 1, got {epochs}")
+    expected = tuple(config.input_shape)
+    if tuple(data.x_train.shape[1:]) != expected:
+        raise ValueError(
+            f"the images are {'x'.join(map(str, data.x_train.shape[1:]))}, but preset "
+            f"{getattr(config, 'name', '?')!r} takes {'x'.join(map(str, expected))} input; choose a preset "
+            "made for this data (the 'presets' command lists each preset's input size)")
+    if len(data.y_train) == 0:
+        raise ValueError("the data has no training images; check the data source")
+    if len(data.y_val) == 0:
+        raise ValueError("the data has no validation images (val_fraction=0?); training picks its best "
+                         "epoch on them: load the data with val_fraction > 0, e.g. 0.2")
+    if config.batch_size > len(data.y_train):
+        raise ValueError(f"batch size {config.batch_size:,} is more than the {len(data.y_train):,} training "
+                         f"images; use a batch size of at most {len(data.y_train):,}")
 
 
 # --------------------------------------------------------------------------- the folder
@@ -501,7 +533,13 @@ def evaluate_best(model: keras.Model, folder: RunFolder, data: DataSplits,
                   batch_size: int) -> tuple[keras.Model, dict[str, float]]:
     """The best checkpoint (``model`` itself if none was saved) and its test metrics."""
     path = folder.path / BEST_MODEL
-    best = keras.saving.load_model(path, safe_mode=True) if path.exists() else model
+    if not path.exists():
+        return model, evaluate(model, data, batch_size=batch_size)
+    try:
+        best = load_model(path)
+    except (ValueError, OSError) as error:
+        raise RunFolderError(f"{path} is damaged and cannot be loaded ({' '.join(str(error).split())}); "
+                             "restore it, or pass overwrite=True (--overwrite) to train afresh") from error
     return best, evaluate(best, data, batch_size=batch_size)
 
 
@@ -564,8 +602,7 @@ def train(
     if not isinstance(config, TrainingRecipe):
         raise TypeError(f"config must be a ShiftViTConfig or a ViTConfig, got {type(config).__name__}")
     epochs = int(epochs if epochs is not None else config.epochs)
-    if epochs < 1:
-        raise ValueError(f"epochs must be >= 1, got {epochs}")
+    check_training_inputs(config, data, epochs=epochs, seed=seed)
     if distribute not in DISTRIBUTIONS:
         raise ValueError(f"Unknown distribute={distribute!r}; use None, 'mirrored' or 'data_parallel'.")
     if mixed_precision == "auto":

@@ -153,6 +153,8 @@ def test_rerunning_the_training_cell_reads_a_finished_run_back(tmp_path, capsys)
     assert (out / "best.keras").exists() and (out / "run.json").stat().st_mtime_ns == stamp
 
 
+@pytest.mark.slow  # trains twice (~15 s): the full suite and the Colab run keep it
+@pytest.mark.colab
 def test_restart_trains_a_quick_run_afresh_over_a_finished_one(tmp_path, capsys):
     # Quick mode's scratch run: a second run of the lesson (another Keras version, say) must
     # not read the first run's model back, and must leave one clean run in the folder.
@@ -181,6 +183,8 @@ def test_a_colab_tpu_runtime_gets_the_jax_backend():
         assert choose_backend_for_colab_tpu(environ, modules, exists) is None and "KERAS_BACKEND" not in environ
 
 
+@pytest.mark.slow  # trains twice (~15 s): the full suite and the Colab run keep it
+@pytest.mark.colab
 def test_after_a_disconnect_the_training_cell_resumes_from_the_last_finished_epoch(tmp_path):
     import keras
 
