@@ -107,6 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--data", default="auto")
     evaluate.add_argument("--batch-size", type=_positive_int, default=256)
     evaluate.add_argument("--trust-saved-model", action="store_true", help=trust_help)
+    evaluate.add_argument("--tta", action="store_true",
+                          help="also score each image with its mirror image (test-time augmentation), "
+                               "reported beside the plain figure")
 
     predict = commands.add_parser("predict", help="classify every image in a folder")
     predict.add_argument("--model", required=True, help="a .keras file (or a SavedModel directory, see below)")
@@ -114,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--top-k", type=_positive_int, default=3)
     predict.add_argument("--json", action="store_true", help="print JSON instead of a table")
     predict.add_argument("--trust-saved-model", action="store_true", help=trust_help)
+    predict.add_argument("--tta", action="store_true",
+                         help="score each image together with its mirror image (test-time augmentation)")
 
     commands.add_parser("presets", help="list the presets")
     return parser
@@ -229,6 +234,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(data.source)
     print(f"test top-1 {metrics['accuracy']:.2%}  top-5 {metrics['top5']:.2%}  "
           f"loss {metrics['loss']:.4f}  ({metrics['images']:,} images)")
+    if args.tta:  # beside the plain figure, never instead of it
+        flipped = evaluate(model, data, batch_size=args.batch_size, tta=True)
+        print(f"with flip TTA: top-1 {flipped['accuracy']:.2%}  top-5 {flipped['top5']:.2%}  "
+              f"loss {flipped['loss']:.4f}")
     return 0
 
 
@@ -243,7 +252,7 @@ def _predict(args: argparse.Namespace) -> int:
         raise UserError(f"{folder} is not a folder" + (" (it is a file; put it in a folder)"
                                                         if folder.exists() else " (it does not exist)"))
     model = _load_classifier(args)
-    result = predict_folder(model, folder, top_k=args.top_k)
+    result = predict_folder(model, folder, top_k=args.top_k, tta=args.tta)
     if args.json:
         print(json.dumps(result.to_rows(), indent=2))
     else:

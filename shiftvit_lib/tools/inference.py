@@ -30,6 +30,7 @@ from PIL import Image
 from shiftvit_lib.data import CIFAR10_CLASSES, check_positive_int, is_positive_int
 from shiftvit_lib.images import UnsupportedImageError, decode_rgb, sniff_format
 from shiftvit_lib.tools.data_sources import describe_file_mode
+from shiftvit_lib.train import flip_tta_logits
 
 Fit = Literal["crop", "stretch"]
 # Modules that register custom Keras objects; imported before loading .keras files.
@@ -260,6 +261,7 @@ def predict_folder(
     *,
     image_size: int | tuple[int, int] | None = None,
     fit: Fit = "crop",
+    tta: bool = False,
 ) -> FolderPredictions:
     """Classify every image file in ``folder`` (sorted by name, not recursive).
 
@@ -269,6 +271,7 @@ def predict_folder(
     image is resized to the model's input size (``model.input_shape``, or
     ``image_size`` when the model does not fix it). A file that cannot be read
     is listed in ``result.failures`` with the reason; it never stops the batch.
+    ``tta=True`` scores each image together with its mirror image (:func:`predict_probabilities`).
     """
     folder = Path(folder)
     if not folder.exists():
@@ -301,7 +304,7 @@ def predict_folder(
             failures.append(UnreadableFile(path, error.reason))
         except OSError as error:  # e.g. permission denied
             failures.append(UnreadableFile(path, f"cannot open the file ({error.strerror or error})"))
-    top = predict_images(model, np.stack(images), top_k, class_names, batch_size) if images else []
+    top = predict_images(model, np.stack(images), top_k, class_names, batch_size, tta=tta) if images else []
     return FolderPredictions(
         folder=folder,
         predictions=tuple(FilePrediction(p, t) for p, t in zip(readable, top, strict=True)),
@@ -315,6 +318,8 @@ def predict_images(
     top_k: int = 3,
     class_names: Sequence[str] = CIFAR10_CLASSES,
     batch_size: int = 64,
+    *,
+    tta: bool = False,
 ) -> list[TopK]:
     """Top-k classes with softmax confidences for a batch of images.
 
@@ -323,7 +328,7 @@ def predict_images(
     :class:`ClassScore` per image, most likely first.
     """
     _check_top_k(top_k, len(class_names))
-    probabilities = predict_probabilities(model, images, batch_size)
+    probabilities = predict_probabilities(model, images, batch_size, tta=tta)
     if probabilities.shape[1] != len(class_names):
         raise ValueError(f"the model outputs {probabilities.shape[1]} scores per image but "
                          f"{len(class_names)} class names were given")
@@ -334,8 +339,13 @@ def predict_images(
     ]
 
 
-def predict_probabilities(model: keras.Model, images: np.ndarray, batch_size: int = 64) -> np.ndarray:
-    """Softmax probabilities, shape (N, num_classes), for images in [0, 255]."""
+def predict_probabilities(model: keras.Model, images: np.ndarray, batch_size: int = 64, *,
+                          tta: bool = False) -> np.ndarray:
+    """Softmax probabilities, shape (N, num_classes), for images in [0, 255].
+
+    ``tta=True`` averages the logits of each image and of its mirror image first
+    (:func:`shiftvit_lib.train.flip_tta_logits`).
+    """
     images = np.asarray(images)
     if images.ndim == 3:
         images = images[np.newaxis]  # a single image
@@ -355,7 +365,10 @@ def predict_probabilities(model: keras.Model, images: np.ndarray, batch_size: in
         warnings.warn("images look scaled to [0, 1], but the model expects pixel values in "
                       "[0, 255] (it rescales inside); multiply by 255 or pass uint8 images",
                       stacklevel=2)
-    logits = np.asarray(model.predict(images, batch_size=batch_size, verbose=0), dtype=np.float64)
+    def logits_of(batch: np.ndarray) -> np.ndarray:
+        return np.asarray(model.predict(batch, batch_size=batch_size, verbose=0), dtype=np.float64)
+
+    logits = flip_tta_logits(logits_of, images) if tta else logits_of(images)
     if logits.ndim != 2:
         raise ValueError(f"expected the model to output (N, num_classes) logits; got {logits.shape}")
     if np.all(logits >= 0) and np.allclose(logits.sum(axis=1), 1.0, atol=1e-4):

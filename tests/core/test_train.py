@@ -11,6 +11,7 @@ from shiftvit_lib.tools.devices import precision_policy
 from shiftvit_lib.train import (
     SmoothedSparseCrossentropy,
     compile_for_training,
+    evaluate,
     logits_metrics,
     training_datasets,
 )
@@ -51,3 +52,36 @@ def test_mixed_precision_build_keeps_float32_logits():
     assert model.get_layer("stage_1").compute_dtype == "bfloat16"
     logits = model.predict(np.zeros((2, 32, 32, 3), "uint8"), verbose=0)
     assert logits.dtype == np.float32
+
+
+def _left_right_sensitive_model() -> keras.Model:
+    """Logits that change when an image is mirrored: a dense layer on the raw pixels."""
+    inputs = keras.Input((32, 32, 3))
+    outputs = keras.layers.Dense(10, kernel_initializer=keras.initializers.RandomNormal(seed=3))(
+        keras.layers.Flatten()(keras.layers.Rescaling(1 / 255)(inputs)))
+    return keras.Model(inputs, outputs)
+
+
+def test_flip_tta_averages_the_logits_of_the_image_and_its_mirror():
+    model = _left_right_sensitive_model()
+    data = tiny_splits()
+    x = data.x_test
+    plain = model.predict(x, verbose=0)
+    mirrored = model.predict(x[:, :, ::-1], verbose=0)  # width is axis 2 of (N, H, W, C)
+    assert not np.allclose(plain, mirrored, atol=1e-3)  # the model can tell the two apart
+    expected = logits_metrics((plain + mirrored) / 2, data.y_test)
+    upside_down = logits_metrics((plain + model.predict(x[:, ::-1], verbose=0)) / 2, data.y_test)
+    assert expected["loss"] != pytest.approx(upside_down["loss"], rel=1e-4)  # a wrong axis would show
+    tta = evaluate(model, data, tta=True)
+    assert tta["loss"] == pytest.approx(expected["loss"], rel=1e-5)
+    assert tta["accuracy"] == expected["accuracy"]
+    assert evaluate(model, data)["loss"] == pytest.approx(logits_metrics(plain, data.y_test)["loss"], rel=1e-5)
+
+
+def test_predict_with_tta_is_the_softmax_of_the_mean_logits():
+    from shiftvit_lib.tools.inference import predict_probabilities, softmax
+
+    model = _left_right_sensitive_model()
+    x = tiny_splits().x_test[:5]
+    expected = softmax((model.predict(x, verbose=0) + model.predict(x[:, :, ::-1], verbose=0)) / 2)
+    np.testing.assert_allclose(predict_probabilities(model, x, tta=True), expected, atol=1e-5)

@@ -237,3 +237,23 @@ def test_ctrl_c_stops_with_one_line_saying_how_to_resume(monkeypatch, capsys, tm
     err = capsys.readouterr().err.strip().splitlines()
     assert code == cli.EXIT_INTERRUPTED == 130
     assert len(err) == 1 and "run the same command again to resume" in err[0] and "run" in err[0]
+
+
+def test_evaluate_with_tta_reports_it_beside_the_plain_figure(capsys, tmp_path, monkeypatch):
+    from fakes import tiny_splits
+
+    from shiftvit_lib.train import evaluate
+
+    data = tiny_splits()
+    monkeypatch.setattr(data_sources, "load_cifar10", lambda *args, **kwargs: data)
+    model = tiny_classifier()
+    path = save_model(model, tmp_path / "m.keras")
+    code, out, err = run_cli(capsys, "evaluate", "--model", path, "--data", "sample", "--tta")
+    assert code == 0, err
+    plain, flipped = evaluate(model, data), evaluate(model, data, tta=True)
+    lines = out.strip().splitlines()
+    assert lines[-2].startswith(f"test top-1 {plain['accuracy']:.2%}")
+    assert lines[-1] == (f"with flip TTA: top-1 {flipped['accuracy']:.2%}  top-5 {flipped['top5']:.2%}  "
+                         f"loss {flipped['loss']:.4f}")
+    code, out, _ = run_cli(capsys, "evaluate", "--model", path, "--data", "sample")
+    assert code == 0 and "TTA" not in out  # only when asked

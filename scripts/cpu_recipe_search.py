@@ -1,0 +1,100 @@
+"""Rank changes to the ``cpu`` recipe on the validation split, never on the test set (issue 26).
+
+    KERAS_BACKEND=jax python scripts/cpu_recipe_search.py --data ../shared/data/cifar10-jpeg.tar.gz \
+        --epochs 8 --runs runs/cpu_search --out results/cpu_search
+
+Every candidate is the ``cpu`` preset with a few fields changed, trained for the same short
+proxy schedule (``--epochs``) on the same 40,000 / 10,000 split (seed 42). ``train`` ends by
+evaluating the best checkpoint on the split it calls ``test``; here that split is the
+*validation* split again, so the 10,000 test images are never evaluated during the search
+(the data's source sentence in each record says so). Each run folder is resumable: run the same
+command again after an interruption. ``--out`` receives each run's ``run.json`` and
+``history.csv`` and a ``summary.json`` with validation top-1 and time per candidate, the
+baseline first, including the changes that did not help.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from shiftvit_lib.config import preset  # noqa: E402
+from shiftvit_lib.data import DataSplits  # noqa: E402
+from shiftvit_lib.tools.data_sources import load_cifar10  # noqa: E402
+from shiftvit_lib.tools.runs import train  # noqa: E402
+
+# The levers of issue 26 that the config already has, each against the baseline alone.
+CANDIDATES: dict[str, dict] = {
+    "baseline": {},
+    "label_smoothing_0.2": {"label_smoothing": 0.2},
+    "no_random_erasing": {"random_erasing": 0.0},
+    "drop_path_0.1": {"drop_path_rate": 0.1},
+    "lr_max_3e-3": {"lr_max": 3e-3},
+    "batch_256_lr_3e-3": {"batch_size": 256, "lr_max": 3e-3},
+    "spach_init": {"init": "spach"},
+    "no_scale_jitter": {"resize_to": 32},
+    "mlp_ratio_3": {"mlp_ratio": 3.0},
+}
+
+
+def validation_only(data: DataSplits) -> DataSplits:
+    """The same data with the test split replaced by the validation split (the test set withheld)."""
+    return DataSplits(
+        data.x_train, data.y_train, data.x_val, data.y_val, data.x_val, data.y_val, data.class_names,
+        source=f"{data.source}; recipe search: the test split is withheld, 'test' metrics are the "
+               "validation split's",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="the CIFAR-10 archive or class-folder directory")
+    parser.add_argument("--epochs", type=int, default=8, help="the proxy schedule, the same for every candidate")
+    parser.add_argument("--runs", default="runs/cpu_search", help="one resumable training folder per candidate")
+    parser.add_argument("--out", default="results/cpu_search", help="where the records and summary.json go")
+    parser.add_argument("--only", nargs="+", default=None, metavar="NAME", help="a subset of the candidates")
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args(argv)
+    names = args.only or list(CANDIDATES)
+    unknown = sorted(set(names) - set(CANDIDATES))
+    if unknown:
+        parser.error(f"unknown candidates {unknown}; choose from {list(CANDIDATES)}")
+
+    data = validation_only(load_cifar10(args.data, seed=args.seed))
+    print(data.summary(), flush=True)
+    out = Path(args.out)
+    summary_path = out / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    for name in names:
+        config = preset("cpu", **CANDIDATES[name])
+        started = time.time()
+        run = train(config, data, Path(args.runs) / name, epochs=args.epochs, seed=args.seed, verbose=2)
+        record = run.record
+        (out / name).mkdir(parents=True, exist_ok=True)
+        for file in ("run.json", "history.csv"):
+            shutil.copy2(run.out_dir / file, out / name / file)
+        summary[name] = {
+            "changes": CANDIDATES[name],
+            "epochs": args.epochs,
+            "best_val_top1": record["best_val_accuracy"],
+            "final_val_top1": record["test"]["accuracy"],  # the best checkpoint, on the validation split
+            "train_seconds": record["train_seconds"],
+            "train_images_per_second": record["train_images_per_second"],
+            "wall_seconds_this_session": round(time.time() - started, 1),
+        }
+        out.mkdir(parents=True, exist_ok=True)
+        summary_path.write_text(json.dumps(summary, indent=2))
+        print(f"{name}: best validation top-1 {record['best_val_accuracy']:.2%} "
+              f"in {record['train_seconds']:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
