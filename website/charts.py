@@ -67,6 +67,16 @@ def _figure(width: float, height: float):
     return plt, *plt.subplots(figsize=(width, height), layout="constrained")
 
 
+def _save(plt, figure, axes, path: Path, title: str) -> Path:
+    """Title and legend, then the SVG without a date (so an unchanged chart is an unchanged file)."""
+    axes.set_title(title)
+    axes.legend(loc="lower right")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(figure)
+    return path
+
+
 def draw_comparison(path: Path, records: Path = RECORDS) -> Path:
     rows = comparison_rows(records)
     models = list(dict.fromkeys(r["model"] for r in rows))
@@ -81,13 +91,8 @@ def draw_comparison(path: Path, records: Path = RECORDS) -> Path:
     axes.set_yticks(range(len(models)), models)
     axes.invert_yaxis()
     axes.set_xlabel("test top-1 accuracy (%), 10,000 test images; bars: 95 % interval")
-    axes.set_title("Attention against shift at CPU scale (lesson 07)")
     axes.grid(axis="x", alpha=0.3)
-    axes.legend(loc="lower right")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="svg", metadata={"Date": None})
-    plt.close(figure)
-    return path
+    return _save(plt, figure, axes, path, "Attention against shift at CPU scale (lesson 07)")
 
 
 def draw_curve(path: Path, records: Path = RECORDS) -> Path:
@@ -99,13 +104,8 @@ def draw_curve(path: Path, records: Path = RECORDS) -> Path:
     axes.plot(minutes, [100 * p["val"] for p in points], marker="o", markersize=3, label="validation top-1")
     axes.set_xlabel("training time (minutes, 2-core CPU)")
     axes.set_ylabel(f"validation top-1 (%), {n:,} images")
-    axes.set_title("Time to accuracy of the cpu preset (lesson 05)")
     axes.grid(alpha=0.3)
-    axes.legend(loc="lower right")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="svg", metadata={"Date": None})
-    plt.close(figure)
-    return path
+    return _save(plt, figure, axes, path, "Time to accuracy of the cpu preset (lesson 05)")
 
 
 def charts_markdown(stage: Path, records: Path = RECORDS) -> str:

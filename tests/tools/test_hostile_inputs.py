@@ -331,3 +331,26 @@ def _tiny_classifier():
     keras = inference.keras
     inputs = keras.Input((32, 32, 3))
     return keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Flatten()(inputs)))
+
+
+# --------------------------------------------------------------------------- one decoder for training and predict
+def test_training_sees_the_pixels_predict_sees_for_16_bit_and_transparent_pngs(tmp_path):
+    sixteen = io.BytesIO()
+    Image.fromarray(np.full((32, 32), 1000, np.uint16)).save(sixteen, "PNG")  # 1000/65535: nearly black
+    rgba = np.zeros((32, 32, 4), np.uint8)
+    rgba[..., 0] = 255  # red, hidden under full transparency
+    transparent = io.BytesIO()
+    Image.fromarray(rgba, "RGBA").save(transparent, "PNG")
+    members = {name: content for name, content in class_folder_members().items() if "/airplane/" not in name}
+    members.update({f"{split}/airplane/{i}.png": (sixteen if i % 2 else transparent).getvalue()
+                    for split in ("train", "test") for i in range(5)})
+    folder = tmp_path / "cifar"
+    for name, content in members.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(content)
+    loaded = data_sources.load_cifar10(folder, val_fraction=0.2)
+    airplanes = loaded.x_test[loaded.y_test == 0]
+    from_predict = {inference.load_image(folder / f"test/airplane/{i}.png", 32).tobytes() for i in range(5)}
+    assert {image.tobytes() for image in airplanes} == from_predict
+    assert {int(image.max()) for image in airplanes} == {4, 255}  # 1000/257 rounds to 4; white, not red
+    assert all((image == image[0, 0]).all() for image in airplanes)
