@@ -311,7 +311,8 @@ def array_cache_dir() -> Path:
     return Path(os.environ.get("SHIFTVIT_CACHE") or Path.home() / ".cache" / "shiftvit_lib")
 
 
-def _file_sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
+    """The hex sha256 of a file's bytes, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -329,7 +330,7 @@ def _load_archive_cached(path: Path) -> RawData:
     it still has the size and sha256 recorded beside it when it was written
     (:func:`_read_cache`); anything else is decoded again.
     """
-    cache = array_cache_dir() / f"cifar10-{_file_sha256(path)[:32]}.npz"
+    cache = array_cache_dir() / f"cifar10-{sha256_of(path)[:32]}.npz"
     cached = _read_cache(cache)
     if cached is not None:
         return cached
@@ -347,7 +348,7 @@ def _read_cache(cache: Path) -> RawData | None:
     """The arrays in ``cache`` if it matches its record (size, then sha256), else None."""
     try:
         record = json.loads(_cache_record(cache).read_text())
-        if cache.stat().st_size != record["bytes"] or _file_sha256(cache) != record["sha256"]:
+        if cache.stat().st_size != record["bytes"] or sha256_of(cache) != record["sha256"]:
             return None  # truncated or altered since it was written: decode again
         with np.load(cache, allow_pickle=False) as arrays:
             return RawData(
@@ -368,7 +369,7 @@ def _write_cache(cache: Path, raw: RawData) -> None:
         np.savez(partial, x_train=raw.x_train, y_train=raw.y_train, x_test=raw.x_test,
                  y_test=raw.y_test, description=np.array(raw.description),
                  image_formats=np.array(raw.image_formats))
-        record = {"bytes": partial.stat().st_size, "sha256": _file_sha256(partial)}
+        record = {"bytes": partial.stat().st_size, "sha256": sha256_of(partial)}
         partial_record.write_text(json.dumps(record))
         partial.replace(cache)  # atomic: a reader never sees half a file
         partial_record.replace(_cache_record(cache))  # until this lands, the cache is not trusted

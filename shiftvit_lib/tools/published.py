@@ -31,6 +31,7 @@ import numpy as np
 
 from shiftvit_lib.config import ShiftViTConfig
 from shiftvit_lib.model import build_shiftvit
+from shiftvit_lib.tools.data_sources import sha256_of
 from shiftvit_lib.tools.runs import read_history_csv
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -69,14 +70,6 @@ def _entry(name: str) -> dict[str, str]:
     if name in PRESETS:
         raise ValueError(UNPUBLISHED_HINT.format(name=name, published=list_pretrained()))
     raise KeyError(f"unknown pretrained model {name!r}; choose one of {list_pretrained()}")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _verified_bytes(name: str) -> bytes:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import write_tar_gz, write_tree, write_zip
 from PIL import Image
 
 from shiftvit_lib.data import CIFAR10_CLASSES
@@ -45,31 +46,6 @@ def class_folder_files(per_split: dict[str, int] | None = None) -> dict[str, byt
                 files[f"{split}/{class_name}/{item:04d}.{ext}"] = encode(
                     pixel_value(class_index, item), fmt)
     return files
-
-
-def write_tree(root: Path, files: dict[str, bytes]) -> Path:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content)
-    return root
-
-
-def write_zip(path: Path, files: dict[str, bytes], prefix: str = "") -> Path:
-    """The same files give the same bytes: entries carry a fixed timestamp, not the clock's."""
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, content in files.items():
-            archive.writestr(zipfile.ZipInfo(prefix + name, date_time=(2020, 1, 1, 0, 0, 0)), content)
-    return path
-
-
-def write_tar_gz(path: Path, files: dict[str, bytes]) -> Path:
-    with tarfile.open(path, "w:gz") as archive:
-        for name, content in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            archive.addfile(info, io.BytesIO(content))
-    return path
 
 
 def assert_labels_match_pixels(x: np.ndarray, y: np.ndarray) -> None:

@@ -15,14 +15,13 @@ import os
 import struct
 import subprocess
 import sys
-import tarfile
 import zipfile
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import tiny_splits
+from fakes import tiny_splits, write_tar_gz, write_tree, write_zip
 from PIL import Image
 
 from shiftvit_lib.config import preset
@@ -173,12 +172,7 @@ def test_a_flipped_byte_in_a_data_zip_is_one_line(tmp_path):
 
 
 def test_a_truncated_data_tar_gz_is_one_line(tmp_path):
-    path = tmp_path / "data.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, content in class_folder_members().items():
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
+    path = write_tar_gz(tmp_path / "data.tar.gz", class_folder_members())
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(ValueError) as damaged:
         data_sources.load_cifar10(path)
@@ -217,10 +211,8 @@ def png_header_claiming(width: int, height: int) -> bytes:
 
 
 def test_a_small_png_claiming_a_huge_size_is_refused_before_decoding(tmp_path, monkeypatch):
-    folder = tmp_path / "cifar"
-    for name, content in {**class_folder_members(1), "train/dog/huge.png": png_header_claiming(9_000, 9_000)}.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_bytes(content)
+    folder = write_tree(tmp_path / "cifar",
+                        {**class_folder_members(1), "train/dog/huge.png": png_header_claiming(9_000, 9_000)})
 
     from PIL import ImageFile
 
@@ -240,11 +232,7 @@ def test_a_small_png_claiming_a_huge_size_is_refused_before_decoding(tmp_path, m
 @pytest.fixture()
 def archive_and_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SHIFTVIT_CACHE", str(tmp_path / "cache"))
-    path = tmp_path / "data.zip"
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, content in class_folder_members().items():
-            archive.writestr(name, content)
-    return path, tmp_path / "cache"
+    return write_zip(tmp_path / "data.zip", class_folder_members()), tmp_path / "cache"
 
 
 def cache_file(cache: Path) -> Path:
@@ -344,10 +332,7 @@ def test_training_sees_the_pixels_predict_sees_for_16_bit_and_transparent_pngs(t
     members = {name: content for name, content in class_folder_members().items() if "/airplane/" not in name}
     members.update({f"{split}/airplane/{i}.png": (sixteen if i % 2 else transparent).getvalue()
                     for split in ("train", "test") for i in range(5)})
-    folder = tmp_path / "cifar"
-    for name, content in members.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_bytes(content)
+    folder = write_tree(tmp_path / "cifar", members)
     loaded = data_sources.load_cifar10(folder, val_fraction=0.2)
     airplanes = loaded.x_test[loaded.y_test == 0]
     from_predict = {inference.load_image(folder / f"test/airplane/{i}.png", 32).tobytes() for i in range(5)}
