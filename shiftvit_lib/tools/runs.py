@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import time
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -538,7 +539,9 @@ def evaluate_best(model: keras.Model, folder: RunFolder, data: DataSplits,
     try:
         best = load_model(path)
     except (ValueError, OSError) as error:
-        raise RunFolderError(f"{path} is damaged and cannot be loaded ({' '.join(str(error).split())}); "
+        # Not even a zip archive: cut short or overwritten (a full disk, a copy that stopped).
+        state = "is damaged and " if not zipfile.is_zipfile(path) else ""
+        raise RunFolderError(f"{path} {state}cannot be loaded ({' '.join(str(error).split())}); "
                              "restore it, or pass overwrite=True (--overwrite) to train afresh") from error
     return best, evaluate(best, data, batch_size=batch_size)
 
