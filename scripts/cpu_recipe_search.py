@@ -53,15 +53,39 @@ def validation_only(data: DataSplits) -> DataSplits:
     )
 
 
+def markdown_table(summary: dict, train_images: int = 40_000) -> str:
+    """The summary as a table, best first, with each candidate's gain over the baseline.
+
+    Time is given as epochs x images / median images per second: the sum of epoch times also
+    counts any pause of the process (a shared machine; the search was paused while CI ran).
+    """
+    base = summary["baseline"]["best_val_top1"]
+    rows = ["| candidate | changes | best val. top-1 | vs. baseline | images/s (median epoch) | "
+            "time at that speed |", "|---|---|---|---|---|---|"]
+    for name, row in sorted(summary.items(), key=lambda item: -item[1]["best_val_top1"]):
+        minutes = row["epochs"] * train_images / row["train_images_per_second"] / 60
+        changes = ", ".join(f"{k}={v}" for k, v in row["changes"].items()) or "(the cpu preset)"
+        rows.append(f"| `{name}` | {changes} | {100 * row['best_val_top1']:.2f} % | "
+                    f"{100 * (row['best_val_top1'] - base):+.2f} | {row['train_images_per_second']:.0f} | "
+                    f"{minutes:.1f} min |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="the CIFAR-10 archive or class-folder directory")
+    parser.add_argument("--data", help="the CIFAR-10 archive or class-folder directory")
     parser.add_argument("--epochs", type=int, default=8, help="the proxy schedule, the same for every candidate")
     parser.add_argument("--runs", default="runs/cpu_search", help="one resumable training folder per candidate")
     parser.add_argument("--out", default="results/cpu_search", help="where the records and summary.json go")
     parser.add_argument("--only", nargs="+", default=None, metavar="NAME", help="a subset of the candidates")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--table", action="store_true", help="print --out's summary as a markdown table")
     args = parser.parse_args(argv)
+    if args.table:
+        print(markdown_table(json.loads((Path(args.out) / "summary.json").read_text())))
+        return 0
+    if not args.data:
+        parser.error("--data is required (the CIFAR-10 archive or class-folder directory)")
     names = args.only or list(CANDIDATES)
     unknown = sorted(set(names) - set(CANDIDATES))
     if unknown:
