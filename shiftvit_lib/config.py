@@ -255,6 +255,10 @@ class ShiftViTConfig(TrainingRecipe):
     layer_norm_epsilon: float = 1e-5
     patch_norm: bool = False
     final_norm: bool = False
+    # 0: one linear projection per patch (the paper). > 0: a convolutional stem first,
+    # a 3x3 convolution with this many channels at stride 2, BatchNorm and GELU, so
+    # neighbouring patches overlap; the projection then covers patch_size / 2.
+    stem_channels: int = 0
 
     def architecture_problems(self) -> list[str]:
         problems = []
@@ -273,6 +277,13 @@ class ShiftViTConfig(TrainingRecipe):
         if self.patch_size < 1:
             problems.append(f"patch_size must be >= 1, got {self.patch_size}")
             return problems  # the checks below divide by it
+        if self.stem_channels < 0:
+            problems.append(f"stem_channels must be >= 0 (0: no convolutional stem), got {self.stem_channels}")
+        if self.stem_channels and self.patch_size % 2:
+            problems.append(
+                f"a convolutional stem (stem_channels {self.stem_channels}) halves the image first, so "
+                f"patch_size must be even, got {self.patch_size}: use patch_size 2 or 4, or stem_channels 0"
+            )
         if self.image_size % self.patch_size:
             problems.append(
                 f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"

@@ -2,7 +2,8 @@
 
     images (32x32x3, pixels 0..255)
       -> ImagePreprocessing   resize, crop, flip, rescale (random only in training)
-      -> patch projection     Conv2D, kernel = stride = patch_size
+      -> (stem)               optional 3x3 Conv2D at stride 2, BatchNorm, GELU
+      -> patch projection     Conv2D, kernel = stride = patch_size (patch_size / 2 after a stem)
       -> stage 1 .. stage N   ShiftViT blocks, patch merging between stages
       -> global average pool
       -> classifier           Dense -> logits
@@ -36,13 +37,14 @@ def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.
         )
     inputs = keras.Input(shape=config.input_shape, name="images")
     x = ImagePreprocessing.for_pipeline(config, seed=seed)(inputs)
-    x = layers.Conv2D(
-        config.projected_dim,
-        config.patch_size,
-        strides=config.patch_size,
-        padding="same",
-        name="patch_projection",
-    )(x)
+    patch = config.patch_size
+    if config.stem_channels:
+        # Overlapping 3x3 windows see across patch borders, which a lone projection cannot.
+        x = layers.Conv2D(config.stem_channels, 3, strides=2, padding="same", use_bias=False, name="stem_conv")(x)
+        x = layers.BatchNormalization(name="stem_norm")(x)
+        x = layers.Activation("gelu", name="stem_gelu")(x)
+        patch //= 2
+    x = layers.Conv2D(config.projected_dim, patch, strides=patch, padding="same", name="patch_projection")(x)
     if config.patch_norm:
         x = make_norm(config.norm, config.layer_norm_epsilon, name="patch_norm")(x)
 
@@ -98,8 +100,14 @@ def count_macs(config: ShiftViTConfig) -> dict[str, int]:
     only (norms, GELU, the shift and pooling are comparatively free). Papers' "FLOPs"
     for Swin/ShiftViT are such MAC counts.
     """
-    sides, dims = config.stage_resolutions, config.stage_dims
-    macs = {"patch_projection": sides[0] ** 2 * config.patch_size**2 * config.input_shape[-1] * dims[0]}
+    sides, dims, channels = config.stage_resolutions, config.stage_dims, config.input_shape[-1]
+    macs = {}
+    if config.stem_channels:
+        half = -(-config.image_size // 2)
+        macs["stem"] = half**2 * 9 * channels * config.stem_channels
+        macs["patch_projection"] = sides[0] ** 2 * (config.patch_size // 2) ** 2 * config.stem_channels * dims[0]
+    else:
+        macs["patch_projection"] = sides[0] ** 2 * config.patch_size**2 * channels * dims[0]
     for index, (depth, side, dim) in enumerate(zip(config.depths, sides, dims)):
         macs[f"stage_{index + 1}"] = depth * side * side * 2 * dim * int(dim * config.mlp_ratio)
         if index + 1 < len(dims):  # patch merging: a 2x2 convolution to the next stage's grid and width

@@ -147,33 +147,48 @@ def plot_history(history: Any) -> Figure:
     return fig
 
 
-def plot_time_to_accuracy(history: Mapping[str, Sequence[float]], *, label: str = "validation top-1",
-                          target: float | None = None) -> Figure:
-    """Validation top-1 against minutes of training (a time-to-accuracy curve).
+def training_minutes(history: Mapping[str, Sequence[float]]) -> np.ndarray:
+    """Minutes of training at the end of each epoch: the running sum of ``epoch_seconds``.
 
-    ``history`` is a dict read from ``history.csv`` (it needs ``epoch_seconds`` and
-    ``val_accuracy``). The time axis is the running sum of the epochs' seconds,
-    validation included, as ``train_seconds`` in ``run.json``. ``target`` draws a
-    horizontal line (e.g. 0.8) and marks the first epoch that reaches it.
+    Validation is included, as in ``train_seconds`` of ``run.json``.
     """
     if "epoch_seconds" not in history or "val_accuracy" not in history:
         raise ValueError("history needs 'epoch_seconds' and 'val_accuracy' columns (a history.csv "
                          f"written by shiftvit_lib.train); got {sorted(history)}")
-    minutes = np.cumsum(np.asarray(history["epoch_seconds"], dtype=float)) / 60
-    accuracy = 100 * np.asarray(history["val_accuracy"], dtype=float)
+    return np.cumsum(np.asarray(history["epoch_seconds"], dtype=float)) / 60
+
+
+def minutes_to_accuracy(history: Mapping[str, Sequence[float]], target: float) -> float | None:
+    """Minutes of training until validation top-1 first reaches ``target``; None if it never does."""
+    minutes = training_minutes(history)
+    reached = np.flatnonzero(np.asarray(history["val_accuracy"], dtype=float) >= target)
+    return float(minutes[reached[0]]) if reached.size else None
+
+
+def plot_time_to_accuracy(runs: Mapping[str, Mapping[str, Sequence[float]]], *,
+                          target: float | None = None) -> Figure:
+    """Validation top-1 against minutes of training, one curve per run (time-to-accuracy).
+
+    ``runs`` maps a label to a history read from ``history.csv`` (it needs ``epoch_seconds``
+    and ``val_accuracy``); :func:`training_minutes` gives the time axis. ``target`` draws a
+    horizontal line (e.g. 0.8) and marks where each run first reaches it.
+    """
     fig, axes = _new_figure(5.5, 3.2)
     ax = axes[0, 0]
-    ax.plot(minutes, accuracy, "o-", markersize=3, label=label)
+    for index, (label, history) in enumerate(runs.items()):
+        minutes = training_minutes(history)
+        accuracy = 100 * np.asarray(history["val_accuracy"], dtype=float)
+        (line,) = ax.plot(minutes, accuracy, "o-", markersize=3, label=label)
+        reached = None if target is None else minutes_to_accuracy(history, target)
+        if reached is not None:
+            first = int(np.searchsorted(minutes, reached))
+            ax.annotate(f"{100 * target:.0f} % after {reached:.1f} min", (minutes[first], accuracy[first]),
+                        xytext=(10, -25 - 14 * index), textcoords="offset points", fontsize=8,
+                        color=line.get_color(), arrowprops=dict(arrowstyle="->", linewidth=0.8))
     if target is not None:
         ax.axhline(100 * target, color="gray", linestyle=":", linewidth=1)
-        reached = np.flatnonzero(accuracy >= 100 * target)
-        if reached.size:
-            first = reached[0]
-            ax.annotate(f"{100 * target:.0f} % after {minutes[first]:.1f} min", (minutes[first], accuracy[first]),
-                        xytext=(10, -25), textcoords="offset points", fontsize=8,
-                        arrowprops=dict(arrowstyle="->", linewidth=0.8))
     ax.set_xlabel("minutes of training (validation included)")
-    ax.set_ylabel("top-1 (%)")
+    ax.set_ylabel("validation top-1 (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
@@ -209,16 +224,18 @@ def plot_learning_rate(schedule: Callable[[Any], Any], total_steps: int) -> Figu
 def architecture_shapes(config: Any) -> list[tuple[str, tuple[int, int, int]]]:
     """``(part, (height, width, channels))`` after every part of a ShiftViT, from its config alone.
 
-    The parts are the input, the preprocessing crop, the patch projection and every
-    stage (a stage's shape is its *output*, after its patch merging), from the config's
-    ``stage_resolutions`` and ``stage_dims``.
+    The parts are the input, the preprocessing crop, the convolutional stem if the config
+    has one, the patch projection and every stage (a stage's shape is its *output*, after
+    its patch merging), from the config's ``stage_resolutions`` and ``stage_dims``.
     """
     side, channels = config.input_shape[0], config.input_shape[-1]
     sides, dims = config.stage_resolutions, config.stage_dims
     # A stage's output is the next stage's input (after its patch merging); the last keeps its size.
     outputs = list(zip(sides[1:] + sides[-1:], dims[1:] + dims[-1:]))
+    half = -(-config.image_size // 2)
+    stem = [("stem_conv", (half, half, config.stem_channels))] if config.stem_channels else []
     return [("images", (side, side, channels)), ("preprocessing", (config.image_size, config.image_size, channels)),
-            ("patch_projection", (sides[0], sides[0], dims[0])),
+            *stem, ("patch_projection", (sides[0], sides[0], dims[0])),
             *[(f"stage_{i + 1}", (s, s, d)) for i, (s, d) in enumerate(outputs)]]
 
 

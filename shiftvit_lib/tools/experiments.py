@@ -135,7 +135,7 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
     * ``"cpu"``: models the size of the ``cpu`` preset on 32-pixel crops, with its recipe
       on a shorter schedule (10 epochs): about an hour for all five on a 2-core CPU (an
       estimate from measured speeds); ``shiftvit_official`` is the ``cpu`` preset with
-      ``num_div=16`` (which the keras-io shift needs);
+      ``num_div=16`` (which the keras-io shift needs) and without a convolutional stem;
     * ``"full"`` (or ``False``): the full-size models on the seed recipe's 48-pixel
       crops, 100 epochs (for a GPU).
 
@@ -157,7 +157,10 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
         # num_div 16 instead of the preset's 12: the keras-io split needs every stage width
         # divisible by width // num_div (64 // 12 = 5 does not divide 64). The official
         # shift then moves a quarter of the channels (the paper's default is a third).
-        base.update({name: preset("cpu", shift=kind, num_div=16) for name, kind in SHIFT_ABLATION.items()})
+        # stem_channels 0: the ViTs embed patches with one projection, so the ShiftViTs do too
+        # (a convolutional stem would mix a convolution into the token mixers compared).
+        base.update({name: preset("cpu", shift=kind, num_div=16, stem_channels=0)
+                     for name, kind in SHIFT_ABLATION.items()})
         # The pipeline and recipe are the cpu preset's own, read from it (declared once).
         cpu = preset("cpu")
         pipeline = {name: getattr(cpu, name) for name in PIPELINE_FIELDS if name not in ("input_shape", "num_classes")}

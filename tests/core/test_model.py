@@ -74,6 +74,40 @@ def test_count_macs_breakdown_adds_up():
     assert macs["patch_projection"] == 12 * 12 * 4 * 4 * 3 * 96
 
 
+def test_conv_stem_keeps_the_stage_grid_and_counts_its_macs():
+    config = preset("quick", stem_channels=16)
+    model = build_shiftvit(config, seed=0)
+    shapes = {row["layer"]: row["output_shape"] for row in stage_table(model)}
+    # The stem halves the image (16x16); the projection covers the rest of the 4-pixel patch (2x2),
+    # so stage 1 still works on the 8x8 grid (its output, after patch merging, is 4x4).
+    assert shapes["stem_conv"] == (None, 16, 16, 16) and shapes["stage_1"] == (None, 4, 4, 48)
+    macs = count_macs(config)
+    assert macs["stem"] == 16 * 16 * 9 * 3 * 16
+    assert macs["patch_projection"] == 8 * 8 * (2 * 2) * 16 * 24  # a 2x2 window on 16 channels
+    stem_weights = model.get_layer("stem_conv").count_params() + model.get_layer("patch_projection").count_params()
+    assert stem_weights == 9 * 3 * 16 + 2 * 2 * 16 * 24 + 24  # no bias before BatchNorm
+    assert macs["total"] == sum(v for k, v in macs.items() if k != "total")
+
+
+def test_conv_stem_model_saves_and_loads_with_its_batchnorm_statistics(tmp_path):
+    keras.utils.set_random_seed(0)
+    model = build_shiftvit(preset("quick", stem_channels=8), seed=0)
+    model.get_layer("stem_norm").moving_mean.assign(np.full(8, 0.3, "float32"))  # as if trained
+    images = np.random.default_rng(3).integers(0, 256, (4, 32, 32, 3)).astype("uint8")
+    model.save(tmp_path / "stem.keras")
+    loaded = keras.saving.load_model(tmp_path / "stem.keras", safe_mode=True)
+    np.testing.assert_array_equal(loaded.predict(images, verbose=0), model.predict(images, verbose=0))
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"stem_channels": -1}, "stem_channels must be >= 0"),
+    ({"stem_channels": 8, "patch_size": 1, "resize_to": 32}, "patch_size must be even"),
+])
+def test_conv_stem_settings_are_checked(changes, message):
+    with pytest.raises(ValueError, match=message):
+        preset("quick", **changes)
+
+
 def test_builder_rejects_non_configs():
     with pytest.raises(TypeError, match="ShiftViTConfig"):
         build_shiftvit({"depths": [2, 2]})

@@ -129,22 +129,30 @@ def test_learning_rate_curve_follows_the_schedule() -> None:
 
 def test_time_to_accuracy_plots_cumulative_minutes_and_marks_the_target() -> None:
     history = {"epoch_seconds": [60.0, 30.0, 90.0], "val_accuracy": [0.5, 0.81, 0.85]}
-    fig = plots.plot_time_to_accuracy(history, target=0.8)
+    slower = {"epoch_seconds": [60.0, 60.0, 60.0], "val_accuracy": [0.5, 0.7, 0.8]}
+    assert plots.minutes_to_accuracy(history, 0.8) == pytest.approx(1.5)
+    assert plots.minutes_to_accuracy(slower, 0.8) == pytest.approx(3.0)  # reaching the target counts
+    assert plots.minutes_to_accuracy(slower, 0.9) is None
+    fig = plots.plot_time_to_accuracy({"new": history, "old": slower}, target=0.8)
     ax = fig.axes[0]
     x, y = ax.lines[0].get_data()
     np.testing.assert_allclose(x, [1.0, 1.5, 3.0])  # minutes: running sum of the epochs
     np.testing.assert_allclose(y, [50.0, 81.0, 85.0])
-    assert any("80 % after 1.5 min" in text.get_text() for text in ax.texts)
+    np.testing.assert_allclose(ax.lines[1].get_data()[0], [1.0, 2.0, 3.0])
+    marks = [text.get_text() for text in ax.texts]
+    assert "80 % after 1.5 min" in marks and "80 % after 3.0 min" in marks
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["new", "old"]
     with pytest.raises(ValueError, match="epoch_seconds"):
-        plots.plot_time_to_accuracy({"val_accuracy": [0.5]})
+        plots.plot_time_to_accuracy({"broken": {"val_accuracy": [0.5]}})
+    assert png_size(fig) < 1_000_000
 
 
 def test_architecture_shapes_match_the_built_model() -> None:
     from shiftvit_lib import build_shiftvit, preset
     from shiftvit_lib.model import stage_table
 
-    for name in ("quick", "seed"):
-        config = preset(name)
+    for name, changes in (("quick", {}), ("seed", {}), ("quick", {"stem_channels": 8})):
+        config = preset(name, **changes)
         built = {row["layer"]: tuple(row["output_shape"][1:]) for row in stage_table(build_shiftvit(config))}
         for part, shape in plots.architecture_shapes(config):
             assert built[part] == shape, (name, part)

@@ -163,8 +163,8 @@ def test_comparison_configs_are_the_five_models_on_equal_terms():
 def test_cpu_scale_comparison_trains_the_cpu_preset_with_its_own_recipe():
     configs = ex.comparison_configs("cpu")
     # shiftvit_official is the cpu preset on the comparison's shorter schedule, with the
-    # num_div that the keras-io shift can split.
-    assert configs["shiftvit_official"] == preset("cpu", epochs=10, num_div=16)
+    # num_div that the keras-io shift can split, and the ViTs' single patch projection.
+    assert configs["shiftvit_official"] == preset("cpu", epochs=10, num_div=16, stem_channels=0)
     terms = ex.shared_terms(configs)
     cpu = preset("cpu", epochs=10)
     assert {name: terms[name] for name in ex.SHARED_FIELDS if name != "early_stopping_patience"} == {

@@ -1,0 +1,63 @@
+"""scripts/cpu_final_record.py: the test split read once, for the run the validation split chose."""
+
+import dataclasses
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakes import tiny_splits
+
+from shiftvit_lib import build_shiftvit, preset
+from shiftvit_lib.train import evaluate
+
+REPO = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("cpu_final_record", REPO / "scripts" / "cpu_final_record.py")
+final_script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(final_script)
+
+
+@pytest.fixture(scope="module")
+def model_and_data():
+    """A model that is right on every test image and wrong on every validation image.
+
+    A record that took its figures from the validation split (the search's 'test') would show 0.
+    """
+    model = build_shiftvit(preset("quick"))
+    data = tiny_splits(n_val=20, n_test=20)
+    guess = lambda x: model.predict(x, verbose=0).argmax(-1)  # noqa: E731
+    return model, dataclasses.replace(data, y_test=guess(data.x_test), y_val=(guess(data.x_val) + 1) % 10)
+
+
+def test_final_record_reads_the_test_split_plain_and_with_tta_beside_it(model_and_data):
+    model, data = model_and_data
+    search_record = {"best_val_accuracy": 0.5, "train_seconds": 12.0, "test": {"accuracy": 0.5}}
+    record = final_script.final_record(search_record, model, data)
+    assert record["test"]["accuracy"] == 1.0, "the 'test' figure must come from the test split, not validation"
+    assert record["test"]["images"] == 20
+    flipped = evaluate(model, data, "test", tta=True)
+    assert record["test_flip_tta"]["accuracy"] == pytest.approx(flipped["accuracy"])
+    assert record["best_val_accuracy"] == 0.5 and record["train_seconds"] == 12.0  # the search's, kept
+    assert "chosen on the validation split" in record["data_source"]
+    assert search_record["test"] == {"accuracy": 0.5}, "the search record itself must stay as it was"
+
+
+def test_main_refuses_an_unfinished_run_and_a_second_look_at_the_test_set(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"best_val_accuracy": 0.5}))
+    with pytest.raises(SystemExit):
+        final_script.main([str(run), "--data", "x", "--out", str(tmp_path / "final")])
+    assert "not a finished run (no history.csv, best.keras)" in capsys.readouterr().err
+
+    for name in ("history.csv", "best.keras"):
+        (run / name).write_text("x")
+    out = tmp_path / "final"
+    out.mkdir()
+    (out / "run.json").write_text("{}")
+    with pytest.raises(SystemExit):
+        final_script.main([str(run), "--data", "x", "--out", str(out)])
+    assert "the test set was read for it already" in capsys.readouterr().err
+    assert (out / "run.json").read_text() == "{}", "the existing record must be left as it was"
+    assert np.all([p.name != "best.keras" for p in out.iterdir()])
