@@ -3,7 +3,8 @@
     KERAS_BACKEND=jax python scripts/cpu_recipe_search.py --data ../shared/data/cifar10-jpeg.tar.gz \
         --epochs 8 --runs runs/cpu_search --out results/cpu_search
 
-Every candidate is the ``cpu`` preset with a few fields changed, trained for the same short
+Every candidate is the ``cpu`` recipe as it was before the search (``BASELINE``: the preset
+without its convolutional stem) with a few fields changed, trained for the same short
 proxy schedule (``--epochs``) on the same 40,000 / 10,000 split (seed 42). ``train`` ends by
 evaluating the best checkpoint on the split it calls ``test``; here that split is the
 *validation* split again, so the 10,000 test images are never evaluated during the search
@@ -30,6 +31,8 @@ from shiftvit_lib.data import DataSplits  # noqa: E402
 from shiftvit_lib.tools.data_sources import load_cifar10  # noqa: E402
 from shiftvit_lib.tools.runs import train  # noqa: E402
 
+# The recipe the search started from: the cpu preset before issue 26 added its stem.
+BASELINE = {"stem_channels": 0}
 # The levers of issue 26 that the config already has, each against the baseline alone.
 CANDIDATES: dict[str, dict] = {
     "baseline": {},
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     train_seed = args.seed if args.train_seed is None else args.train_seed
     for name in names:
         key = name if train_seed == args.seed else f"{name}_seed{train_seed}"
-        config = preset("cpu", **CANDIDATES[name])
+        config = preset("cpu", **{**BASELINE, **CANDIDATES[name]}, epochs=args.epochs)
         started = time.time()
         run = train(config, data, Path(args.runs) / key, epochs=args.epochs, seed=train_seed, verbose=2)
         record = run.record

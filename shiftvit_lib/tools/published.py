@@ -42,7 +42,7 @@ RECORDS = ASSETS / "records"
 PUBLISHED: dict[str, dict[str, str]] = {
     "cpu": {
         "weights": "pretrained/shiftvit_cpu.npz",
-        "sha256": "3972f504bb9ec8f3763950ce1d66333d14486399be5410f9d8490dcc0ec1e2f9",
+        "sha256": "34222d11f10d965501c2be660187d6f4d23b6a2a40c0ff57fcfbf8790ae62816",
         "record": "cpu_full",
     },
 }

@@ -467,6 +467,8 @@ def describe_run(record: dict[str, Any]) -> str:
         f"{machine.get('cpu_count')} CPU cores",
         f"finished {record.get('finished_at')}",
     ]
+    if "test_flip_tta" in record:  # reported beside the plain figure, never instead of it
+        lines.insert(4, f"with flip test-time augmentation: test top-1 {record['test_flip_tta']['accuracy']:.2%}")
     if train_seconds is not None:
         lines.insert(4, f"training time (sum of epochs, validation included) {train_seconds / 60:.1f} min")
     return "\n".join(lines)
