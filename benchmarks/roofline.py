@@ -71,13 +71,17 @@ GPUS = (
 def activation_elements(config: Any) -> int:
     """Numbers in the tensors the layers of one forward pass output, for one image.
 
-    Preprocessing: the resized image (``image_size``² x 3). Patch projection: one map of
-    the first stage. Each block at side s with C channels and an MLP of H = ratio x C:
+    Preprocessing: the resized image (``image_size``² x 3). A convolutional stem, if any:
+    its convolution, BatchNorm and GELU, each a half-size map of ``stem_channels``. Patch
+    projection: one map of the first stage. Each block at side s with C channels and an MLP of H = ratio x C:
     the shift, the norm, the first dense, GELU, the second dense and the residual sum
     (4 s²C + 2 s²H). Each patch merging: its norm (s²C) and its convolution
     ((s/2)² x 2C). The head: pooled vector and logits.
     """
     total = config.image_size**2 * config.input_shape[-1]
+    stem_channels = getattr(config, "stem_channels", 0)
+    if stem_channels:
+        total += 3 * (-(-config.image_size // 2)) ** 2 * stem_channels
     sides, dims = config.stage_resolutions, config.stage_dims
     total += sides[0] ** 2 * dims[0]
     for index, depth in enumerate(config.depths):

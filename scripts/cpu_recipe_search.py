@@ -63,15 +63,17 @@ def markdown_table(summary: dict, train_images: int = 40_000) -> str:
 
     Time is given as epochs x images / median images per second: the sum of epoch times also
     counts any pause of the process (a shared machine; the search was paused while CI ran).
+    A summary without a ``baseline`` run (the full runs) shows "-" for the gain.
     """
-    base = summary["baseline"]["best_val_top1"]
+    base = summary.get("baseline", {}).get("best_val_top1")
     rows = ["| candidate | changes | best val. top-1 | vs. baseline | images/s (median epoch) | "
             "time at that speed |", "|---|---|---|---|---|---|"]
     for name, row in sorted(summary.items(), key=lambda item: -item[1]["best_val_top1"]):
         minutes = row["epochs"] * train_images / row["train_images_per_second"] / 60
-        changes = ", ".join(f"{k}={v}" for k, v in row["changes"].items()) or "(the cpu preset)"
+        changes = ", ".join(f"{k}={v}" for k, v in row["changes"].items()) or "(the v1 cpu recipe)"
         rows.append(f"| `{name}` | {changes} | {100 * row['best_val_top1']:.2f} % | "
-                    f"{100 * (row['best_val_top1'] - base):+.2f} | {row['train_images_per_second']:.0f} | "
+                    f"{'-' if base is None else format(100 * (row['best_val_top1'] - base), '+.2f')} | "
+                    f"{row['train_images_per_second']:.0f} | "
                     f"{minutes:.1f} min |")
     return "\n".join(rows)
 

@@ -46,6 +46,9 @@ def test_activation_count_of_a_two_stage_toy(roofline):
     block_2 = 4 * 8 + 2 * 16
     head = 8 + 10  # pooled vector, logits
     assert roofline.activation_elements(toy) == image + projection + block_1 + merging + block_2 + head
+    # A convolutional stem adds three 4x4 maps (convolution, BatchNorm, GELU) of its channels.
+    with_stem = SimpleNamespace(**vars(toy), stem_channels=5)
+    assert roofline.activation_elements(with_stem) == roofline.activation_elements(toy) + 3 * 4 * 4 * 5
     # The real presets follow the same count: the seed model's per-stage maps are 12, 6, 3 and 2 pixels.
     assert roofline.activation_elements(preset("seed")) > roofline.activation_elements(preset("quick"))
 
