@@ -121,3 +121,15 @@ def test_cpu_model_reproduces_its_recorded_test_accuracy(cpu_model):
     data = sv.load_cifar10(FULL_DATA)
     metrics = logits_metrics(cpu_model.predict(data.x_test, batch_size=256, verbose=0), data.y_test)
     assert abs(metrics["accuracy"] - pt.pretrained_info("cpu")["test_top1"]) <= 0.005
+
+
+def test_the_prose_quotes_the_shipped_records_figures():
+    """README, results/README.md and lesson 06 give the shipped model's test figures as recorded."""
+    record = json.loads((ROOT / "results" / "cpu_full" / "run.json").read_text())
+    plain, tta = (f"{100 * record[key]['accuracy']:.2f} %" for key in ("test", "test_flip_tta"))
+    lesson = "".join("".join(cell["source"]) for cell in json.loads(
+        (ROOT / "notebooks" / "06_inference.ipynb").read_text())["cells"] if cell["cell_type"] == "markdown")
+    for name, text in (("README.md", (ROOT / "README.md").read_text()),
+                       ("results/README.md", (ROOT / "results" / "README.md").read_text()),
+                       ("lesson 06", lesson)):
+        assert plain in text and tta in text, f"{name} does not quote the record's {plain} and {tta}"
