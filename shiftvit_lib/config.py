@@ -76,17 +76,13 @@ class InputPipeline:
                 f"image_size ({self.image_size}) cannot be larger than resize_to ({self.resize_to})"
             )
         if self.rand_augment_ops < 0 or not 0.0 <= self.rand_augment_factor <= 1.0:
-            problems.append(
-                "rand_augment_ops must be >= 0 and rand_augment_factor in [0, 1], got "
-                f"{self.rand_augment_ops} and {self.rand_augment_factor}"
-            )
+            problems.append("rand_augment_ops must be >= 0 and rand_augment_factor in [0, 1], got "
+                            f"{self.rand_augment_ops} and {self.rand_augment_factor}")
         if not 0.0 <= self.random_erasing <= 1.0:
             problems.append(f"random_erasing is a probability in [0, 1], got {self.random_erasing}")
         if self.mixup_alpha < 0 or self.cutmix_alpha < 0:
-            problems.append(
-                f"mixup_alpha and cutmix_alpha must be >= 0 (0 turns them off), got "
-                f"{self.mixup_alpha} and {self.cutmix_alpha}"
-            )
+            problems.append(f"mixup_alpha and cutmix_alpha must be >= 0 (0 turns them off), got "
+                            f"{self.mixup_alpha} and {self.cutmix_alpha}")
         return problems
 
 
@@ -224,9 +220,8 @@ def _json_value(value: Any) -> Any:
 # The fields that make two models' training comparable, each declared once above.
 PIPELINE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(InputPipeline))
 _RECIPE_TYPE_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainingRecipe))
-RECIPE_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in dataclasses.fields(TrainingRecipe) if f.name not in PIPELINE_FIELDS and f.name != "name"
-)
+RECIPE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainingRecipe)
+                                       if f.name not in PIPELINE_FIELDS and f.name != "name")
 
 
 @dataclass(frozen=True)
@@ -268,10 +263,8 @@ class ShiftViTConfig(TrainingRecipe):
         if self.num_div < 4:
             problems.append(f"num_div must be >= 4 (four groups move), got {self.num_div}")
         if self.projected_dim < self.num_div:
-            problems.append(
-                f"projected_dim ({self.projected_dim}) must be >= num_div ({self.num_div}) "
-                "so that every shifted group holds at least one channel"
-            )
+            problems.append(f"projected_dim ({self.projected_dim}) must be >= num_div ({self.num_div}) "
+                            "so that every shifted group holds at least one channel")
         if self.shift_pixel < 1:
             problems.append(f"shift_pixel must be >= 1, got {self.shift_pixel}")
         if self.patch_size < 1:
@@ -280,20 +273,16 @@ class ShiftViTConfig(TrainingRecipe):
         if self.stem_channels < 0:
             problems.append(f"stem_channels must be >= 0 (0: no convolutional stem), got {self.stem_channels}")
         if self.stem_channels and self.patch_size % 2:
-            problems.append(
-                f"a convolutional stem (stem_channels {self.stem_channels}) halves the image first, so "
-                f"patch_size must be even, got {self.patch_size}: use patch_size 2 or 4, or stem_channels 0"
-            )
+            problems.append(f"a convolutional stem (stem_channels {self.stem_channels}) halves the image first, so "
+                            f"patch_size must be even, got {self.patch_size}: use patch_size 2 or 4, or stem_channels 0")
         if self.image_size % self.patch_size:
             problems.append(
                 f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"
             )
         if self.shift != "none" and self.shift_pixel >= min(self.stage_resolutions):
-            problems.append(
-                f"shift_pixel ({self.shift_pixel}) must be smaller than the last stage's "
-                f"resolution {self.stage_resolutions}: use fewer stages, a larger image or "
-                "a smaller patch_size"
-            )
+            problems.append(f"shift_pixel ({self.shift_pixel}) must be smaller than the last stage's "
+                            f"resolution {self.stage_resolutions}: use fewer stages, a larger image or "
+                            "a smaller patch_size")
         if self.shift == "keras_io":
             # The example's split(x, C // num_div) needs C divisible by C // num_div.
             bad = [dim for dim in self.stage_dims if dim >= self.num_div and dim % (dim // self.num_div)]

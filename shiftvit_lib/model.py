@@ -101,13 +101,11 @@ def count_macs(config: ShiftViTConfig) -> dict[str, int]:
     for Swin/ShiftViT are such MAC counts.
     """
     sides, dims, channels = config.stage_resolutions, config.stage_dims, config.input_shape[-1]
-    macs = {}
-    if config.stem_channels:
-        half = -(-config.image_size // 2)
-        macs["stem"] = half**2 * 9 * channels * config.stem_channels
-        macs["patch_projection"] = sides[0] ** 2 * (config.patch_size // 2) ** 2 * config.stem_channels * dims[0]
-    else:
-        macs["patch_projection"] = sides[0] ** 2 * config.patch_size**2 * channels * dims[0]
+    macs, projected_channels, window = {}, channels, config.patch_size
+    if config.stem_channels:  # a 3x3 convolution at stride 2; the projection covers the other half
+        macs["stem"] = (-(-config.image_size // 2)) ** 2 * 9 * channels * config.stem_channels
+        projected_channels, window = config.stem_channels, config.patch_size // 2
+    macs["patch_projection"] = sides[0] ** 2 * window**2 * projected_channels * dims[0]
     for index, (depth, side, dim) in enumerate(zip(config.depths, sides, dims)):
         macs[f"stage_{index + 1}"] = depth * side * side * 2 * dim * int(dim * config.mlp_ratio)
         if index + 1 < len(dims):  # patch merging: a 2x2 convolution to the next stage's grid and width
@@ -121,13 +119,8 @@ def stage_table(model: keras.Model) -> list[dict[str, Any]]:
     """One row per top-level layer: name, output shape and parameters (for lessons)."""
     rows = []
     for layer in model.layers:
-        shape = getattr(layer, "output", None)
-        rows.append(
-            {
-                "layer": layer.name,
-                "output_shape": tuple(shape.shape) if shape is not None else None,
-                "parameters": layer.count_params() if layer.built else 0,
-            }
-        )
+        output = getattr(layer, "output", None)
+        rows.append({"layer": layer.name, "output_shape": None if output is None else tuple(output.shape),
+                     "parameters": layer.count_params() if layer.built else 0})
     return rows
 

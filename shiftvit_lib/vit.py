@@ -176,11 +176,8 @@ class PositionEmbedding(layers.Layer):
         _, num_tokens, dim = input_shape
         if num_tokens is None:
             raise ValueError(f"{self.name}: the number of tokens must be static.")
-        self.embedding = self.add_weight(
-            name="embedding",
-            shape=(int(num_tokens), int(dim)),
-            initializer=keras.initializers.RandomNormal(stddev=self.initializer_stddev),
-        )
+        initializer = keras.initializers.RandomNormal(stddev=self.initializer_stddev)
+        self.embedding = self.add_weight(name="embedding", shape=(int(num_tokens), int(dim)), initializer=initializer)
 
     def call(self, tokens: Any) -> Any:
         # (n, d) broadcasts over the batch axis.
@@ -424,10 +421,8 @@ class ViTConfig(TrainingRecipe):
         if self.depth < 1 or self.num_heads < 1 or self.projection_dim < 1:
             problems.append("depth, num_heads and projection_dim must be positive")
         elif self.key_dim is None and self.projection_dim % self.num_heads:
-            problems.append(
-                f"key_dim=None needs projection_dim ({self.projection_dim}) divisible by "
-                f"num_heads ({self.num_heads})"
-            )
+            problems.append(f"key_dim=None needs projection_dim ({self.projection_dim}) divisible by "
+                            f"num_heads ({self.num_heads})")
         if self.key_dim is not None and self.key_dim < 1:
             problems.append(f"key_dim must be positive or None, got {self.key_dim}")
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.head_dropout < 1.0:
