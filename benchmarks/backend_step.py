@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import keras  # noqa: E402
 
 import shiftvit_lib as sv  # noqa: E402
-from shiftvit_lib.tools import runtime  # noqa: E402
+from shiftvit_lib.notebook import runtime  # noqa: E402
 
 
 def main(argv=None) -> int:

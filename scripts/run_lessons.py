@@ -41,7 +41,7 @@ FULL_ROW = "Full mode"
 
 
 def run_mode(environ: dict[str, str] | None = None) -> str:
-    """``"full"`` if SHIFTVIT_QUICK asks for it, else ``"quick"`` (as shiftvit_lib.lesson.choose_mode decides
+    """``"full"`` if SHIFTVIT_QUICK asks for it, else ``"quick"`` (as shiftvit_lib.notebook.lesson.choose_mode decides
     for a lesson whose FULL_MODE switch is False; this script does not import the library)."""
     value = (os.environ if environ is None else environ).get("SHIFTVIT_QUICK", "").strip().lower()
     return "full" if value in ("0", "false", "no") else "quick"

@@ -18,8 +18,8 @@ import pytest
 from keras import layers, ops
 
 import shiftvit_lib as sv
-from shiftvit_lib import checks
-from shiftvit_lib import solutions as sol
+from shiftvit_lib.notebook import checks
+from shiftvit_lib.notebook import solutions as sol
 from shiftvit_lib.shift import keras_io_shift
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shiftvit_lib.lesson import animation_path, choose_mode, setup_lesson
+from shiftvit_lib.notebook.lesson import animation_path, choose_mode, setup_lesson
 
 
 def test_full_mode_only_when_asked():
@@ -77,7 +77,7 @@ def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
     import base64
     import re
 
-    from shiftvit_lib.lesson import animation_path, show_animation
+    from shiftvit_lib.notebook.lesson import animation_path, show_animation
 
     shown = show_animation("shift_operation", width=480)
     html = shown._repr_html_()
@@ -87,7 +87,7 @@ def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
 
 
 def test_channel_grids_show_where_each_value_went():
-    from shiftvit_lib.lesson import format_channels, numbered_feature_map
+    from shiftvit_lib.notebook.lesson import format_channels, numbered_feature_map
     from shiftvit_lib.shift import shift_channels
 
     x = numbered_feature_map(4, height=3, width=3)

@@ -1,4 +1,4 @@
-"""Tests for shiftvit_lib.plots: every helper returns a small, correct Figure."""
+"""Tests for shiftvit_lib.notebook.plots: every helper returns a small, correct Figure."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ matplotlib.use("Agg")  # no display in tests
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from shiftvit_lib import plots  # noqa: E402
+from shiftvit_lib.notebook import plots  # noqa: E402
 from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits  # noqa: E402
 from shiftvit_lib.tools.runs import read_history_csv  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The learner's runtime (shiftvit_lib/tools/runtime.py): where runs go, lesson 06's model, estimates."""
+"""The learner's runtime (shiftvit_lib/notebook/runtime.py): where runs go, lesson 06's model, estimates."""
 
 import json
 import sys
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from shiftvit_lib import build_shiftvit, preset, save_model
-from shiftvit_lib.tools import runtime
-from shiftvit_lib.tools.runtime import (
+from shiftvit_lib.notebook import runtime
+from shiftvit_lib.notebook.runtime import (
     COLAB_LOCAL_RUNS,
     DRIVE_MOUNT_ENV,
     choose_trained_model,
