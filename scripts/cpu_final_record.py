@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from shiftvit_lib.tools.data_sources import load_cifar10  # noqa: E402
 from shiftvit_lib.tools.inference import load_model  # noqa: E402
-from shiftvit_lib.train import evaluate  # noqa: E402
+from shiftvit_lib.recipe import evaluate  # noqa: E402
 
 RUN_FILES = ("run.json", "history.csv", "best.keras")
 

@@ -37,7 +37,7 @@ def main() -> int:
 
     from shiftvit_lib.config import ShiftViTConfig
     from shiftvit_lib.tools import published as pt
-    from shiftvit_lib.train import logits_metrics
+    from shiftvit_lib.recipe import logits_metrics
 
     record = json.loads((args.run / "run.json").read_text())
     for target in (ROOT / "results" / args.record, pt.RECORDS / args.record):

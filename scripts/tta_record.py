@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import shiftvit_lib as sv  # noqa: E402
-from shiftvit_lib.train import evaluate  # noqa: E402
+from shiftvit_lib.recipe import evaluate  # noqa: E402
 
 
 def main() -> int:

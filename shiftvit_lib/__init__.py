@@ -10,7 +10,7 @@ lesson             module
 02 shift           ``shift`` (the shift operation, and the keras-io variant)
 03 blocks          ``layers`` (MLP, DropPath, block, patch merging, stage)
 04 model           ``config`` (recipe and presets) and ``model`` (the builder)
-05 training        ``schedules`` and ``train`` (the recipe and its metrics)
+05 training        ``schedules`` and ``recipe`` (optimizer, schedule, loss, compile)
 07 attention       ``vit`` (ViT, Shifted Patch Tokenization, LSA)
 =================  ======================================================
 
@@ -48,13 +48,8 @@ from shiftvit_lib.layers import (  # noqa: E402
 from shiftvit_lib.model import build_shiftvit, count_macs  # noqa: E402
 from shiftvit_lib.schedules import WarmUpCosine  # noqa: E402
 from shiftvit_lib.shift import keras_io_shift, shift_channels  # noqa: E402
-from shiftvit_lib.train import evaluate  # noqa: E402
+from shiftvit_lib.recipe import evaluate  # noqa: E402
 from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset  # noqa: E402
-
-# Importing the core module `train` bound the name `train` here to that module; the name
-# belongs to the tooling function below (the run a lesson calls), so it is unbound. The
-# module stays importable (`from shiftvit_lib.train import ...`, `importlib.import_module`).
-del train  # noqa: F821
 
 # Tooling names, each loaded from its module on first use (see __getattr__).
 _TOOLING = {

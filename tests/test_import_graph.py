@@ -1,37 +1,44 @@
-"""The library's layers, read from its own source: no import cycle, the core stands alone.
+"""The library's layers, read from its folders: no import cycle, nothing imports upward, budgets kept.
 
 Every import counts: at module level, inside functions, and a module named by a string
 (``importlib.import_module("shiftvit_lib.x")`` or a table of such names, as the package's
-lazy ``__getattr__`` uses). The layers, bottom up:
+lazy ``__getattr__`` uses). A module's layer is its folder, bottom up:
 
-* **core**: the modules directly in ``shiftvit_lib/`` (what the lessons teach) import
-  only each other, and together stay within :data:`CORE_LINE_LIMIT` lines;
+* **core**: the modules directly in ``shiftvit_lib/`` (what the lessons teach), except the
+  facade; they import only each other;
 * **tools**: ``shiftvit_lib/tools/`` imports the core and other tools;
-* **lesson helpers** (:data:`LESSON_HELPERS`) and the entry points (the package's
-  ``__init__`` with its ``_startup``, and ``__main__``) may import anything, as long as
-  no cycle closes (``import shiftvit_lib as sv`` in a lesson helper is fine: the package
-  imports no lesson helper).
+* **notebook**: ``shiftvit_lib/notebook/`` (what only the lessons use) imports anything
+  below it and the package itself (``import shiftvit_lib as sv``);
+* **facade**: the package's ``__init__``, ``__main__`` (the command line) and the
+  start-up modules beside them whose names begin with ``_``; they may import anything, as
+  long as no cycle closes.
 
-The checker is tested too: on tiny fake packages with a cycle, a core module importing
-tooling or a lesson helper, and an oversized core, it must report each one.
+Each layer has a budget in code lines (:func:`code_lines`: no blank, comment or docstring
+lines), and so has the whole library: :data:`BUDGETS`.
+
+The checker is tested too: on tiny fake packages with a cycle, a module importing upward,
+and each budget overrun, it must report each one.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import os
 import subprocess
 import sys
 import textwrap
+import tokenize
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORE_LINE_LIMIT = 2400
-LESSON_HELPERS = ("lesson", "plots", "checks", "solutions", "exercises")
-# The package itself (its __init__ and the start-up it runs first) and the command line.
-ENTRY_POINTS = ("__init__", "_startup", "__main__")
+# Code lines per layer, and for the whole library (issue 34's targets).
+BUDGETS = {"core": 1400, "tools": 1400, "notebook": 950, "library": 4050}
+# What the library holds today (ruff-formatted), never to grow: the targets above are not
+# met yet (see test_shiftvit_lib_within_its_budgets).
+CEILINGS = {"core": 1450, "tools": 1630, "notebook": 1040, "library": 4500}
 
 
 # --------------------------------------------------------------------------- the checker
@@ -84,14 +91,13 @@ def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
-def layer_of(module: str, root: str) -> str:
+def layer_of(module: str) -> str:
+    """The layer of a dotted module name, from where its file sits in the package."""
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] in ENTRY_POINTS:
-        return "entry point"
-    if parts[1] == "tools":
-        return "tools"
-    if parts[1] in LESSON_HELPERS:
-        return "lesson helper"
+    if len(parts) == 1 or (len(parts) == 2 and parts[1].startswith("_")):
+        return "facade"  # the package's __init__, __main__ and _startup-like modules
+    if parts[1] in ("tools", "notebook"):
+        return parts[1]
     return "core"
 
 
@@ -133,8 +139,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 ALLOWED = {  # layer -> the layers it may import
     "core": {"core"},
     "tools": {"core", "tools"},
-    "lesson helper": {"core", "tools", "lesson helper", "entry point"},
-    "entry point": {"core", "tools", "lesson helper", "entry point"},
+    "notebook": {"core", "tools", "notebook", "facade"},
+    "facade": {"core", "tools", "notebook", "facade"},
 }
 
 
@@ -144,40 +150,75 @@ def import_graph(package_dir: Path) -> dict[str, set[str]]:
     return {module: imports_of(module, path, known) for module, path in modules.items()}
 
 
-def core_lines(package_dir: Path) -> dict[str, int]:
-    root = package_dir.name
-    return {module: len(path.read_text().splitlines()) for module, path in package_modules(package_dir).items()
-            if layer_of(module, root) == "core"}
+def code_lines(source: str) -> int:
+    """Lines that hold code: not blank, not only a comment, not part of a docstring."""
+    docstrings = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                docstrings.update(range(first.lineno, first.end_lineno + 1))
+    lines = set()
+    layout = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type not in layout:
+            lines.update(range(token.start[0], token.end[0] + 1))
+    return len(lines - docstrings)
 
 
-def check_package(package_dir: Path, core_limit: int = CORE_LINE_LIMIT) -> list[str]:
-    """Every breach of the layering, one sentence each; empty when the package is sound."""
-    root = package_dir.name
+def layer_code_lines(package_dir: Path) -> dict[str, dict[str, int]]:
+    """Layer -> {module: code lines}."""
+    found: dict[str, dict[str, int]] = {}
+    for module, path in package_modules(package_dir).items():
+        found.setdefault(layer_of(module), {})[module] = code_lines(path.read_text())
+    return found
+
+
+def budget_problems(package_dir: Path, budgets: dict[str, int]) -> list[str]:
+    per_layer = {layer: sum(counts.values()) for layer, counts in layer_code_lines(package_dir).items()}
+    totals = {**{layer: per_layer.get(layer, 0) for layer in ("core", "tools", "notebook")},
+              "library": sum(per_layer.values())}
+    return [f"{layer} has {totals[layer]:,} code lines, more than its budget of {limit:,}"
+            for layer, limit in budgets.items() if totals[layer] > limit]
+
+
+def check_package(package_dir: Path, budgets: dict[str, int] | None = None) -> list[str]:
+    """Every breach of the layering (and of ``budgets``, if given), one sentence each."""
     graph = import_graph(package_dir)
     problems = [f"import cycle: {' <-> '.join(cycle)}" for cycle in _cycles(graph)]
     for module, targets in sorted(graph.items()):
-        layer = layer_of(module, root)
+        layer = layer_of(module)
         for target in sorted(targets):
-            target_layer = layer_of(target, root)
+            target_layer = layer_of(target)
             if target_layer not in ALLOWED[layer]:
                 problems.append(f"{layer} module {module} imports {target} ({target_layer})")
-    lines = core_lines(package_dir)
-    if sum(lines.values()) > core_limit:
-        problems.append(f"the core has {sum(lines.values()):,} lines, more than {core_limit:,}: "
-                        + ", ".join(f"{m.rpartition('.')[2]} {n}" for m, n in sorted(lines.items())))
-    return problems
+    return problems + (budget_problems(package_dir, budgets) if budgets else [])
 
 
 # --------------------------------------------------------------------------- shiftvit_lib itself
-def test_shiftvit_lib_has_no_cycle_and_a_core_that_stands_alone():
+def test_shiftvit_lib_has_no_cycle_and_no_upward_import():
     package = REPO / "shiftvit_lib"
     assert check_package(package) == []
     graph = import_graph(package)
     # The checker sees the imports it must see (a checker that sees nothing passes everything).
-    assert "shiftvit_lib.train" in graph["shiftvit_lib.tools.runs"]  # tools -> core
+    assert "shiftvit_lib.recipe" in graph["shiftvit_lib.tools.runs"]  # tools -> core
     assert "shiftvit_lib.tools.runs" in graph["shiftvit_lib"]  # the lazy __getattr__'s table
-    assert "shiftvit_lib.tools.devices" in graph["shiftvit_lib.lesson"]  # inside a function
-    assert sum(core_lines(package).values()) <= CORE_LINE_LIMIT
+    assert "shiftvit_lib.tools.devices" in graph["shiftvit_lib.notebook.lesson"]  # inside a function
+    # The layers come from the folders: every folder's modules land in their layer.
+    layers = {module: layer_of(module) for module in graph}
+    assert layers["shiftvit_lib.model"] == "core" and layers["shiftvit_lib._startup"] == "facade"
+    assert layers["shiftvit_lib.notebook.runtime"] == "notebook" and layers["shiftvit_lib.__main__"] == "facade"
+    assert {layer for layer in layers.values()} == {"core", "tools", "notebook", "facade"}
+
+
+def test_shiftvit_lib_stays_under_its_ceilings():
+    assert budget_problems(REPO / "shiftvit_lib", CEILINGS) == []
+
+
+@pytest.mark.xfail(strict=True, reason="issue 34's code-line targets are not met yet; see CEILINGS")
+def test_shiftvit_lib_within_its_budgets():
+    assert budget_problems(REPO / "shiftvit_lib", BUDGETS) == []
 
 
 CHEAP_IMPORT = textwrap.dedent(
@@ -191,13 +232,13 @@ CHEAP_IMPORT = textwrap.dedent(
 
     sys.meta_path.insert(0, BlockMatplotlib())
     import shiftvit_lib as sv
-    above_core = sorted(m for m in sys.modules if m.startswith(("shiftvit_lib.tools", "shiftvit_lib.lesson",
-                                                                 "shiftvit_lib.plots", "shiftvit_lib.__main__")))
+    above_core = sorted(m for m in sys.modules if m.startswith(("shiftvit_lib.tools", "shiftvit_lib.notebook",
+                                                                 "shiftvit_lib.__main__")))
     print("LOADED", above_core)
-    print("TRAIN", type(sv.train).__name__, type(importlib.import_module("shiftvit_lib.train")).__name__)
+    print("TRAIN", type(sv.train).__name__)
     print("AFTER", "shiftvit_lib.tools.runs" in sys.modules)
     try:
-        import shiftvit_lib.plots
+        import shiftvit_lib.notebook.plots
     except ImportError as error:
         print("PLOTS", error)
     """
@@ -212,8 +253,8 @@ def test_importing_shiftvit_lib_loads_no_tooling_and_no_matplotlib():
                             timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "LOADED []" in result.stdout, result.stdout
-    # sv.train is the tooling function, loaded on first use; shiftvit_lib.train stays the core module.
-    assert "TRAIN function module" in result.stdout and "AFTER True" in result.stdout, result.stdout
+    # sv.train is the tooling function, loaded on first use.
+    assert "TRAIN function" in result.stdout and "AFTER True" in result.stdout, result.stdout
     # The block works: the plotting helpers, which need matplotlib, fail to import under it.
     assert "PLOTS matplotlib is blocked" in result.stdout, result.stdout
 
@@ -221,7 +262,7 @@ def test_importing_shiftvit_lib_loads_no_tooling_and_no_matplotlib():
 # --------------------------------------------------------------------------- the checker fails when it should
 def _fake_package(tmp_path: Path, files: dict[str, str]) -> Path:
     package = tmp_path / "fakepkg"
-    for name, text in {"__init__.py": "", "tools/__init__.py": "", **files}.items():
+    for name, text in {"__init__.py": "", "tools/__init__.py": "", "notebook/__init__.py": "", **files}.items():
         path = package / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
@@ -233,13 +274,37 @@ SOUND = {
     "model.py": "from fakepkg.shapes import numpy\nfrom . import shapes\n",
     "tools/runs.py": "from fakepkg import model\n\ndef go():\n    from fakepkg.tools import helpers\n",
     "tools/helpers.py": "from fakepkg.model import shapes\n",
-    "lesson.py": "from fakepkg.tools.runs import go\n",
-    "__init__.py": "from fakepkg.model import shapes\n\ndef __getattr__(name):\n    return 'fakepkg.tools.runs'\n",
+    "notebook/lesson.py": "import fakepkg as sv\nfrom fakepkg.tools.runs import go\n",
+    "_startup.py": "import os\n",
+    "__init__.py": "from fakepkg import _startup\nfrom fakepkg.model import shapes\n\n"
+                   "def __getattr__(name):\n    return 'fakepkg.tools.runs'\n",
 }
 
 
+def _lines(count: int) -> str:
+    return "x = 1\n" * count
+
+
 def test_the_checker_passes_a_sound_package(tmp_path):
-    assert check_package(_fake_package(tmp_path, SOUND)) == []
+    assert check_package(_fake_package(tmp_path, SOUND), BUDGETS) == []
+
+
+def test_code_lines_leave_out_blanks_comments_and_docstrings():
+    source = textwrap.dedent(
+        '''
+        """A module docstring
+        over two lines."""
+        # a comment
+
+        def f(x):  # a comment after code
+            """A function docstring."""
+            text = """a string that is code,
+            not a docstring"""
+            return (x +
+                    1)
+        '''
+    )
+    assert code_lines(source) == 5  # def, text (2 lines), return (2 lines)
 
 
 @pytest.mark.parametrize(
@@ -253,17 +318,31 @@ def test_the_checker_passes_a_sound_package(tmp_path):
         # the core reaching up to tooling, inside a function
         ({"model.py": "def train():\n    from fakepkg.tools.runs import go\n"},
          "core module fakepkg.model imports fakepkg.tools.runs (tools)"),
-        # the core reaching up to a lesson helper, and to the package's entry point
-        ({"shapes.py": "import fakepkg.lesson\n"}, "core module fakepkg.shapes imports fakepkg.lesson (lesson helper)"),
-        ({"shapes.py": "from fakepkg import something_lazy\n"},
-         "core module fakepkg.shapes imports fakepkg (entry point)"),
-        # tooling reaching up to a lesson helper
-        ({"tools/helpers.py": "from ..lesson import go\n"},
-         "tools module fakepkg.tools.helpers imports fakepkg.lesson (lesson helper)"),
-        # an oversized core: the limit counts every core module's lines
-        ({"big.py": "x = 1\n" * (CORE_LINE_LIMIT - 2)}, f"more than {CORE_LINE_LIMIT:,}"),
+        # the core reaching up to the notebook layer, to the facade, and to a start-up module
+        ({"shapes.py": "import fakepkg.notebook.lesson\n"},
+         "core module fakepkg.shapes imports fakepkg.notebook.lesson (notebook)"),
+        ({"shapes.py": "from fakepkg import something_lazy\n"}, "core module fakepkg.shapes imports fakepkg (facade)"),
+        ({"shapes.py": "from fakepkg._startup import os\n"},
+         "core module fakepkg.shapes imports fakepkg._startup (facade)"),
+        # tooling reaching up to the notebook layer, by a relative import
+        ({"tools/helpers.py": "from ..notebook.lesson import go\n"},
+         "tools module fakepkg.tools.helpers imports fakepkg.notebook.lesson (notebook)"),
+        # a new module lands in its folder's layer, whatever its name
+        ({"tools/newtool.py": "from fakepkg.notebook import lesson\n"},
+         "tools module fakepkg.tools.newtool imports fakepkg.notebook.lesson (notebook)"),
+        # each budget, overrun by one code line
+        ({"big.py": _lines(BUDGETS["core"] - 2)}, "core has 1,401 code lines, more than its budget of 1,400"),
+        ({"tools/big.py": _lines(BUDGETS["tools"] - 3)}, "tools has 1,401 code lines, more than its budget of 1,400"),
+        ({"notebook/big.py": _lines(BUDGETS["notebook"] - 1)}, "notebook has 951 code lines, more than its budget of 950"),
+        ({"big.py": _lines(1390), "tools/big.py": _lines(1390), "notebook/big.py": _lines(940),
+          "__main__.py": _lines(327)}, "library has 4,061 code lines, more than its budget of 4,050"),
     ],
 )
 def test_the_checker_reports_each_breach(tmp_path, changes, expected):
-    problems = check_package(_fake_package(tmp_path, {**SOUND, **changes}))
+    problems = check_package(_fake_package(tmp_path, {**SOUND, **changes}), BUDGETS)
     assert any(expected in problem for problem in problems), problems
+
+
+def test_docstrings_and_comments_do_not_count_against_a_budget(tmp_path):
+    padding = '"""' + "a docstring line\n" * BUDGETS["core"] + '"""\n' + "# a comment\n" * BUDGETS["core"]
+    assert check_package(_fake_package(tmp_path, {**SOUND, "big.py": padding}), BUDGETS) == []

@@ -154,7 +154,7 @@ def training_minutes(history: Mapping[str, Sequence[float]]) -> np.ndarray:
     """
     if "epoch_seconds" not in history or "val_accuracy" not in history:
         raise ValueError("history needs 'epoch_seconds' and 'val_accuracy' columns (a history.csv "
-                         f"written by shiftvit_lib.train); got {sorted(history)}")
+                         f"written by shiftvit_lib.recipe); got {sorted(history)}")
     return np.cumsum(np.asarray(history["epoch_seconds"], dtype=float)) / 60
 
 

@@ -196,7 +196,7 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
 
     from shiftvit_lib.data import make_dataset
     from shiftvit_lib.tools.devices import precision_policy
-    from shiftvit_lib.train import compile_for_training, default_builder
+    from shiftvit_lib.recipe import compile_for_training, default_builder
 
     if warmup < 1 or steps < 2:
         raise ValueError(f"time at least 1 warm-up step and 2 timed steps; got warmup={warmup}, steps={steps}")

@@ -29,7 +29,7 @@ from PIL import Image
 from shiftvit_lib.data import CIFAR10_CLASSES, is_positive_int
 from shiftvit_lib.images import UnsupportedImageError, decode_rgb, sniff_format
 from shiftvit_lib.tools.data_sources import describe_file_mode
-from shiftvit_lib.train import flip_tta_logits
+from shiftvit_lib.recipe import flip_tta_logits
 
 Fit = Literal["crop", "stretch"]
 # Modules that register custom Keras objects; imported before loading .keras files.
@@ -343,7 +343,7 @@ def predict_probabilities(model: keras.Model, images: np.ndarray, batch_size: in
     """Softmax probabilities, shape (N, num_classes), for images in [0, 255].
 
     ``tta=True`` averages the logits of each image and of its mirror image first
-    (:func:`shiftvit_lib.train.flip_tta_logits`).
+    (:func:`shiftvit_lib.recipe.flip_tta_logits`).
     """
     images = np.asarray(images)
     if images.ndim == 3:

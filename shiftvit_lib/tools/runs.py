@@ -8,10 +8,10 @@ show on its own:
 
 1. :func:`open_run_folder` -- start a run folder, or resume the interrupted run in it
    (only with the same settings, :func:`run_spec`);
-2. :func:`shiftvit_lib.train.training_datasets` -- the training and validation batches;
+2. :func:`shiftvit_lib.recipe.training_datasets` -- the training and validation batches;
 3. :func:`build_for_training` -- inside :func:`~shiftvit_lib.tools.devices.distribution_scope`
    (the asked devices), build the model in the asked precision and
-   :func:`~shiftvit_lib.train.compile_for_training` it;
+   :func:`~shiftvit_lib.recipe.compile_for_training` it;
 4. :func:`training_callbacks` -- a throughput meter, the CSV history, the best-model
    checkpoint ``best.keras``, ``BackupAndRestore`` (a run killed mid-way resumes
    from its last finished epoch) and early stopping;
@@ -51,7 +51,7 @@ from shiftvit_lib.tools.devices import (
 )
 from shiftvit_lib.tools.inference import load_model
 from shiftvit_lib.tools.run_lock import run_folder_lock
-from shiftvit_lib.train import compile_for_training, default_builder, evaluate, training_datasets
+from shiftvit_lib.recipe import compile_for_training, default_builder, evaluate, training_datasets
 
 BEST_MODEL = "best.keras"
 HISTORY_CSV = "history.csv"

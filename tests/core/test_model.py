@@ -125,7 +125,7 @@ def test_model_trains_and_round_trips_on_other_backends(backend):
         """
         import numpy as np, keras, tempfile, os
         from shiftvit_lib import build_shiftvit, preset
-        from shiftvit_lib.train import compile_for_training
+        from shiftvit_lib.recipe import compile_for_training
         config = preset("quick")
         model = build_shiftvit(config)
         x = np.random.default_rng(0).integers(0, 256, (8, 32, 32, 3)).astype("uint8")

@@ -16,7 +16,7 @@ from shiftvit_lib.data import DataSplits, NumpyBatches, make_dataset, mix_batch,
 from shiftvit_lib.layers import ImagePreprocessing
 from shiftvit_lib.model import initialise_like_spach
 from shiftvit_lib.tools.devices import precision_policy
-from shiftvit_lib.train import compile_for_training, training_datasets
+from shiftvit_lib.recipe import compile_for_training, training_datasets
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -218,7 +218,7 @@ def test_rand_augment_model_compiles_with_xla_on_jax():
         """
         import numpy as np
         from shiftvit_lib import build_shiftvit, preset
-        from shiftvit_lib.train import compile_for_training
+        from shiftvit_lib.recipe import compile_for_training
         from shiftvit_lib.data import one_hot
         config = preset("quick", input_shape=(16, 16, 3), resize_to=16, image_size=16, depths=(1,),
                         rand_augment_ops=2, random_erasing=0.5, mixup_alpha=0.8, batch_size=8)

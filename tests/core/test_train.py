@@ -8,7 +8,7 @@ from fakes import tiny_splits
 from shiftvit_lib import build_shiftvit, preset
 from shiftvit_lib.data import iterate_batches
 from shiftvit_lib.tools.devices import precision_policy
-from shiftvit_lib.train import (
+from shiftvit_lib.recipe import (
     SmoothedSparseCrossentropy,
     compile_for_training,
     evaluate,

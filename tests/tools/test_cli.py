@@ -242,7 +242,7 @@ def test_ctrl_c_stops_with_one_line_saying_how_to_resume(monkeypatch, capsys, tm
 def test_evaluate_with_tta_reports_it_beside_the_plain_figure(capsys, tmp_path, monkeypatch):
     from fakes import tiny_splits
 
-    from shiftvit_lib.train import evaluate
+    from shiftvit_lib.recipe import evaluate
 
     data = tiny_splits()
     monkeypatch.setattr(data_sources, "load_cifar10", lambda *args, **kwargs: data)

@@ -10,7 +10,7 @@ import pytest
 from fakes import tiny_splits
 
 from shiftvit_lib import build_shiftvit, preset
-from shiftvit_lib.train import evaluate
+from shiftvit_lib.recipe import evaluate
 
 REPO = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("cpu_final_record", REPO / "scripts" / "cpu_final_record.py")

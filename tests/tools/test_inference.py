@@ -363,7 +363,7 @@ def test_saved_model_of_a_trained_reloaded_shiftvit(tmp_path: Path) -> None:
         pytest.skip("SavedModel export needs the TensorFlow backend")
     from shiftvit_lib.config import preset
     from shiftvit_lib.model import build_shiftvit
-    from shiftvit_lib.train import compile_for_training
+    from shiftvit_lib.recipe import compile_for_training
 
     config = preset("quick")
     model = compile_for_training(build_shiftvit(config), config, steps_per_epoch=2)

@@ -12,7 +12,7 @@ import pytest
 
 import shiftvit_lib as sv
 from shiftvit_lib.tools import published as pt
-from shiftvit_lib.train import logits_metrics
+from shiftvit_lib.recipe import logits_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL_DATA = Path(os.environ.get("SHIFTVIT_FULL_DATA", ROOT.parent / "shared" / "data" / "cifar10-jpeg.tar.gz"))
