@@ -37,9 +37,9 @@ import numpy as np  # noqa: E402
 
 import shiftvit_lib as sv  # noqa: E402  (first: it loads the backend quietly)
 from shiftvit_lib.data import make_dataset  # noqa: E402
+from shiftvit_lib.recipe import compile_for_training  # noqa: E402
 from shiftvit_lib.shift import keras_io_shift, shift_channels, shift_channels_roll  # noqa: E402
 from shiftvit_lib.tools.devices import describe_machine, precision_policy  # noqa: E402
-from shiftvit_lib.recipe import compile_for_training  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

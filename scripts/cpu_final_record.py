@@ -23,9 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from shiftvit_lib.recipe import evaluate  # noqa: E402
 from shiftvit_lib.tools.data_sources import load_cifar10  # noqa: E402
 from shiftvit_lib.tools.inference import load_model  # noqa: E402
-from shiftvit_lib.recipe import evaluate  # noqa: E402
 
 RUN_FILES = ("run.json", "history.csv", "best.keras")
 

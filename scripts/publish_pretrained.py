@@ -6,7 +6,7 @@
 1. copies ``run.json`` and ``history.csv`` to ``results/<record>/`` and to
    ``shiftvit_lib/assets/records/<record>/`` (the copy that reaches Colab learners);
 2. writes the best model's weights to ``shiftvit_lib/assets/pretrained/shiftvit_<name>.npz``
-   and prints the sha256 to enter in ``shiftvit_lib.tools.published.PUBLISHED``;
+   and prints the sha256 to enter in the family's ``weights`` (``shiftvit_lib/model.py``'s registration);
 3. with ``--data``, evaluates the written weights on the full test split and compares
    them with the record (they must agree within half a point).
 """
@@ -36,8 +36,8 @@ def main() -> int:
     import numpy as np
 
     from shiftvit_lib.config import ShiftViTConfig
-    from shiftvit_lib.tools import published as pt
     from shiftvit_lib.recipe import logits_metrics
+    from shiftvit_lib.tools import published as pt
 
     record = json.loads((args.run / "run.json").read_text())
     for target in (ROOT / "results" / args.record, pt.RECORDS / args.record):
@@ -53,10 +53,11 @@ def main() -> int:
     print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size / 1e6:.2f} MB), sha256 {digest}")
 
     if args.data:
+        from shiftvit_lib.config import FAMILIES
         from shiftvit_lib.tools.data_sources import load_cifar10
 
-        pt.PUBLISHED[args.name] = {**pt.PUBLISHED.get(args.name, {}), "sha256": digest,
-                                   "weights": f"pretrained/shiftvit_{args.name}.npz", "record": args.record}
+        FAMILIES["shiftvit"].weights[args.name] = {"sha256": digest, "record": args.record,
+                                                   "weights": f"pretrained/shiftvit_{args.name}.npz"}
         data = load_cifar10(args.data)
         published = pt.pretrained(args.name)
         ours = logits_metrics(published.predict(data.x_test, batch_size=256, verbose=0), data.y_test)

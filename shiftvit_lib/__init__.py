@@ -46,14 +46,14 @@ from shiftvit_lib.layers import (  # noqa: E402
     drop_path_rates,
 )
 from shiftvit_lib.model import build_shiftvit, count_macs  # noqa: E402
+from shiftvit_lib.recipe import evaluate  # noqa: E402
 from shiftvit_lib.schedules import WarmUpCosine  # noqa: E402
 from shiftvit_lib.shift import keras_io_shift, shift_channels  # noqa: E402
-from shiftvit_lib.recipe import evaluate  # noqa: E402
 from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset  # noqa: E402
 
 # Tooling names, each loaded from its module on first use (see __getattr__).
 _TOOLING = {
-    "load_cifar10": "shiftvit_lib.tools.data_sources",  # data.load_cifar10, plus folders and archives
+    "load_cifar10": "shiftvit_lib.tools.data_sources",  # data.load_splits, plus folders and archives
     "train": "shiftvit_lib.tools.runs",
     "export_saved_model": "shiftvit_lib.tools.inference",
     "load_model": "shiftvit_lib.tools.inference",

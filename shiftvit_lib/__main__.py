@@ -225,8 +225,8 @@ def _load_classifier(args: argparse.Namespace):  # noqa: ANN202 - keras is impor
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from shiftvit_lib.tools.data_sources import load_cifar10
     from shiftvit_lib.recipe import evaluate
+    from shiftvit_lib.tools.data_sources import load_cifar10
 
     model = _load_classifier(args)
     data = load_cifar10(args.data)

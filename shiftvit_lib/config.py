@@ -19,10 +19,22 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from shiftvit_lib.data import is_positive_int
+
+def is_positive_int(value: Any) -> bool:
+    """True for an int (Python or NumPy, not a bool) of at least 1: a count, a size, a batch."""
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= 1
+
+
+def check_positive_int(value: Any, name: str) -> int:
+    """``value`` as an int if :func:`is_positive_int`; else a ValueError naming ``name``."""
+    if not is_positive_int(value):
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -373,4 +385,44 @@ def list_presets() -> list[str]:
 def preset(name: str, **overrides: Any) -> ShiftViTConfig:
     """Look up a ShiftViT preset by name, optionally overriding fields (see :meth:`~TrainingRecipe.from_preset`)."""
     return ShiftViTConfig.from_preset(PRESETS, name, **overrides)
+
+
+# --------------------------------------------------------------------------- model families
+@dataclass(frozen=True)
+class ModelFamily:
+    """What the library knows of one kind of model, in one place.
+
+    ``config_type`` describes a model of the family, ``presets`` are its named configs,
+    ``build(config, seed=...)`` makes the Keras model, ``count_macs(config)`` counts one
+    forward pass (a dict with a ``"total"``), and ``weights`` are its shipped weights: name ->
+    ``{"weights": file under assets/, "sha256": ..., "record": shipped run record}``. The
+    hash lives in code, not beside the file, so a replaced file cannot bring its own hash.
+    """
+
+    name: str
+    config_type: type[TrainingRecipe]
+    presets: dict[str, dict[str, Any]]
+    build: Callable[..., Any]
+    count_macs: Callable[[Any], dict[str, int]]
+    weights: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+
+
+# Family name -> family. Each family's module registers it when it is imported (``model`` the
+# ShiftViT, ``vit`` the ViT); ``import shiftvit_lib`` imports both.
+FAMILIES: dict[str, ModelFamily] = {}
+
+
+def register_family(family: ModelFamily) -> ModelFamily:
+    FAMILIES[family.name] = family
+    return family
+
+
+def family_of(config: Any) -> ModelFamily:
+    """The family whose config type ``config`` is (or derives from); a TypeError otherwise."""
+    by_type = {family.config_type: family for family in FAMILIES.values()}
+    for cls in type(config).__mro__:
+        if cls in by_type:
+            return by_type[cls]
+    known = " or ".join(family.config_type.__name__ for family in FAMILIES.values())
+    raise TypeError(f"expected a model config ({known}), got {type(config).__name__}")
 

@@ -1,12 +1,12 @@
 """CIFAR-10 loading, the train/validation/test split, and the input pipeline (lesson 01).
 
-``load_cifar10`` returns a :class:`DataSplits`: uint8 NHWC images, integer labels, and a
+:func:`load_splits` returns a :class:`DataSplits`: uint8 NHWC images, integer labels, and a
 ``source`` sentence that says exactly which data was loaded, because "CIFAR-10" can mean
 the original release (``"keras"``, downloaded once) or the 2,000 + 500 images bundled with
 this package (``"sample"``, JPEG q75, offline). ``"auto"`` takes the first when it can be
 had, else the sample, with a :class:`DataSourceFallbackWarning` saying why. Your own copy
 (a class-folder directory or archive) is read by :mod:`shiftvit_lib.tools.data_sources`,
-which hands its reader to :func:`load_cifar10`.
+whose ``load_cifar10`` (also ``shiftvit_lib.load_cifar10``) hands its reader to :func:`load_splits`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from shiftvit_lib.config import check_positive_int
 from shiftvit_lib.images import decode_rgb
 
 CIFAR10_CLASSES: tuple[str, ...] = (
@@ -130,9 +131,9 @@ class RawData:
 Reader = Callable[[int | None, np.random.Generator], RawData]
 
 
-def load_cifar10(source: str | Reader = "auto", *, val_fraction: float = 0.2, seed: int = DEFAULT_SEED,
+def load_splits(source: str | Reader = "auto", *, val_fraction: float = 0.2, seed: int = DEFAULT_SEED,
                  limit: int | None = None) -> DataSplits:
-    """Load CIFAR-10 and split it into train / validation / test; ``print()`` the result to see both.
+    """Read CIFAR-10 from ``source`` and split it into train / validation / test; ``print()`` the result.
 
     Args:
         source: ``"auto"``, ``"keras"`` or ``"sample"`` (see the module docstring), or a
@@ -163,25 +164,13 @@ def load_cifar10(source: str | Reader = "auto", *, val_fraction: float = 0.2, se
     )
 
 
-def is_positive_int(value: Any) -> bool:
-    """True for an int (Python or NumPy, not a bool) of at least 1: a count, a size, a batch."""
-    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1
-
-
-def check_positive_int(value: Any, name: str) -> int:
-    """``value`` as an int if :func:`is_positive_int`; else a ValueError naming ``name``."""
-    if not is_positive_int(value):
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
-
-
 def _read_named_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:
     if source == "sample":
         return _load_sample(limit, rng)
     if source == "auto":
         return _load_auto(limit, rng)
     if source != "keras":
-        raise ValueError(f"unknown data source {source!r}: data.load_cifar10 reads 'auto', 'keras' or "
+        raise ValueError(f"unknown data source {source!r}: data.load_splits reads 'auto', 'keras' or "
                          "'sample'; for a folder or archive use shiftvit_lib.load_cifar10(path)")
     try:
         return _cap_raw(_load_from_keras(), limit, rng)

@@ -19,7 +19,7 @@ from typing import Any
 import keras
 from keras import layers
 
-from shiftvit_lib.config import ShiftViTConfig
+from shiftvit_lib.config import PRESETS, ModelFamily, ShiftViTConfig, register_family
 from shiftvit_lib.layers import ImagePreprocessing, ShiftViTStage, drop_path_rates, make_norm
 
 
@@ -123,4 +123,11 @@ def stage_table(model: keras.Model) -> list[dict[str, Any]]:
         rows.append({"layer": layer.name, "output_shape": None if output is None else tuple(output.shape),
                      "parameters": layer.count_params() if layer.built else 0})
     return rows
+
+
+register_family(ModelFamily(
+    "shiftvit", ShiftViTConfig, PRESETS, build_shiftvit, count_macs,
+    weights={"cpu": {"weights": "pretrained/shiftvit_cpu.npz", "record": "cpu_full",
+                     "sha256": "34222d11f10d965501c2be660187d6f4d23b6a2a40c0ff57fcfbf8790ae62816"}},
+))
 

@@ -21,9 +21,7 @@ import numpy as np
 
 from shiftvit_lib.config import TrainingRecipe
 from shiftvit_lib.data import DataSplits, make_dataset
-from shiftvit_lib.model import build_shiftvit
 from shiftvit_lib.schedules import WarmUpCosine
-from shiftvit_lib.vit import ViTConfig, build_vit
 
 
 def training_datasets(config: TrainingRecipe, data: DataSplits, seed: int) -> tuple[Any, Any, int]:
@@ -41,11 +39,6 @@ def training_datasets(config: TrainingRecipe, data: DataSplits, seed: int) -> tu
                             mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha, **targets)
     val_ds = make_dataset(data.x_val, data.y_val, batch, shuffle=False, **targets)
     return train_ds, val_ds, len(data.y_train) // batch if drop else 1
-
-
-def default_builder(config: TrainingRecipe) -> Callable[..., keras.Model]:
-    """The builder of a config: ``build_vit`` for a ViTConfig, else ``build_shiftvit``."""
-    return build_vit if isinstance(config, ViTConfig) else build_shiftvit
 
 
 @keras.saving.register_keras_serializable(package="shiftvit_lib")

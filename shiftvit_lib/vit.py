@@ -32,7 +32,7 @@ from typing import Any
 import keras
 from keras import layers, ops
 
-from shiftvit_lib.config import TrainingRecipe
+from shiftvit_lib.config import ModelFamily, TrainingRecipe, register_family
 from shiftvit_lib.layers import ImagePreprocessing, register
 from shiftvit_lib.model import initialise_like_spach
 
@@ -549,6 +549,7 @@ def count_vit_macs(config: ViTConfig) -> dict[str, int]:
     return macs
 
 
+register_family(ModelFamily("vit", ViTConfig, VIT_PRESETS, build_vit, count_vit_macs))
 
 __all__ = [
     "DIAGONAL_DIRECTIONS", "ClassifierHead", "MultiHeadSelfAttention", "PatchTokenizer", "PositionEmbedding",

@@ -29,8 +29,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import shiftvit_lib as sv  # noqa: E402
-from shiftvit_lib.tools.devices import distribution_scope, precision_policy  # noqa: E402
 from shiftvit_lib.recipe import compile_for_training  # noqa: E402
+from shiftvit_lib.tools.devices import distribution_scope, precision_policy  # noqa: E402
 
 BATCH = 32
 # No random layers: one device and two must compute the same function of the same batches.

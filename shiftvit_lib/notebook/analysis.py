@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from shiftvit_lib.data import check_positive_int
+from shiftvit_lib.config import check_positive_int
 
 
 def confusion_matrix(y_true: Any, y_pred: Any, num_classes: int) -> np.ndarray:

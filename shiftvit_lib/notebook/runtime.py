@@ -194,9 +194,10 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
     """
     import numpy as np
 
+    from shiftvit_lib.config import family_of
     from shiftvit_lib.data import make_dataset
+    from shiftvit_lib.recipe import compile_for_training
     from shiftvit_lib.tools.devices import precision_policy
-    from shiftvit_lib.recipe import compile_for_training, default_builder
 
     if warmup < 1 or steps < 2:
         raise ValueError(f"time at least 1 warm-up step and 2 timed steps; got warmup={warmup}, steps={steps}")
@@ -205,7 +206,7 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)
     with precision_policy(precision):
-        model = default_builder(cfg)(cfg, seed=seed)
+        model = family_of(cfg).build(cfg, seed=seed)
         compile_for_training(model, cfg, steps_per_epoch=warmup + steps, epochs=1, jit_compile=jit_compile)
     rng = np.random.default_rng(seed)
     count = batch * (warmup + steps)

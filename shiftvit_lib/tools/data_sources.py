@@ -1,6 +1,6 @@
 """Your own copy of CIFAR-10: class-folder directories and archives, read with care.
 
-:func:`load_cifar10` is :func:`shiftvit_lib.data.load_cifar10` (``"auto"``, ``"keras"``,
+:func:`load_cifar10` reads what :func:`shiftvit_lib.data.load_splits` reads (``"auto"``, ``"keras"``,
 ``"sample"``), plus a path: a directory or a ``.tar.gz``/``.tgz``/``.tar``/``.zip``
 archive laid out as ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` (PNG works too).
 It is also ``shiftvit_lib.load_cifar10`` and the command line's ``--data``.
@@ -43,14 +43,14 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 
 
 def load_cifar10(source: str | os.PathLike[str] = "auto", **options: Any) -> data.DataSplits:
-    """:func:`shiftvit_lib.data.load_cifar10` (same ``options``), which also reads a path.
+    """CIFAR-10 split into train / validation / test: :func:`shiftvit_lib.data.load_splits` (same ``options``), or a path.
 
     ``source``: ``"auto"``, ``"keras"``, ``"sample"``, or a class-folder directory or
     archive (a str or ``pathlib.Path``); see the module docstring.
     """
     if not (isinstance(source, str) and source in NAMED_SOURCES):
         source = functools.partial(load_path_source, _existing_source_path(source))
-    return data.load_cifar10(source, **options)
+    return data.load_splits(source, **options)
 
 
 def load_path_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:

@@ -24,12 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, preset
+from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, family_of, preset
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.model import build_shiftvit, count_macs
 from shiftvit_lib.tools.devices import describe_machine
 from shiftvit_lib.tools.runs import finished_run, run_spec, train
-from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs, vit_preset
+from shiftvit_lib.vit import ViTConfig, vit_preset
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
 SHARED_FIELDS = PIPELINE_FIELDS + RECIPE_FIELDS
@@ -84,17 +83,13 @@ def equalise(configs: Mapping[str, Config], **fields: Any) -> dict[str, Config]:
 
 
 def _total_macs(config: Config) -> int:
-    if isinstance(config, ViTConfig):
-        return int(count_vit_macs(config)["total"])
-    if isinstance(config, ShiftViTConfig):
-        return int(count_macs(config)["total"])
-    raise TypeError(f"expected a ShiftViTConfig or a ViTConfig, got {type(config).__name__}")
+    return int(family_of(config).count_macs(config)["total"])
 
 
 def model_costs(config: Config) -> dict[str, int]:
     """``{"parameters": ..., "macs": ...}`` of the model a config describes (built, not trained)."""
     macs = _total_macs(config)  # first: it rejects a wrong config type before building anything
-    model = build_vit(config) if isinstance(config, ViTConfig) else build_shiftvit(config)
+    model = family_of(config).build(config)
     return {"parameters": int(model.count_params()), "macs": macs}
 
 

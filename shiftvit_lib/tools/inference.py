@@ -26,10 +26,11 @@ import keras
 import numpy as np
 from PIL import Image
 
-from shiftvit_lib.data import CIFAR10_CLASSES, is_positive_int
+from shiftvit_lib.config import is_positive_int
+from shiftvit_lib.data import CIFAR10_CLASSES
 from shiftvit_lib.images import UnsupportedImageError, decode_rgb, sniff_format
-from shiftvit_lib.tools.data_sources import describe_file_mode
 from shiftvit_lib.recipe import flip_tta_logits
+from shiftvit_lib.tools.data_sources import describe_file_mode
 
 Fit = Literal["crop", "stretch"]
 # Modules that register custom Keras objects; imported before loading .keras files.

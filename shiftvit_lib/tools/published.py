@@ -29,23 +29,12 @@ from typing import Any
 import keras
 import numpy as np
 
-from shiftvit_lib.config import ShiftViTConfig
-from shiftvit_lib.model import build_shiftvit
+from shiftvit_lib.config import FAMILIES, ModelFamily, TrainingRecipe
 from shiftvit_lib.tools.data_sources import sha256_of
 from shiftvit_lib.tools.runs import read_history_csv
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 RECORDS = ASSETS / "records"
-
-# Published weights: the file under assets/ and its sha256. The hash lives here, in
-# code, rather than beside the file, so a replaced file cannot bring its own hash.
-PUBLISHED: dict[str, dict[str, str]] = {
-    "cpu": {
-        "weights": "pretrained/shiftvit_cpu.npz",
-        "sha256": "34222d11f10d965501c2be660187d6f4d23b6a2a40c0ff57fcfbf8790ae62816",
-        "record": "cpu_full",
-    },
-}
 
 # Presets with no published weights yet, and how to get a model of them.
 UNPUBLISHED_HINT = (
@@ -55,26 +44,29 @@ UNPUBLISHED_HINT = (
 )
 
 
+def published() -> dict[str, tuple[ModelFamily, dict[str, str]]]:
+    """Every shipped model: name -> (its family, its weights entry), from the families' registry."""
+    return {name: (family, entry) for family in FAMILIES.values() for name, entry in family.weights.items()}
+
+
 def list_pretrained() -> list[str]:
     """Names accepted by :func:`pretrained`."""
-    return sorted(PUBLISHED)
+    return sorted(published())
 
 
-def _entry(name: str) -> dict[str, str]:
+def _entry(name: str) -> tuple[ModelFamily, dict[str, str]]:
     if not isinstance(name, str):
         raise TypeError(f"name must be a string such as 'cpu', got {type(name).__name__}")
-    if name in PUBLISHED:
-        return PUBLISHED[name]
-    from shiftvit_lib.config import PRESETS
-
-    if name in PRESETS:
+    if name in published():
+        return published()[name]
+    if any(name in family.presets for family in FAMILIES.values()):
         raise ValueError(UNPUBLISHED_HINT.format(name=name, published=list_pretrained()))
     raise KeyError(f"unknown pretrained model {name!r}; choose one of {list_pretrained()}")
 
 
 def _verified_bytes(name: str) -> bytes:
     """The weight file's bytes, after checking they are the published ones."""
-    entry = _entry(name)
+    _, entry = _entry(name)
     path = ASSETS / entry["weights"]
     if not path.is_file():
         raise FileNotFoundError(
@@ -94,18 +86,19 @@ def _verified_bytes(name: str) -> bytes:
 def pretrained(name: str = "cpu") -> keras.Model:
     """The trained model ``name``, built from its config with the published weights.
 
-    The model is built by :func:`~shiftvit_lib.model.build_shiftvit` (our code), and
+    The model is built by its family's builder (our code, :mod:`shiftvit_lib.config`'s registry), and
     only numbers are read from the file, so loading it cannot run code. Raises
     ``KeyError`` for an unknown name, ``ValueError`` for a preset without published
     weights (the message says how to train one) or a file whose hash is wrong,
     ``FileNotFoundError`` if the file is missing.
     """
     data = _verified_bytes(name)
+    family, _ = _entry(name)
     with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
-        config = ShiftViTConfig.from_dict(json.loads(str(arrays["config"])))
+        config = family.config_type.from_dict(json.loads(str(arrays["config"])))
         paths = [str(p) for p in arrays["paths"]]
         values = [arrays[f"w{i:04d}"] for i in range(len(paths))]
-    model = build_shiftvit(config)
+    model = family.build(config)
     variables = {v.path: v for v in model.weights}
     if sorted(variables) != sorted(paths):
         raise ValueError(
@@ -117,7 +110,7 @@ def pretrained(name: str = "cpu") -> keras.Model:
     return model
 
 
-def save_weights_npz(model: keras.Model, config: ShiftViTConfig, path: str | Path) -> str:
+def save_weights_npz(model: keras.Model, config: TrainingRecipe, path: str | Path) -> str:
     """Write ``model``'s weights and ``config`` as a plain ``.npz``; return its sha256.
 
     This is how the published file is made (``scripts/publish_pretrained.py``).
@@ -140,7 +133,7 @@ def pretrained_info(name: str = "cpu") -> dict[str, Any]:
     ``train_minutes``, ``machine``, ``command``, and ``record`` (the whole
     ``run.json``).
     """
-    entry = _entry(name)
+    _, entry = _entry(name)
     record, _ = load_record(entry["record"])
     path = ASSETS / entry["weights"]
     return {

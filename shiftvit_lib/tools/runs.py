@@ -40,8 +40,9 @@ from typing import Any
 import keras
 import numpy as np
 
-from shiftvit_lib.config import TrainingRecipe
+from shiftvit_lib.config import TrainingRecipe, family_of
 from shiftvit_lib.data import DataSplits
+from shiftvit_lib.recipe import compile_for_training, evaluate, training_datasets
 from shiftvit_lib.tools.devices import (
     describe_machine,
     distribution_scope,
@@ -51,7 +52,6 @@ from shiftvit_lib.tools.devices import (
 )
 from shiftvit_lib.tools.inference import load_model
 from shiftvit_lib.tools.run_lock import run_folder_lock
-from shiftvit_lib.recipe import compile_for_training, default_builder, evaluate, training_datasets
 
 BEST_MODEL = "best.keras"
 HISTORY_CSV = "history.csv"
@@ -108,7 +108,7 @@ def data_digest(data: DataSplits) -> str:
 
 
 def _builder_name(build_model: Callable[..., Any] | None, config: TrainingRecipe) -> str:
-    function = build_model or default_builder(config)
+    function = build_model or family_of(config).build
     return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
 
 
@@ -583,7 +583,7 @@ def train(
     Args:
         config: the recipe and the architecture: a ShiftViTConfig, or a ViTConfig
             (then the model is built with :func:`shiftvit_lib.vit.build_vit`).
-        data: splits from :func:`shiftvit_lib.data.load_cifar10`.
+        data: splits from :func:`shiftvit_lib.load_cifar10`.
         out_dir: where ``run_spec.json``, ``best.keras``, ``history.csv``,
             ``run.json`` and the backup go. Running again with the same ``out_dir``
             after an interruption resumes from the last finished epoch, but only with
@@ -591,7 +591,7 @@ def train(
             holds a finished run, raise :class:`RunFolderError` before anything is
             written, saying what differs.
         epochs: overrides ``config.epochs`` (e.g. a short run).
-        build_model: ``config -> keras.Model``; default :func:`default_builder`'s.
+        build_model: ``config -> keras.Model``; default: the builder of the config's family.
         jit_compile: XLA compilation (``"auto"``, True, False).
         mixed_precision: a Keras dtype policy such as ``"mixed_bfloat16"`` or
             ``"mixed_float16"`` (loss scaling is added by Keras for float16);
@@ -604,15 +604,14 @@ def train(
         overwrite: start afresh in ``out_dir``: first remove the files a previous
             run wrote there (:func:`clear_run`; nothing else in the folder).
     """
-    if not isinstance(config, TrainingRecipe):
-        raise TypeError(f"config must be a ShiftViTConfig or a ViTConfig, got {type(config).__name__}")
+    family = family_of(config)  # a TypeError for anything but a model config
     epochs = int(epochs if epochs is not None else config.epochs)
     check_training_inputs(config, data, epochs=epochs, seed=seed)
     if distribute not in DISTRIBUTIONS:
         raise ValueError(f"Unknown distribute={distribute!r}; use None, 'mirrored' or 'data_parallel'.")
     if mixed_precision == "auto":
         mixed_precision = recommended_mixed_precision()
-    builder = build_model or (lambda cfg: default_builder(cfg)(cfg, seed=seed))
+    builder = build_model or (lambda cfg: family.build(cfg, seed=seed))
 
     spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
                     build_model=build_model)

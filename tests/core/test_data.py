@@ -19,14 +19,14 @@ from shiftvit_lib.data import (
     NumpyBatches,
     RawData,
     iterate_batches,
-    load_cifar10,
+    load_splits,
     make_dataset,
 )
 
 
 @pytest.fixture(scope="module")
 def sample_splits() -> DataSplits:
-    return load_cifar10("sample")
+    return load_splits("sample")
 
 
 
@@ -70,8 +70,8 @@ def test_summary_names_the_source_and_every_split(sample_splits: DataSplits) -> 
 
 
 def test_train_and_val_partition_the_training_pool() -> None:
-    full = load_cifar10("sample", val_fraction=0.0, limit=20)
-    split = load_cifar10("sample", limit=20)
+    full = load_splits("sample", val_fraction=0.0, limit=20)
+    split = load_splits("sample", limit=20)
 
     def rows(x: np.ndarray) -> list[bytes]:
         return sorted(image.tobytes() for image in x)
@@ -82,16 +82,16 @@ def test_train_and_val_partition_the_training_pool() -> None:
 
 
 def test_split_is_reproducible_and_depends_on_the_seed() -> None:
-    first = load_cifar10("sample", limit=20, seed=1)
-    again = load_cifar10("sample", limit=20, seed=1)
-    other = load_cifar10("sample", limit=20, seed=2)
+    first = load_splits("sample", limit=20, seed=1)
+    again = load_splits("sample", limit=20, seed=1)
+    other = load_splits("sample", limit=20, seed=2)
     np.testing.assert_array_equal(first.x_val, again.x_val)
     np.testing.assert_array_equal(first.y_train, again.y_train)
     assert not np.array_equal(first.x_val, other.x_val)
 
 
 def test_limit_caps_images_per_class_and_is_recorded_in_the_source() -> None:
-    splits = load_cifar10("sample", limit=10)
+    splits = load_splits("sample", limit=10)
     assert splits.class_counts()["train"].tolist() == [8] * 10
     assert splits.class_counts()["val"].tolist() == [2] * 10
     assert splits.class_counts()["test"].tolist() == [10] * 10
@@ -105,7 +105,7 @@ def test_train_order_interleaves_classes(sample_splits: DataSplits) -> None:
 
 def test_a_path_is_tooling_and_the_error_says_where_to_go(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"unknown data source .*shiftvit_lib.load_cifar10\(path\)"):
-        load_cifar10(str(tmp_path))
+        load_splits(str(tmp_path))
 
 
 # --------------------------------------------------------------------------
@@ -117,12 +117,12 @@ def test_a_path_is_tooling_and_the_error_says_where_to_go(tmp_path: Path) -> Non
                                     {"limit": 0}, {"limit": 2.5}])
 def test_bad_arguments(kwargs: dict) -> None:
     with pytest.raises(ValueError):
-        load_cifar10("sample", **kwargs)
+        load_splits("sample", **kwargs)
 
 
 def test_too_few_images_for_a_validation_split() -> None:
     with pytest.raises(ValueError, match="too few"):
-        load_cifar10("sample", limit=1)
+        load_splits("sample", limit=1)
 
 
 def test_data_splits_rejects_inconsistent_arrays() -> None:
@@ -158,7 +158,7 @@ def test_auto_falls_back_to_the_sample_when_offline(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(data, "_load_from_keras", must_not_download)
     with pytest.warns(DataSourceFallbackWarning, match="bundled CIFAR-10 sample.*the test is offline"):
-        splits = load_cifar10("auto", limit=5)
+        splits = load_splits("auto", limit=5)
     assert "bundled CIFAR-10 sample" in splits.source
     assert "fell back to the sample: the test is offline" in splits.source
 
@@ -171,7 +171,7 @@ def test_auto_falls_back_when_the_download_fails(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(data, "_load_from_keras", failing_download)
     with pytest.warns(DataSourceFallbackWarning, match="URL fetch failure"):
-        splits = load_cifar10("auto", limit=5)
+        splits = load_splits("auto", limit=5)
     assert "bundled CIFAR-10 sample" in splits.source
 
 
@@ -180,7 +180,7 @@ def test_auto_uses_keras_datasets_when_available(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(data, "_load_from_keras", fake_keras_raw)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataSourceFallbackWarning)
-        splits = load_cifar10("auto")
+        splits = load_splits("auto")
     assert splits.source == "fake keras.datasets"
     assert splits.split_sizes() == {"train": 20, "val": 10, "test": 10}
 
@@ -191,7 +191,7 @@ def test_explicit_keras_source_explains_a_failed_download(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(data, "_load_from_keras", failing_download)
     with pytest.raises(RuntimeError, match="no network.*source='sample'"):
-        load_cifar10("keras")
+        load_splits("keras")
 
 
 def test_reachability_check_reports_a_refused_connection(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,7 +302,7 @@ def test_test_split_is_interleaved_not_sorted_by_class(sample_splits) -> None:
     # or a lesson's "first eight test images" would all be airplanes.
     assert len(set(sample_splits.y_test[:20].tolist())) >= 5
     assert sample_splits.class_counts()["test"].tolist() == [50] * 10
-    again = load_cifar10("sample")
+    again = load_splits("sample")
     np.testing.assert_array_equal(again.y_test, sample_splits.y_test)  # seeded: same order every time
 
 
@@ -312,4 +312,4 @@ def test_offline_keras_source_is_a_data_source_error(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(data, "_load_from_keras", failing_download)
     with pytest.raises(data.DataSourceUnavailableError, match="no network"):
-        load_cifar10("keras")
+        load_splits("keras")

@@ -15,8 +15,8 @@ from shiftvit_lib import build_shiftvit, preset
 from shiftvit_lib.data import DataSplits, NumpyBatches, make_dataset, mix_batch, one_hot
 from shiftvit_lib.layers import ImagePreprocessing
 from shiftvit_lib.model import initialise_like_spach
-from shiftvit_lib.tools.devices import precision_policy
 from shiftvit_lib.recipe import compile_for_training, training_datasets
+from shiftvit_lib.tools.devices import precision_policy
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -7,7 +7,6 @@ from fakes import tiny_splits
 
 from shiftvit_lib import build_shiftvit, preset
 from shiftvit_lib.data import iterate_batches
-from shiftvit_lib.tools.devices import precision_policy
 from shiftvit_lib.recipe import (
     SmoothedSparseCrossentropy,
     compile_for_training,
@@ -15,6 +14,7 @@ from shiftvit_lib.recipe import (
     logits_metrics,
     training_datasets,
 )
+from shiftvit_lib.tools.devices import precision_policy
 
 
 def test_logits_metrics_by_hand():

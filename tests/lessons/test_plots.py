@@ -15,8 +15,8 @@ matplotlib.use("Agg")  # no display in tests
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from shiftvit_lib.notebook import plots  # noqa: E402
 from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits  # noqa: E402
+from shiftvit_lib.notebook import plots  # noqa: E402
 from shiftvit_lib.tools.runs import read_history_csv  # noqa: E402
 
 

@@ -139,12 +139,12 @@ def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_
 
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
     from shiftvit_lib.config import preset
-    from shiftvit_lib.data import load_cifar10
+    from shiftvit_lib.data import load_splits
     from shiftvit_lib.tools.runs import run_spec
 
     out = tmp_path / "run"
     out.mkdir()
-    splits = load_cifar10("sample", limit=20, seed=42)
+    splits = load_splits("sample", limit=20, seed=42)
     spec = run_spec(preset("quick", batch_size=32), splits, epochs=4, seed=42)
     (out / "run_spec.json").write_text(json.dumps(spec))  # a run that died after it started
     code, _, err = run_cli(capsys, "train", "--data", "sample", "--limit", "20", "--epochs", "6",

@@ -374,3 +374,14 @@ def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest
     monkeypatch.setattr(data_sources.os, "walk", walk)
     with pytest.raises(PermissionError, match=r"cannot read the folder .*test \(Permission denied\); check"):
         load_cifar10(tree)
+
+
+
+def test_one_load_cifar10():
+    """``sv.load_cifar10`` is this module's; the core's reader of named sources has another name."""
+    import shiftvit_lib as sv
+    from shiftvit_lib import data
+    from shiftvit_lib.tools import data_sources
+
+    assert sv.load_cifar10 is data_sources.load_cifar10
+    assert not hasattr(data, "load_cifar10") and callable(data.load_splits)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import shiftvit_lib as sv
-from shiftvit_lib.tools import published as pt
 from shiftvit_lib.recipe import logits_metrics
+from shiftvit_lib.tools import published as pt
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL_DATA = Path(os.environ.get("SHIFTVIT_FULL_DATA", ROOT.parent / "shared" / "data" / "cifar10-jpeg.tar.gz"))
@@ -24,9 +24,9 @@ def cpu_model():
 
 
 def test_shipped_file_is_small_and_matches_its_published_hash():
-    path = pt.ASSETS / pt.PUBLISHED["cpu"]["weights"]
+    path = pt.ASSETS / pt.published()["cpu"][1]["weights"]
     assert path.stat().st_size <= 10 * 1024 * 1024
-    assert pt.sha256_of(path) == pt.PUBLISHED["cpu"]["sha256"]
+    assert pt.sha256_of(path) == pt.published()["cpu"][1]["sha256"]
 
 
 def test_cpu_model_is_the_cpu_preset(cpu_model):
@@ -54,7 +54,7 @@ def test_cpu_model_is_trained_on_the_sample_test_images(cpu_model):
 
 def test_altered_file_is_refused(tmp_path, monkeypatch):
     shutil.copytree(pt.ASSETS / "pretrained", tmp_path / "pretrained")
-    weights = tmp_path / pt.PUBLISHED["cpu"]["weights"]
+    weights = tmp_path / pt.published()["cpu"][1]["weights"]
     data = bytearray(weights.read_bytes())
     data[len(data) // 2] ^= 0xFF
     weights.write_bytes(bytes(data))
@@ -133,3 +133,50 @@ def test_the_prose_quotes_the_shipped_records_figures():
                        ("results/README.md", (ROOT / "results" / "README.md").read_text()),
                        ("lesson 06", lesson)):
         assert plain in text and tta in text, f"{name} does not quote the record's {plain} and {tta}"
+
+
+def test_the_registry_names_each_family_once():
+    """A model family is one registry entry: config type, presets, builder, MAC counter, weights."""
+    from shiftvit_lib.config import FAMILIES, family_of
+
+    assert sorted(FAMILIES) == ["shiftvit", "vit"]
+    assert family_of(sv.preset("cpu")).weights is FAMILIES["shiftvit"].weights
+    assert family_of(sv.vit_preset("vit_quick")).build is sv.build_vit
+    assert pt.published()["cpu"][0] is FAMILIES["shiftvit"]
+    with pytest.raises(TypeError, match="expected a model config .*got dict"):
+        family_of({"not": "a config"})
+
+
+def config_dispatches(source: str) -> list[str]:
+    """``if``s and conditional expressions that choose by ``isinstance(..., SomethingConfig)``;
+    a check that only raises (``if not isinstance(config, X): raise ...``) is not a choice."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.If, ast.IfExp)):
+            continue
+        test = ast.unparse(node.test)
+        only_raises = isinstance(node, ast.If) and not node.orelse and all(
+            isinstance(statement, ast.Raise) for statement in node.body)
+        if "isinstance(" in test and "Config" in test and not only_raises:
+            found.append(f"line {node.lineno}: {test}")
+    return found
+
+
+def test_no_isinstance_dispatch_on_config_types_outside_the_registry():
+    from pathlib import Path
+
+    root = Path(sv.__file__).parent
+    found = [f"{path.relative_to(root)} {hit}" for path in sorted(root.rglob("*.py"))
+             for hit in config_dispatches(path.read_text())]
+    assert found == []
+
+
+@pytest.mark.parametrize("source", [
+    "def builder(config):\n    return build_vit if isinstance(config, ViTConfig) else build_shiftvit\n",
+    "def macs(config):\n    if isinstance(config, ViTConfig):\n        return 1\n    return 2\n",
+])
+def test_the_dispatch_finder_finds_a_planted_dispatch(source):
+    assert config_dispatches(source) != []
+    assert config_dispatches("if not isinstance(config, ViTConfig):\n    raise TypeError('no')\n") == []

@@ -9,9 +9,9 @@ import pytest
 
 from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, TrainingRecipe, preset
 from shiftvit_lib.data import DataSplits
+from shiftvit_lib.recipe import training_datasets
 from shiftvit_lib.tools import experiments as ex
 from shiftvit_lib.tools.runs import finished_run, in_current_form, run_spec
-from shiftvit_lib.recipe import training_datasets
 from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset
 
 REPO = Path(__file__).resolve().parents[2]
