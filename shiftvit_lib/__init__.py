@@ -31,25 +31,26 @@ from typing import Any
 
 from shiftvit_lib._startup import import_backend_quietly
 
-import_backend_quietly()
-
-# The imports below need the backend loaded (quietly) first.
-from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset  # noqa: E402
-from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, make_dataset  # noqa: E402
-from shiftvit_lib.layers import (  # noqa: E402
-    MLP,
-    DropPath,
-    ImagePreprocessing,
-    PatchMerging,
-    ShiftViTBlock,
-    ShiftViTStage,
-    drop_path_rates,
-)
-from shiftvit_lib.model import build_shiftvit, count_macs  # noqa: E402
-from shiftvit_lib.recipe import evaluate  # noqa: E402
-from shiftvit_lib.schedules import WarmUpCosine  # noqa: E402
-from shiftvit_lib.shift import keras_io_shift, shift_channels  # noqa: E402
-from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset  # noqa: E402
+# Everything importing the package does outside it is in _startup's docstring. The core loads
+# after the backend; under `python -m shiftvit_lib` with a backend Keras cannot load, it does
+# not load at all, and the command line (__main__.main) reports the problem in one line.
+if import_backend_quietly():
+    from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset
+    from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, make_dataset
+    from shiftvit_lib.layers import (
+        MLP,
+        DropPath,
+        ImagePreprocessing,
+        PatchMerging,
+        ShiftViTBlock,
+        ShiftViTStage,
+        drop_path_rates,
+    )
+    from shiftvit_lib.model import build_shiftvit, count_macs
+    from shiftvit_lib.recipe import evaluate
+    from shiftvit_lib.schedules import WarmUpCosine
+    from shiftvit_lib.shift import keras_io_shift, shift_channels
+    from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset
 
 # Tooling names, each loaded from its module on first use (see __getattr__).
 _TOOLING = {

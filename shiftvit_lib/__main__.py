@@ -23,8 +23,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # keep TensorFlow's start-up chatter out
-
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # the shell's code for a process stopped by Ctrl-C (128 + SIGINT)
 
@@ -301,6 +299,13 @@ def _tolerate_unencodable_output() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from shiftvit_lib._startup import backend_problem
+
+    problem = backend_problem()  # before anything loads Keras, whose own error is a traceback
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the program's own process: TensorFlow's C++ log off
     from shiftvit_lib.data import DataSourceUnavailableError
     from shiftvit_lib.tools.inference import BackendError
 

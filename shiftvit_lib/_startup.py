@@ -1,12 +1,21 @@
-"""Import the Keras backend without TensorFlow's C++ start-up messages.
+"""Everything that importing shiftvit_lib does outside the package, in one place.
 
-TensorFlow's native libraries write lines such as "Could not find cuda drivers"
-straight to file descriptor 2 while they load; ``TF_CPP_MIN_LOG_LEVEL`` no longer
-reaches them. Jupyter copies that descriptor into the notebook, so every lesson
-would begin with a red block of noise. We point descriptor 2 at ``/dev/null`` for
-the duration of the import only, and set TensorFlow's own Python logger to errors
-only; Python warnings are unaffected, and ``SHIFTVIT_SHOW_BACKEND_LOGS=1`` turns all
-of this off.
+``import shiftvit_lib`` leaves ``os.environ``, file descriptor 2 and every logger as it found
+them, never exits the process, and does only this (``import_backend_quietly``):
+
+* It checks, before Keras loads, that Keras can load its backend; if not it raises
+  :class:`BackendChoiceError` with a one-line fix. (Under ``python -m shiftvit_lib`` it imports
+  nothing instead, and the command line prints that line and exits with status 2.)
+* While TensorFlow's native libraries load, descriptor 2 points at ``/dev/null``, then back
+  at what it was: they write lines such as "Could not find cuda drivers" straight to it,
+  which Jupyter would copy into every lesson as a red block. ``SHIFTVIT_SHOW_BACKEND_LOGS=1``
+  turns this off. (Lessons also set ``TF_CPP_MIN_LOG_LEVEL`` themselves, in their first
+  cell, and ``setup_lesson`` quiets TensorFlow's Python logger.)
+* On a Google Colab TPU runtime with no ``KERAS_BACKEND`` set, it sets ``KERAS_BACKEND=jax``
+  and prints one line saying so: that runtime has no TensorFlow for its TPU. Set
+  ``KERAS_BACKEND`` yourself to choose otherwise.
+
+``tests/test_import_graph.py`` checks the first sentence.
 """
 
 from __future__ import annotations
@@ -55,10 +64,10 @@ def backend_problem(environ=None, find_spec=importlib.util.find_spec) -> str | N
     return None
 
 
-def _running_as_command_line() -> bool:
+def running_as_command_line() -> bool:
     """True while ``python -m shiftvit_lib`` imports the package (before its ``__main__`` runs)."""
     argv = getattr(sys, "orig_argv", [])
-    return any(arg == "-m" and argv[i + 1:i + 2] == ["shiftvit_lib"] for i, arg in enumerate(argv))
+    return any(arg == "-m" and argv[i + 1 : i + 2] == ["shiftvit_lib"] for i, arg in enumerate(argv))
 
 
 def on_colab_tpu(environ=None, modules=None, exists=os.path.exists) -> bool:
@@ -88,39 +97,33 @@ def choose_backend_for_colab_tpu(environ=None, modules=None, exists=os.path.exis
     return "Colab TPU runtime: Keras runs on JAX here (the runtime has no TensorFlow for its TPU)."
 
 
-def import_backend_quietly() -> None:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+def import_backend_quietly() -> bool:
+    """Load Keras' backend (see the module docstring); False if the command line is to report a problem."""
     note = choose_backend_for_colab_tpu()
     if note:
         print(note)
     problem = backend_problem()
     if problem:
-        if _running_as_command_line():  # the command line reports a user's mistake in one line
-            print(f"error: {problem}", file=sys.stderr)
-            raise SystemExit(2)
+        if running_as_command_line():  # __main__.main reports it in one line
+            return False
         raise BackendChoiceError(problem)
     backend, _ = _configured_backend(os.environ)
-    if backend != "tensorflow" or "tensorflow" in sys.modules:
-        return
-    if os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") == "1":
-        return
+    if backend != "tensorflow" or "tensorflow" in sys.modules or os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") == "1":
+        return True
     try:
         saved = os.dup(2)
     except OSError:  # no usable descriptor 2 (some embedded interpreters)
-        return
+        return True
     sys.stderr.flush()
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, 2)
         try:
-            import tensorflow
+            import tensorflow  # noqa: F401
         except ImportError:
-            return  # keras reports a missing backend itself, with its own message
+            pass  # keras reports a missing backend itself, with its own message
     finally:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
-    # TensorFlow's Python logger warns, for example, each time a freshly built model
-    # traces its predict function ("triggered tf.function retracing"): expected when
-    # a lesson trains several models, and only noise to a learner. Errors still show.
-    tensorflow.get_logger().setLevel("ERROR")
+    return True

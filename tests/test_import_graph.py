@@ -346,3 +346,74 @@ def test_the_checker_reports_each_breach(tmp_path, changes, expected):
 def test_docstrings_and_comments_do_not_count_against_a_budget(tmp_path):
     padding = '"""' + "a docstring line\n" * BUDGETS["core"] + '"""\n' + "# a comment\n" * BUDGETS["core"]
     assert check_package(_fake_package(tmp_path, {**SOUND, "big.py": padding}), BUDGETS) == []
+
+
+# --------------------------------------------------------------------------- importing changes nothing outside
+SIDE_EFFECTS = textwrap.dedent(
+    """
+    import json, logging, os, sys
+
+    def outside():
+        stat = os.fstat(2)
+        loggers = {name: logging.getLogger(name).level for name in ("", "tensorflow", "absl", "jax", "keras")}
+        return {"environ": dict(os.environ), "fd2": [stat.st_dev, stat.st_ino], "loggers": loggers,
+                "cwd": os.getcwd()}
+
+    before = outside()
+    try:
+        __import__(sys.argv[2])
+        outcome = "imported"
+    except BaseException as error:  # a SystemExit would show here too
+        outcome = type(error).__name__
+    exec(sys.argv[1])  # a planted change, for the test of this test
+    after = outside()
+    changed = sorted(key for key in before if before[key] != after[key])
+    environ = sorted(k for k in {*before["environ"], *after["environ"]}
+                     if before["environ"].get(k) != after["environ"].get(k))
+    print(json.dumps({"outcome": outcome, "changed": changed, "environ": environ}))
+    """
+)
+
+
+def _import_in_child(plant: str = "", module: str = "shiftvit_lib", **environ: str) -> dict:
+    env = {key: value for key, value in os.environ.items() if key not in ("TF_CPP_MIN_LOG_LEVEL", "KERAS_BACKEND")}
+    env.update(PYTHONPATH=str(REPO), **environ)
+    done = subprocess.run([sys.executable, "-c", SIDE_EFFECTS, plant, module], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import json
+
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_shiftvit_lib_changes_nothing_outside_it():
+    # TF_CPP_MIN_LOG_LEVEL and KERAS_BACKEND unset: the package sets neither. Keras' own import
+    # may change something (JAX, when installed, sets TF_CPP_MIN_LOG_LEVEL=1 as it loads): that
+    # is Keras', the same without us.
+    keras_alone = _import_in_child(module="keras")
+    assert keras_alone["outcome"] == "imported" and keras_alone["changed"] in ([], ["environ"])
+    assert _import_in_child() == keras_alone
+
+
+@pytest.mark.slow
+def test_with_the_backend_logs_shown_importing_still_changes_nothing():
+    # The documented variable: descriptor 2 is not even borrowed for the import.
+    assert _import_in_child(SHIFTVIT_SHOW_BACKEND_LOGS="1") == _import_in_child(module="keras")
+
+
+def test_a_backend_keras_cannot_load_is_an_error_on_import_never_an_exit():
+    found = _import_in_child(KERAS_BACKEND="tensorfow")
+    assert found == {"outcome": "BackendChoiceError", "changed": [], "environ": []}
+
+
+@pytest.mark.parametrize(
+    ("plant", "expected"),
+    [
+        ("os.environ['SHIFTVIT_PLANTED'] = '1'", {"changed": ["environ"], "environ": ["SHIFTVIT_PLANTED"]}),
+        ("os.dup2(os.open(os.devnull, os.O_WRONLY), 2)", {"changed": ["fd2"], "environ": []}),
+        ("logging.getLogger('tensorflow').setLevel('ERROR')", {"changed": ["loggers"], "environ": []}),
+    ],
+)
+def test_the_side_effect_check_sees_a_planted_change(plant, expected):
+    found = _import_in_child(plant, module="os")  # importing os changes nothing; the plant does
+    assert found == {"outcome": "imported", **expected}

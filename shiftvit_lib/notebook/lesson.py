@@ -78,12 +78,19 @@ def choose_mode(full_mode: bool = False, environ: Mapping[str, str] | None = Non
 
 
 def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
-    """Seed every random generator and decide the lesson's mode (see module doc)."""
+    """Seed every random generator, quiet TensorFlow's logger and decide the lesson's mode (see module doc)."""
     import keras
 
     from shiftvit_lib.tools.devices import has_accelerator
 
     keras.utils.set_random_seed(seed)
+    if keras.backend.backend() == "tensorflow":
+        # TensorFlow's Python logger warns, for example, each time a freshly built model traces its
+        # predict function ("triggered tf.function retracing"): expected when a lesson trains several
+        # models, and only noise to a learner. Errors still show.
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")
     quick, reason = choose_mode(full_mode)
     return LessonSettings(
         quick=quick,
