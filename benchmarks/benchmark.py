@@ -98,7 +98,7 @@ def measure_training(config: sv.ShiftViTConfig, variant: dict[str, Any], batch: 
     images, labels = _random_batches(cfg, batch * (warmup + steps))
     # A recipe with MixUp/CutMix mixes every batch on the host, as in training.
     mixing = (dict(num_classes=cfg.num_classes, mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
-              if cfg.mixes_labels else {})
+              if cfg.one_hot_targets else {})
     clock = _ClockAfterWarmup(warmup)
     dataset = make_dataset(images, labels, batch, shuffle=False, **mixing)
     model.fit(dataset, epochs=1, verbose=0, shuffle=False, callbacks=[clock])

@@ -78,6 +78,11 @@ class InputPipeline:
         """True if MixUp or CutMix is on: training targets are then mixed one-hot vectors."""
         return self.mixup_alpha > 0 or self.cutmix_alpha > 0
 
+    @property
+    def one_hot_targets(self) -> bool:
+        """True if training needs one-hot targets: mixed (MixUp/CutMix) or smoothed labels."""
+        return self.mixes_labels or self.label_smoothing > 0
+
     def pipeline_problems(self) -> list[str]:
         """What in these fields cannot work, one sentence each."""
         problems = []

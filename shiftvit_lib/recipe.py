@@ -29,37 +29,16 @@ def training_datasets(config: TrainingRecipe, data: DataSplits, seed: int) -> tu
 
     Training drops the last, smaller batch (a different one every epoch, as the
     order is reshuffled), so every step has one shape and XLA compiles the step
-    once. MixUp/CutMix, if on, mix the training batches; both splits then carry
-    one-hot targets.
+    once. MixUp/CutMix, if on, mix the training batches; with them or label smoothing
+    both splits carry one-hot targets, for Keras' ``CategoricalCrossentropy``.
     """
     batch = config.batch_size
     drop = len(data.y_train) >= batch
-    targets = dict(num_classes=config.num_classes) if config.mixes_labels else {}
+    targets = dict(num_classes=config.num_classes) if config.one_hot_targets else {}
     train_ds = make_dataset(data.x_train, data.y_train, batch, shuffle=True, seed=seed, drop_remainder=drop,
                             mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha, **targets)
     val_ds = make_dataset(data.x_val, data.y_val, batch, shuffle=False, **targets)
     return train_ds, val_ds, len(data.y_train) // batch if drop else 1
-
-
-@keras.saving.register_keras_serializable(package="shiftvit_lib")
-class SmoothedSparseCrossentropy(keras.losses.Loss):
-    """Cross-entropy from logits against *integer* labels, with label smoothing.
-
-    Keras' ``CategoricalCrossentropy(label_smoothing=...)`` needs one-hot targets; this
-    keeps the labels integers (and tf.data batches on TensorFlow). Models saved with it
-    name it, so it stays registered for them to load.
-    """
-
-    def __init__(self, smoothing: float, num_classes: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.smoothing, self.num_classes = float(smoothing), int(num_classes)
-
-    def call(self, y_true: Any, y_pred: Any) -> Any:
-        labels = keras.ops.one_hot(keras.ops.cast(keras.ops.reshape(y_true, (-1,)), "int32"), self.num_classes)
-        return keras.losses.categorical_crossentropy(labels, y_pred, from_logits=True, label_smoothing=self.smoothing)
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "smoothing": self.smoothing, "num_classes": self.num_classes}
 
 
 def compile_for_training(model: keras.Model, config: TrainingRecipe, steps_per_epoch: int,
@@ -67,13 +46,12 @@ def compile_for_training(model: keras.Model, config: TrainingRecipe, steps_per_e
     """Compile ``model`` with the recipe of ``config`` (AdamW, warm-up cosine, CE, top-1/5)."""
     schedule = WarmUpCosine.from_recipe(config, steps_per_epoch, epochs)
     optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=config.weight_decay)
-    if config.mixes_labels:  # mixed one-hot targets (data.mix_batch)
+    if config.one_hot_targets:  # smoothed, or mixed by data.mix_batch
         loss: Any = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=config.label_smoothing)
         metrics = [keras.metrics.CategoricalAccuracy(name="accuracy"),
                    keras.metrics.TopKCategoricalAccuracy(k=5, name="top5")]
     else:
-        loss = (SmoothedSparseCrossentropy(config.label_smoothing, config.num_classes) if config.label_smoothing
-                else keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
                    keras.metrics.SparseTopKCategoricalAccuracy(k=5, name="top5")]
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics, jit_compile=jit_compile)

@@ -9,6 +9,7 @@ reads the one JSON line it prints. Each check returns plain numbers; the tests j
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -30,7 +31,7 @@ import numpy as np  # noqa: E402
 
 import shiftvit_lib as sv  # noqa: E402
 from shiftvit_lib.recipe import compile_for_training  # noqa: E402
-from shiftvit_lib.tools.devices import distribution_scope, precision_policy  # noqa: E402
+from shiftvit_lib.tools.devices import precision_policy  # noqa: E402
 
 BATCH = 32
 # No random layers: one device and two must compute the same function of the same batches.
@@ -85,12 +86,28 @@ def xla(steps: int = 5) -> dict:
             "plain_losses": _losses(plain, images, labels, steps)}
 
 
-def _fit_weights(distribute: str | None, images: np.ndarray, labels: np.ndarray, devices=None) -> list[np.ndarray]:
-    with distribution_scope(distribute, devices) as strategy:
+@contextlib.contextmanager
+def _on_two_devices():
+    """Data parallelism as a lesson writes it, with the backends' own APIs: the replica count."""
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        strategy = tf.distribute.MirroredStrategy(devices=["/cpu:0", "/cpu:1"])
+        with strategy.scope():
+            yield strategy.num_replicas_in_sync
+        return
+    previous = keras.distribution.distribution()
+    keras.distribution.set_distribution(keras.distribution.DataParallel())
+    try:
+        yield keras.distribution.distribution().device_mesh.devices.size
+    finally:
+        keras.distribution.set_distribution(previous)
+
+
+def _fit_weights(two_devices: bool, images: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
+    with _on_two_devices() if two_devices else contextlib.nullcontext(1) as replicas:
         model = _model(steps=len(labels) // BATCH)
         model.fit(images, labels, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
-        replicas = 1 if strategy is None else (getattr(strategy, "num_replicas_in_sync", None)
-                                               or strategy.device_mesh.devices.size)
     return [np.asarray(w, dtype="float64") for w in model.get_weights()], int(replicas)
 
 
@@ -99,13 +116,12 @@ def data_parallel(steps: int = 3) -> dict:
 
     Returned as distances, relative to how far one device's weights moved from the start.
     """
-    kind, devices = ("mirrored", ["/cpu:0", "/cpu:1"]) if BACKEND == "tensorflow" else ("data_parallel", None)
     images, labels = _batches(steps)
     start = [np.asarray(w, dtype="float64") for w in _model().get_weights()]
-    one, _ = _fit_weights(None, images, labels)
-    two, replicas = _fit_weights(kind, images, labels, devices)
+    one, _ = _fit_weights(False, images, labels)
+    two, replicas = _fit_weights(True, images, labels)
     other_images, other_labels = _batches(steps, seed=1)  # the deliberately different run
-    other, _ = _fit_weights(None, other_images, other_labels)
+    other, _ = _fit_weights(False, other_images, other_labels)
 
     def largest(a, b):
         return max(float(np.abs(x - y).max()) for x, y in zip(a, b))

@@ -83,31 +83,14 @@ def train_or_reuse(config: Any, data: Any, out_dir: str | os.PathLike[str], *, e
     ``restart=True`` (quick mode: a scratch run of a minute) always trains afresh, replacing
     only the run's own files; a model saved by another Keras version is then never read.
     """
-    from shiftvit_lib.tools.devices import recommended_mixed_precision
-    from shiftvit_lib.tools.inference import load_model
-    from shiftvit_lib.tools.runs import (
-        BEST_MODEL,
-        HISTORY_CSV,
-        TrainingRun,
-        finished_run,
-        read_history_csv,
-        run_spec,
-        train,
-    )
+    from shiftvit_lib.tools.runs import train
 
-    if mixed_precision == "auto":
-        mixed_precision = recommended_mixed_precision()
-    out = Path(out_dir)
-    spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
-                    build_model=train_kwargs.get("build_model"))
-    record = None if restart else finished_run(out, config, spec)
-    if record is None:
-        return train(config, data, out, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
-                     overwrite=restart, **train_kwargs)
-    print(f"{out.as_posix()} holds this finished run: read back, not trained again "
-          "(train into another folder to train afresh)")
-    return TrainingRun(model=load_model(out / BEST_MODEL), history=read_history_csv(out / HISTORY_CSV),
-                       out_dir=out, record=record)
+    run = train(config, data, out_dir, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
+                overwrite=restart, reuse=not restart, **train_kwargs)
+    if run.reused:
+        print(f"{run.out_dir.as_posix()} holds this finished run: read back, not trained again "
+              "(train into another folder to train afresh)")
+    return run
 
 
 # --------------------------------------------------------------------------- lesson 06's model
@@ -213,7 +196,7 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
     images = rng.integers(0, 256, (count, *cfg.input_shape), dtype=np.uint8)
     labels = rng.integers(0, cfg.num_classes, count)
     mixing = (dict(num_classes=cfg.num_classes, mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
-              if cfg.mixes_labels else {})
+              if cfg.one_hot_targets else {})
     clock = _ClockAfterWarmup(warmup)
     dataset = make_dataset(images, labels, batch, shuffle=False, **mixing)
     began = time.perf_counter()

@@ -1,9 +1,9 @@
-"""Devices, precision and distribution: what the machine offers and how training uses it.
+"""Devices and precision: what the machine offers and how training uses it.
 
 Lesson 05 and :func:`shiftvit_lib.tools.runs.train` ask: is there a GPU or TPU
 (:func:`has_accelerator`), which mixed precision suits it (:func:`recommended_mixed_precision`),
-and how to build a model under a dtype policy (:func:`precision_policy`) or over several
-devices (:func:`distribution_scope`).
+and how to build a model under a dtype policy (:func:`precision_policy`). Training on several
+devices needs no code here: set ``keras.distribution.DataParallel`` (lesson 05 shows how).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -94,39 +94,6 @@ def recommended_mixed_precision() -> str | None:
 
 
 @contextlib.contextmanager
-def distribution_scope(kind: str | None, devices: Sequence[str] | None = None) -> Iterator[Any]:
-    """Build and compile inside this scope to train on several devices.
-
-    ``kind``: ``None`` (one device), ``"mirrored"`` (TensorFlow's
-    ``MirroredStrategy``), or ``"data_parallel"`` (Keras' distribution API on JAX).
-    """
-    if kind is None:
-        yield None
-        return
-    backend = keras.backend.backend()
-    if kind == "mirrored":
-        if backend != "tensorflow":
-            raise ValueError("distribute='mirrored' needs the TensorFlow backend; on JAX use 'data_parallel'.")
-        import tensorflow as tf
-
-        strategy = tf.distribute.MirroredStrategy(devices=list(devices) if devices else None)
-        with strategy.scope():
-            yield strategy
-        return
-    if kind == "data_parallel":
-        if backend != "jax":
-            raise ValueError("distribute='data_parallel' needs the JAX backend; on TensorFlow use 'mirrored'.")
-        previous = keras.distribution.distribution()
-        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
-        try:
-            yield keras.distribution.distribution()
-        finally:
-            keras.distribution.set_distribution(previous)
-        return
-    raise ValueError(f"Unknown distribute={kind!r}; use None, 'mirrored' or 'data_parallel'.")
-
-
-@contextlib.contextmanager
 def precision_policy(name: str | None) -> Iterator[None]:
     """Temporarily set Keras' dtype policy (e.g. ``"mixed_bfloat16"``) while building."""
     if name is None:
@@ -138,13 +105,3 @@ def precision_policy(name: str | None) -> Iterator[None]:
         yield
     finally:
         keras.config.set_dtype_policy(previous)
-
-
-def replica_count(strategy: Any) -> int:
-    """How many copies of the model a :func:`distribution_scope` trains in parallel."""
-    if strategy is None:
-        return 1
-    if hasattr(strategy, "num_replicas_in_sync"):  # tf.distribute
-        return int(strategy.num_replicas_in_sync)
-    return int(strategy.device_mesh.devices.size)  # keras.distribution.DataParallel
-

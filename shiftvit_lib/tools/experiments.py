@@ -27,7 +27,7 @@ from typing import Any
 from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, family_of, preset
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.tools.devices import describe_machine
-from shiftvit_lib.tools.runs import finished_run, run_spec, train
+from shiftvit_lib.tools.runs import train
 from shiftvit_lib.vit import ViTConfig, vit_preset
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
@@ -203,15 +203,11 @@ def run_comparison(
     for name, config in configs.items():
         out_dir = Path(out_root) / name
         started = time.perf_counter()
-        previous = None if restart else finished_run(out_dir, config, run_spec(config, data, epochs=epochs, seed=seed))
-        if previous is not None:
-            record, how = previous, "reused a finished run"
-        else:
-            # restart: a fresh run; otherwise train() resumes an interrupted run with the
-            # same settings, and refuses a folder that holds a run with other settings.
-            record = train(config, data, out_dir, epochs=epochs, seed=seed, verbose=verbose,
-                           overwrite=restart).record
-            how = "trained"
+        # restart: a fresh run; otherwise a finished run with the same settings is read back, an
+        # interrupted one resumes, and a folder that holds a run with other settings is refused.
+        run = train(config, data, out_dir, epochs=epochs, seed=seed, verbose=verbose, overwrite=restart,
+                    reuse=not restart)
+        record, how = run.record, "reused a finished run" if run.reused else "trained"
         row = _row(name, config, record, time.perf_counter() - started)
         rows.append(row)
         if log is not None:

@@ -9,13 +9,13 @@ show on its own:
 1. :func:`open_run_folder` -- start a run folder, or resume the interrupted run in it
    (only with the same settings, :func:`run_spec`);
 2. :func:`shiftvit_lib.recipe.training_datasets` -- the training and validation batches;
-3. :func:`build_for_training` -- inside :func:`~shiftvit_lib.tools.devices.distribution_scope`
-   (the asked devices), build the model in the asked precision and
-   :func:`~shiftvit_lib.recipe.compile_for_training` it;
+3. :func:`build_for_training` -- build the model in the asked precision and
+   :func:`~shiftvit_lib.recipe.compile_for_training` it (under a ``keras.distribution``
+   a lesson has set, on the devices it names);
 4. :func:`training_callbacks` -- a throughput meter, the CSV history, the best-model
    checkpoint ``best.keras``, ``BackupAndRestore`` (a run killed mid-way resumes
    from its last finished epoch) and early stopping;
-5. :func:`fit` -- ``model.fit`` over the remaining epochs, still on those devices;
+5. :func:`fit` -- ``model.fit`` over the remaining epochs;
 6. :func:`evaluate_best` -- the best checkpoint on the test split;
 7. :func:`run_record` -- ``run.json``: config, data, epochs, time, images/s, metrics
    and machine.
@@ -45,10 +45,8 @@ from shiftvit_lib.data import DataSplits
 from shiftvit_lib.recipe import compile_for_training, evaluate, training_datasets
 from shiftvit_lib.tools.devices import (
     describe_machine,
-    distribution_scope,
     precision_policy,
     recommended_mixed_precision,
-    replica_count,
 )
 from shiftvit_lib.tools.inference import load_model
 from shiftvit_lib.tools.run_lock import run_folder_lock
@@ -407,7 +405,7 @@ def run_record(folder: RunFolder, config: TrainingRecipe, data: DataSplits, *, e
                settings: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
     """The ``run.json`` record of a finished run, written into its folder and returned.
 
-    ``settings``: how it ran (``jit_compile``, ``mixed_precision``, ``distribute``, ``replicas``).
+    ``settings``: how it ran (``jit_compile``, ``mixed_precision``).
     """
     history = read_history_csv(folder.path / HISTORY_CSV)
     speeds = history.get("images_per_second", [])
@@ -475,16 +473,10 @@ def describe_run(record: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- the run
-DISTRIBUTIONS = (None, "mirrored", "data_parallel")
-
-
 def build_for_training(config: TrainingRecipe, builder: Callable[[Any], keras.Model], steps_per_epoch: int,
                        epochs: int, *, jit_compile: bool | str = "auto",
                        mixed_precision: str | None = None) -> keras.Model:
-    """Build the model in the asked precision (a dtype policy) and compile it with the recipe.
-
-    Called inside :func:`distribution_scope`, it also places the model on those devices.
-    """
+    """Build the model in the asked precision (a dtype policy) and compile it with the recipe."""
     with precision_policy(mixed_precision):
         model = builder(config)
         compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
@@ -556,6 +548,7 @@ class TrainingRun:
     history: dict[str, list[float]]
     out_dir: Path
     record: dict[str, Any] = field(default_factory=dict)
+    reused: bool = False  # read back from a finished run (train's ``reuse``), not trained
 
     @property
     def best_model_path(self) -> Path:
@@ -571,12 +564,11 @@ def train(
     build_model: Callable[[Any], keras.Model] | None = None,
     jit_compile: bool | str = "auto",
     mixed_precision: str | None = None,
-    distribute: str | None = None,
-    devices: Sequence[str] | None = None,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
     seed: int = 42,
     verbose: int | str = "auto",
     overwrite: bool = False,
+    reuse: bool = False,
 ) -> TrainingRun:
     """Train a model with ``config``'s recipe on ``data``; resumable and logged.
 
@@ -597,51 +589,51 @@ def train(
             ``"mixed_float16"`` (loss scaling is added by Keras for float16);
             ``"auto"`` picks :func:`recommended_mixed_precision` for this device
             (float32 on a CPU); ``None`` trains in float32.
-        distribute: ``None``, ``"mirrored"`` (TF) or ``"data_parallel"`` (JAX).
-        devices: the devices to distribute over (default: all the backend sees).
         extra_callbacks: appended after the built-in callbacks.
         seed: seeds weights, augmentation and shuffling.
         overwrite: start afresh in ``out_dir``: first remove the files a previous
             run wrote there (:func:`clear_run`; nothing else in the folder).
+        reuse: a finished run with the same settings in ``out_dir`` is read back
+            (``reused=True``) instead of refused, so re-running a lesson never trains it twice.
+
+    To train on several devices, set a ``keras.distribution`` (``DataParallel``) first.
     """
     family = family_of(config)  # a TypeError for anything but a model config
     epochs = int(epochs if epochs is not None else config.epochs)
     check_training_inputs(config, data, epochs=epochs, seed=seed)
-    if distribute not in DISTRIBUTIONS:
-        raise ValueError(f"Unknown distribute={distribute!r}; use None, 'mirrored' or 'data_parallel'.")
     if mixed_precision == "auto":
         mixed_precision = recommended_mixed_precision()
     builder = build_model or (lambda cfg: family.build(cfg, seed=seed))
 
     spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
                     build_model=build_model)
+    record = finished_run(Path(out_dir), config, spec) if reuse and not overwrite else None
+    if record is not None:
+        out = Path(out_dir)
+        return TrainingRun(model=load_model(out / BEST_MODEL), history=read_history_csv(out / HISTORY_CSV),
+                           out_dir=out, record=record, reused=True)
     check_run_folder(out_dir, overwrite=overwrite)  # writes nothing: a wrong folder fails before the lock
     with run_folder_lock(out_dir):  # a second process on this folder stops here, having written nothing
         return _train_locked(config, data, out_dir, spec, epochs=epochs, builder=builder,
-                             jit_compile=jit_compile, mixed_precision=mixed_precision,
-                             distribute=distribute, devices=devices, extra_callbacks=extra_callbacks,
+                             jit_compile=jit_compile, mixed_precision=mixed_precision, extra_callbacks=extra_callbacks,
                              seed=seed, verbose=verbose, overwrite=overwrite)
 
 
 def _train_locked(config: TrainingRecipe, data: DataSplits, out_dir: str | os.PathLike[str], spec: dict,
                   *, epochs: int, builder: Callable[[Any], keras.Model], jit_compile: bool | str,
-                  mixed_precision: str | None, distribute: str | None, devices: Sequence[str] | None,
-                  extra_callbacks: Sequence[keras.callbacks.Callback], seed: int, verbose: int | str,
+                  mixed_precision: str | None, extra_callbacks: Sequence[keras.callbacks.Callback], seed: int, verbose: int | str,
                   overwrite: bool) -> TrainingRun:
     """:func:`train`'s work, while this process holds the run folder's lock."""
     folder = open_run_folder(out_dir, spec, config, overwrite=overwrite)
     keras.utils.set_random_seed(seed)
     train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
-    # Keras' DataParallel (JAX) is in force only inside the scope: build *and* fit there.
-    with distribution_scope(distribute, devices) as strategy:
-        model = build_for_training(config, builder, steps_per_epoch, epochs, jit_compile=jit_compile,
-                                   mixed_precision=mixed_precision)
-        images_per_epoch = min(steps_per_epoch * config.batch_size, len(data.y_train))
-        callbacks = training_callbacks(config, folder, images_per_epoch, extra_callbacks)
-        wall_seconds = fit(model, train_ds, val_ds, epochs, callbacks, folder, verbose)
+    model = build_for_training(config, builder, steps_per_epoch, epochs, jit_compile=jit_compile,
+                               mixed_precision=mixed_precision)
+    images_per_epoch = min(steps_per_epoch * config.batch_size, len(data.y_train))
+    callbacks = training_callbacks(config, folder, images_per_epoch, extra_callbacks)
+    wall_seconds = fit(model, train_ds, val_ds, epochs, callbacks, folder, verbose)
     best, test_metrics = evaluate_best(model, folder, data, config.batch_size)
-    settings = dict(jit_compile=jit_compile, mixed_precision=mixed_precision, distribute=distribute,
-                    replicas=replica_count(strategy))
+    settings = dict(jit_compile=jit_compile, mixed_precision=mixed_precision)
     record = run_record(folder, config, data, epochs=epochs, test_metrics=test_metrics,
                         wall_seconds=wall_seconds, parameters=int(model.count_params()),
                         settings=settings, machine=describe_machine())

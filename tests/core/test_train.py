@@ -1,4 +1,4 @@
-"""The training recipe's core (train.py): metrics, the smoothed loss, precision of the logits."""
+"""The training recipe's core (recipe.py): metrics, the smoothed loss, precision of the logits."""
 
 import keras
 import numpy as np
@@ -8,7 +8,6 @@ from fakes import tiny_splits
 from shiftvit_lib import build_shiftvit, preset
 from shiftvit_lib.data import iterate_batches
 from shiftvit_lib.recipe import (
-    SmoothedSparseCrossentropy,
     compile_for_training,
     evaluate,
     logits_metrics,
@@ -25,24 +24,42 @@ def test_logits_metrics_by_hand():
     assert metrics["accuracy"] == 0.5 and metrics["top5"] == 1.0
 
 
-def test_label_smoothing_loss_matches_formula():
-    loss = SmoothedSparseCrossentropy(0.1, 3)
+def test_label_smoothing_is_keras_own_loss_on_one_hot_targets(tmp_path):
+    config = preset("quick", label_smoothing=0.1)
+    model = compile_for_training(build_shiftvit(config, seed=0), config, steps_per_epoch=1, jit_compile=False)
+    assert isinstance(model.loss, keras.losses.CategoricalCrossentropy)
+    train_ds, val_ds, _ = training_datasets(config, tiny_splits(), seed=0)
+    for dataset in (train_ds, val_ds):
+        _, targets = next(iter(iterate_batches(dataset)))
+        assert targets.shape[1:] == (config.num_classes,)  # one-hot rows
+    # The smoothed cross-entropy by hand: 0.1 of the target spread evenly over the classes.
     logits = np.array([[2.0, 0.5, -1.0]], "float32")
     target = np.array([0.1 / 3 + 0.9, 0.1 / 3, 0.1 / 3])
     log_p = logits[0] - np.log(np.exp(logits[0]).sum())
-    assert float(loss(np.array([0]), logits)) == pytest.approx(-(target * log_p).sum(), rel=1e-5)
-
-
-def test_a_model_saved_with_the_smoothed_loss_loads_again(tmp_path):
-    # Every run of the cpu preset (label smoothing 0.1) saved its best.keras with this loss.
-    config = preset("quick", label_smoothing=0.1)
-    model = compile_for_training(build_shiftvit(config, seed=0), config, steps_per_epoch=1, jit_compile=False)
-    _, val_ds, _ = training_datasets(config, tiny_splits(), seed=0)
-    _, labels = next(iter(iterate_batches(val_ds)))
-    assert labels.ndim == 1  # integer labels: the loss one-hots them itself
+    assert float(model.loss(np.eye(3)[[0]], logits)) == pytest.approx(-(target * log_p).sum(), rel=1e-5)
     model.save(tmp_path / "smoothed.keras")
     loaded = keras.saving.load_model(tmp_path / "smoothed.keras", safe_mode=True)
-    assert isinstance(loaded.loss, SmoothedSparseCrossentropy) and loaded.loss.smoothing == pytest.approx(0.1)
+    assert loaded.loss.get_config()["label_smoothing"] == pytest.approx(0.1)
+    no_smoothing = compile_for_training(build_shiftvit(preset("quick"), seed=0), preset("quick"), steps_per_epoch=1)
+    assert isinstance(no_smoothing.loss, keras.losses.SparseCategoricalCrossentropy)
+
+
+def test_a_model_saved_with_a_loss_this_version_lacks_still_loads(tmp_path):
+    # Runs before issue 34 saved best.keras with the library's own smoothed loss, since removed.
+    from shiftvit_lib.tools.inference import load_model
+
+    @keras.saving.register_keras_serializable(package="shiftvit_test")
+    class RetiredLoss(keras.losses.Loss):
+        def call(self, y_true, y_pred):
+            return keras.ops.mean(y_pred)
+
+    model = build_shiftvit(preset("quick"), seed=0)
+    model.compile(optimizer="adam", loss=RetiredLoss())
+    model.save(tmp_path / "old.keras")
+    del keras.saving.get_custom_objects()["shiftvit_test>RetiredLoss"]
+    loaded = load_model(tmp_path / "old.keras")
+    images = np.zeros((2, 32, 32, 3), "uint8")
+    np.testing.assert_allclose(loaded.predict(images, verbose=0), model.predict(images, verbose=0), atol=1e-6)
 
 
 def test_mixed_precision_build_keeps_float32_logits():
