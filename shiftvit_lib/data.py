@@ -3,22 +3,16 @@
 :func:`load_splits` returns a :class:`DataSplits`: uint8 NHWC images, integer labels, and a
 ``source`` sentence that says exactly which data was loaded, because "CIFAR-10" can mean
 the original release (``"keras"``, downloaded once) or the 2,000 + 500 images bundled with
-this package (``"sample"``, JPEG q75, offline). ``"auto"`` takes the first when it can be
-had, else the sample, with a :class:`DataSourceFallbackWarning` saying why. Your own copy
-(a class-folder directory or archive) is read by :mod:`shiftvit_lib.tools.data_sources`,
-whose ``load_cifar10`` (also ``shiftvit_lib.load_cifar10``) hands its reader to :func:`load_splits`.
+this package (``"sample"``, JPEG q75, offline). ``"auto"`` (the first when it can be had,
+else the sample) and your own copy (a class-folder directory or archive) are read by
+:mod:`shiftvit_lib.tools.data_sources`, whose ``load_cifar10`` (also ``shiftvit_lib.load_cifar10``)
+hands its reader to :func:`load_splits`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import socket
-import threading
-import urllib.parse
-import urllib.request
-import warnings
 import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -36,13 +30,8 @@ CIFAR10_CLASSES: tuple[str, ...] = (
 )
 DEFAULT_SEED = 42
 SPLITS = ("train", "val", "test")
-NAMED_SOURCES = ("auto", "keras", "sample")
+NAMED_SOURCES = ("keras", "sample")  # and "auto", read by shiftvit_lib.load_cifar10
 SAMPLE_ARCHIVE = Path(__file__).resolve().parent / "assets" / "cifar10_sample.zip"
-KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-
-
-class DataSourceFallbackWarning(UserWarning):
-    """``load_cifar10("auto")`` used the bundled sample instead of the full data."""
 
 
 class DataSourceUnavailableError(RuntimeError):
@@ -131,12 +120,12 @@ class RawData:
 Reader = Callable[[int | None, np.random.Generator], RawData]
 
 
-def load_splits(source: str | Reader = "auto", *, val_fraction: float = 0.2, seed: int = DEFAULT_SEED,
+def load_splits(source: str | Reader = "sample", *, val_fraction: float = 0.2, seed: int = DEFAULT_SEED,
                  limit: int | None = None) -> DataSplits:
     """Read CIFAR-10 from ``source`` and split it into train / validation / test; ``print()`` the result.
 
     Args:
-        source: ``"auto"``, ``"keras"`` or ``"sample"`` (see the module docstring), or a
+        source: ``"keras"`` or ``"sample"`` (see the module docstring), or a
             reader ``(limit, rng) -> RawData``. For your own copy (a folder or archive) call
             ``shiftvit_lib.load_cifar10(path)`` (:mod:`shiftvit_lib.tools.data_sources`).
         val_fraction: share of each class's training images moved to validation, in [0, 1):
@@ -167,11 +156,9 @@ def load_splits(source: str | Reader = "auto", *, val_fraction: float = 0.2, see
 def _read_named_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:
     if source == "sample":
         return _load_sample(limit, rng)
-    if source == "auto":
-        return _load_auto(limit, rng)
     if source != "keras":
-        raise ValueError(f"unknown data source {source!r}: data.load_splits reads 'auto', 'keras' or "
-                         "'sample'; for a folder or archive use shiftvit_lib.load_cifar10(path)")
+        raise ValueError(f"unknown data source {source!r}: data.load_splits reads 'keras' or 'sample'; "
+                         "for 'auto', a folder or an archive use shiftvit_lib.load_cifar10")
     try:
         return _cap_raw(_load_from_keras(), limit, rng)
     except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
@@ -218,23 +205,6 @@ def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
         "test images, JPEG q75; pixels differ slightly from the original release"))
 
 
-def _load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
-    """Prefer keras.datasets; fall back to the sample, loudly, when it is out of reach."""
-    available, reason = keras_cifar10_available()
-    if available:
-        try:
-            return _cap_raw(_load_from_keras(), limit, rng)
-        except Exception as error:  # noqa: BLE001 - any failure leads to the fallback, which names it
-            reason = f"keras.datasets.cifar10.load_data() failed: {error}"
-    warnings.warn(
-        "load_cifar10('auto'): using the small bundled CIFAR-10 sample (2,000 train / 500 test images) "
-        f"instead of the full dataset, because {reason}. Pass source='keras' once you are online, "
-        "or the path of a local copy.", DataSourceFallbackWarning, stacklevel=4)
-    raw = _load_sample(limit, rng)
-    raw.description += f" (source='auto' fell back to the sample: {reason})"
-    return raw
-
-
 def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generator) -> np.ndarray:
     """Indices keeping at most ``limit`` random items per class, in original order."""
     if limit is None:
@@ -247,45 +217,6 @@ def _cap_raw(raw: RawData, limit: int | None, rng: np.random.Generator) -> RawDa
     train, test = cap_per_class(raw.y_train, limit, rng), cap_per_class(raw.y_test, limit, rng)
     return dataclasses.replace(raw, x_train=raw.x_train[train], y_train=raw.y_train[train],
                                x_test=raw.x_test[test], y_test=raw.y_test[test])
-
-
-def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
-    """Can ``keras.datasets.cifar10.load_data()`` succeed right now? ``(available, reason)``.
-
-    True when the download is already cached, or when the download host (or the
-    configured HTTPS proxy) accepts a connection within ``timeout_s``. The connection
-    is tried in a thread, so a DNS lookup that hangs cannot hang us too.
-    """
-    cached = _keras_cached_files()
-    if cached:
-        return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
-    proxy = urllib.request.getproxies().get("https")
-    url = urllib.parse.urlsplit((proxy if "://" in proxy else f"http://{proxy}") if proxy else KERAS_CIFAR10_URL)
-    host, port = url.hostname or "", url.port or (80 if proxy else 443)
-    outcome: dict[str, Any] = {}
-
-    def attempt() -> None:
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                outcome["ok"] = True
-        except OSError as error:
-            outcome["error"] = error
-
-    thread = threading.Thread(target=attempt, daemon=True)
-    thread.start()
-    thread.join(timeout_s + 0.5)
-    if outcome.get("ok"):
-        return True, f"{host}:{port} is reachable"
-    if "error" in outcome:
-        return False, f"keras.datasets cannot reach {host}:{port} ({outcome['error']})"
-    return False, f"keras.datasets got no answer from {host}:{port} within {timeout_s:g} s"
-
-
-def _keras_cached_files() -> list[Path]:
-    """Existing cached CIFAR-10 downloads, where keras.utils.get_file keeps them."""
-    homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
-    candidates = [home / "datasets" / "cifar-10-batches-py-target_archive" for home in homes]
-    return [path for path in candidates if path.is_file()]
 
 
 def stratified_split_indices(

@@ -17,8 +17,13 @@ import functools
 import hashlib
 import json
 import os
+import socket
 import stat
 import tarfile
+import threading
+import urllib.parse
+import urllib.request
+import warnings
 import zipfile
 import zlib
 from collections import Counter
@@ -39,6 +44,7 @@ VALID_SOURCES_TEXT = (
     ".tar.gz/.tgz/.tar/.zip archive with train/<class>/ and test/<class>/ image folders"
 )
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 
 
@@ -48,9 +54,73 @@ def load_cifar10(source: str | os.PathLike[str] = "auto", **options: Any) -> dat
     ``source``: ``"auto"``, ``"keras"``, ``"sample"``, or a class-folder directory or
     archive (a str or ``pathlib.Path``); see the module docstring.
     """
-    if not (isinstance(source, str) and source in NAMED_SOURCES):
+    if source == "auto":
+        source = load_auto
+    elif not (isinstance(source, str) and source in NAMED_SOURCES):
         source = functools.partial(load_path_source, _existing_source_path(source))
     return data.load_splits(source, **options)
+
+
+class DataSourceFallbackWarning(UserWarning):
+    """``load_cifar10("auto")`` used the bundled sample instead of the full data."""
+
+
+def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
+    """Can ``keras.datasets.cifar10.load_data()`` succeed right now? ``(available, reason)``.
+
+    True when the download is already cached, or when the download host (or the
+    configured HTTPS proxy) accepts a connection within ``timeout_s``. The connection
+    is tried in a thread, so a DNS lookup that hangs cannot hang us too.
+    """
+    cached = _keras_cached_files()
+    if cached:
+        return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
+    proxy = urllib.request.getproxies().get("https")
+    url = urllib.parse.urlsplit((proxy if "://" in proxy else f"http://{proxy}") if proxy else KERAS_CIFAR10_URL)
+    host, port = url.hostname or "", url.port or (80 if proxy else 443)
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                outcome["ok"] = True
+        except OSError as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(timeout_s + 0.5)
+    if outcome.get("ok"):
+        return True, f"{host}:{port} is reachable"
+    if "error" in outcome:
+        return False, f"keras.datasets cannot reach {host}:{port} ({outcome['error']})"
+    return False, f"keras.datasets got no answer from {host}:{port} within {timeout_s:g} s"
+
+
+def _keras_cached_files() -> list[Path]:
+    """Existing cached CIFAR-10 downloads, where keras.utils.get_file keeps them."""
+    homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
+    candidates = [home / "datasets" / "cifar-10-batches-py-target_archive" for home in homes]
+    return [path for path in candidates if path.is_file()]
+
+
+
+
+def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
+    """Prefer keras.datasets; fall back to the sample, loudly, when it is out of reach."""
+    available, reason = keras_cifar10_available()
+    if available:
+        try:
+            return data._cap_raw(data._load_from_keras(), limit, rng)
+        except Exception as error:  # noqa: BLE001 - any failure leads to the fallback, which names it
+            reason = f"keras.datasets.cifar10.load_data() failed: {error}"
+    warnings.warn(
+        "load_cifar10('auto'): using the small bundled CIFAR-10 sample (2,000 train / 500 test images) "
+        f"instead of the full dataset, because {reason}. Pass source='keras' once you are online, "
+        "or the path of a local copy.", DataSourceFallbackWarning, stacklevel=4)
+    raw = data._load_sample(limit, rng)
+    raw.description += f" (source='auto' fell back to the sample: {reason})"
+    return raw
 
 
 def load_path_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:

@@ -14,7 +14,6 @@ import pytest
 from shiftvit_lib import data
 from shiftvit_lib.data import (
     CIFAR10_CLASSES,
-    DataSourceFallbackWarning,
     DataSplits,
     NumpyBatches,
     RawData,
@@ -22,6 +21,8 @@ from shiftvit_lib.data import (
     load_splits,
     make_dataset,
 )
+from shiftvit_lib.tools import data_sources
+from shiftvit_lib.tools.data_sources import DataSourceFallbackWarning
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,8 @@ def test_train_order_interleaves_classes(sample_splits: DataSplits) -> None:
 
 
 def test_a_path_is_tooling_and_the_error_says_where_to_go(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"unknown data source .*shiftvit_lib.load_cifar10\(path\)"):
+    with pytest.raises(ValueError, match=r"unknown data source .*for 'auto', a folder or an archive use "
+                                         r"shiftvit_lib.load_cifar10"):
         load_splits(str(tmp_path))
 
 
@@ -151,36 +153,36 @@ def fake_keras_raw() -> RawData:
 
 
 def test_auto_falls_back_to_the_sample_when_offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "keras_cifar10_available", lambda: (False, "the test is offline"))
+    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (False, "the test is offline"))
 
     def must_not_download() -> RawData:
         raise AssertionError("auto must not try keras.datasets when it is unreachable")
 
     monkeypatch.setattr(data, "_load_from_keras", must_not_download)
     with pytest.warns(DataSourceFallbackWarning, match="bundled CIFAR-10 sample.*the test is offline"):
-        splits = load_splits("auto", limit=5)
+        splits = data_sources.load_cifar10("auto", limit=5)
     assert "bundled CIFAR-10 sample" in splits.source
     assert "fell back to the sample: the test is offline" in splits.source
 
 
 def test_auto_falls_back_when_the_download_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "keras_cifar10_available", lambda: (True, "reachable"))
+    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "reachable"))
 
     def failing_download() -> RawData:
         raise Exception("URL fetch failure on https://www.cs.toronto.edu: 503")
 
     monkeypatch.setattr(data, "_load_from_keras", failing_download)
     with pytest.warns(DataSourceFallbackWarning, match="URL fetch failure"):
-        splits = load_splits("auto", limit=5)
+        splits = data_sources.load_cifar10("auto", limit=5)
     assert "bundled CIFAR-10 sample" in splits.source
 
 
 def test_auto_uses_keras_datasets_when_available(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "keras_cifar10_available", lambda: (True, "cached"))
+    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "cached"))
     monkeypatch.setattr(data, "_load_from_keras", fake_keras_raw)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataSourceFallbackWarning)
-        splits = load_splits("auto")
+        splits = data_sources.load_cifar10("auto")
     assert splits.source == "fake keras.datasets"
     assert splits.split_sizes() == {"train": 20, "val": 10, "test": 10}
 
@@ -195,29 +197,29 @@ def test_explicit_keras_source_explains_a_failed_download(monkeypatch: pytest.Mo
 
 
 def test_reachability_check_reports_a_refused_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "_keras_cached_files", lambda: [])
-    monkeypatch.setattr(data.urllib.request, "getproxies", lambda: {})
+    monkeypatch.setattr(data_sources, "_keras_cached_files", lambda: [])
+    monkeypatch.setattr(data_sources.urllib.request, "getproxies", lambda: {})
 
     def refuse(*args: object, **kwargs: object) -> socket.socket:
         raise ConnectionRefusedError("refused for the test")
 
-    monkeypatch.setattr(data.socket, "create_connection", refuse)
-    available, reason = data.keras_cifar10_available(timeout_s=1.0)
+    monkeypatch.setattr(data_sources.socket, "create_connection", refuse)
+    available, reason = data_sources.keras_cifar10_available(timeout_s=1.0)
     assert not available
     assert "www.cs.toronto.edu:443" in reason and "refused for the test" in reason
 
 
 def test_reachability_check_never_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "_keras_cached_files", lambda: [])
-    monkeypatch.setattr(data.urllib.request, "getproxies", lambda: {})
+    monkeypatch.setattr(data_sources, "_keras_cached_files", lambda: [])
+    monkeypatch.setattr(data_sources.urllib.request, "getproxies", lambda: {})
 
     def silent_host(*args: object, **kwargs: object) -> socket.socket:
         time.sleep(3)  # like a DNS lookup that hangs; the check must not wait for it
         raise TimeoutError("too late")
 
-    monkeypatch.setattr(data.socket, "create_connection", silent_host)
+    monkeypatch.setattr(data_sources.socket, "create_connection", silent_host)
     start = time.monotonic()
-    available, reason = data.keras_cifar10_available(timeout_s=0.2)
+    available, reason = data_sources.keras_cifar10_available(timeout_s=0.2)
     assert time.monotonic() - start < 2
     assert not available and "no answer" in reason
 
@@ -229,7 +231,7 @@ def test_reachability_check_accepts_a_cached_download(
     cached.parent.mkdir()
     cached.write_bytes(b"x")
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
-    available, reason = data.keras_cifar10_available()
+    available, reason = data_sources.keras_cifar10_available()
     assert available and "cached" in reason
 
 
