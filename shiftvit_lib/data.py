@@ -248,28 +248,20 @@ def stratified_split_indices(
 # --------------------------------------------------------------------------- input pipeline
 def make_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool, seed: int | None = None,
                  drop_remainder: bool = False, num_classes: int | None = None, mixup_alpha: float = 0.0,
-                 cutmix_alpha: float = 0.0) -> Any:
+                 cutmix_alpha: float = 0.0) -> NumpyBatches:
     """Batches of (images, labels) for ``model.fit`` / ``model.evaluate``.
 
-    A ``tf.data.Dataset`` on TensorFlow; on JAX or PyTorch, and whenever ``num_classes``
-    asks for one-hot labels (which ``mixup_alpha`` / ``cutmix_alpha`` > 0 then mix with
-    :func:`mix_batch`), a :class:`NumpyBatches`. Images stay uint8 [0, 255] pixels (a
+    A :class:`NumpyBatches` (a ``keras.utils.PyDataset``) on every backend; with
+    ``num_classes`` the labels come one-hot (which ``mixup_alpha`` / ``cutmix_alpha`` > 0
+    then mix with :func:`mix_batch`). Images stay uint8 [0, 255] pixels (a
     quarter of float32's memory): the model rescales and augments inside, so a saved
     model takes raw pixels. ``shuffle`` reorders every epoch, the same ``seed`` the same way.
     """
     x, y = check_batch_inputs(x, y, batch_size)
     if (mixup_alpha or cutmix_alpha) and num_classes is None:
         raise ValueError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
-    if keras.backend.backend() != "tensorflow" or num_classes is not None:
-        return NumpyBatches(x, y, batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
-                            num_classes=num_classes, mixup_alpha=mixup_alpha, cutmix_alpha=cutmix_alpha)
-    import tensorflow as tf  # only on the TensorFlow backend
-
-    dataset = tf.data.Dataset.from_tensor_slices((x, y))
-    if shuffle:
-        # A buffer as big as the data gives a uniform shuffle (CIFAR fits in memory).
-        dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    return NumpyBatches(x, y, batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
+                        num_classes=num_classes, mixup_alpha=mixup_alpha, cutmix_alpha=cutmix_alpha)
 
 
 def check_batch_inputs(x: Any, y: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -286,7 +278,7 @@ def check_batch_inputs(x: Any, y: Any, batch_size: int) -> tuple[np.ndarray, np.
 class NumpyBatches(keras.utils.PyDataset):
     """Backend-neutral batches of NumPy arrays, reshuffled after every epoch.
 
-    What :func:`make_dataset` returns off TensorFlow, and whenever labels are one-hot.
+    What :func:`make_dataset` returns.
     Keras calls ``on_epoch_end`` after each epoch; a seeded generator makes the
     sequence of orders reproducible. With ``num_classes``, labels come one-hot; with
     a MixUp/CutMix alpha, each batch is mixed by :func:`mix_batch` with a generator
@@ -382,10 +374,7 @@ def mix_batch(images: np.ndarray, targets: np.ndarray, rng: np.random.Generator,
     return mixed.astype("float32"), mixed_targets.astype("float32"), record
 
 
-def iterate_batches(dataset: Any) -> Iterable[tuple[np.ndarray, np.ndarray]]:
-    """Yield NumPy (images, labels) batches from either kind of make_dataset result."""
-    if isinstance(dataset, keras.utils.PyDataset):
-        for index in range(len(dataset)):
-            yield dataset[index]
-        return
-    yield from dataset.as_numpy_iterator()
+def iterate_batches(dataset: NumpyBatches) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+    """Yield the NumPy (images, labels) batches of a :func:`make_dataset` result, in order."""
+    for index in range(len(dataset)):
+        yield dataset[index]
