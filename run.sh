@@ -9,7 +9,7 @@
 #                      (Sphinx, offline, warnings are errors; website/build.py)
 #   bash run.sh test   set up, then run the library, animation, website (in Chromium) and notebook
 #                      (nbval) tests
-#   bash run.sh test-fast  the inner loop: ruff, then the library tests not marked slow (no notebooks,
+#   bash run.sh test-fast  the inner loop: ruff (lint, and the library's format), then the library tests not marked slow (no notebooks,
 #                      no renders, no training runs), in under 2 minutes on a 2-core CPU; sets up
 #                      only when $VENV is missing. Extra arguments go to pytest (e.g. tests/core/test_data.py)
 #   bash run.sh test-colab  Colab's default runtime in .venv-colab: its preinstalled packages at
@@ -132,8 +132,9 @@ PY
 
 run_fast_tests() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
-  echo "==> ruff (lint: library and tests)"
+  echo "==> ruff (lint: library and tests; format: the library)"
   "$VENV/bin/python" -m ruff check shiftvit_lib tests
+  "$VENV/bin/python" -m ruff format --check shiftvit_lib
   echo "==> the fast tier: library tests not marked slow (the full suite: bash run.sh test)"
   "$VENV/bin/python" -m pytest -m "not slow" -q --random-order -p no:cacheprovider --durations=15 "$@"  # testpaths: tests/
 }
@@ -154,8 +155,9 @@ run_tests() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
   export SHIFTVIT_REQUIRE_BROWSER=1  # the website's browser test fails, not skips, without Chromium
   export SHIFTVIT_RENDER_ANIMATION=1  # lesson 02 renders its Manim scene (the anim extra is here)
-  echo "==> ruff (lint: library, tests, scripts, lessons)"
+  echo "==> ruff (lint: library, tests, scripts, lessons; format: the library)"
   "$VENV/bin/python" -m ruff check --exclude "$VENV" .
+  "$VENV/bin/python" -m ruff format --check shiftvit_lib
   # --random-order: tests in a new order each run (the seed is printed in the header; repeat a run
   # with --random-order-seed=N); each lesson's cells keep their order (tests/conftest.py).
   # --durations=15: the 15 slowest tests end the report.

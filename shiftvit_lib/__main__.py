@@ -64,13 +64,25 @@ def _parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train a preset and save best.keras, history.csv, run.json")
     train.add_argument("--preset", default="quick", help="preset name (see the 'presets' command)")
-    train.add_argument("--data", default="auto", help="'auto', 'keras', 'sample', or a class-folder dir/archive")
-    train.add_argument("--epochs", type=_positive_int, default=None, help="override the preset's number of epochs")
-    train.add_argument("--batch-size", type=_positive_int, default=None, help="override the preset's batch size")
-    train.add_argument("--out", default="runs/latest",
-                       help="output folder; re-run with it (and the same settings) to resume an interrupted run")
-    train.add_argument("--overwrite", action="store_true",
-                       help="replace the run already in --out (its best.keras, history.csv, run.json, backup)")
+    train.add_argument(
+        "--data", default="auto", help="'auto', 'keras', 'sample', or a class-folder dir/archive"
+    )
+    train.add_argument(
+        "--epochs", type=_positive_int, default=None, help="override the preset's number of epochs"
+    )
+    train.add_argument(
+        "--batch-size", type=_positive_int, default=None, help="override the preset's batch size"
+    )
+    train.add_argument(
+        "--out",
+        default="runs/latest",
+        help="output folder; re-run with it (and the same settings) to resume an interrupted run",
+    )
+    train.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run already in --out (its best.keras, history.csv, run.json, backup)",
+    )
     train.add_argument("--limit", type=_positive_int, default=None, help="at most this many images per class")
     train.add_argument(
         "--mixed-precision",
@@ -79,54 +91,95 @@ def _parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--no-jit", action="store_true", help="disable XLA compilation")
     train.add_argument("--seed", type=_seed, default=42)
-    train.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1,
-                       help="Keras' log: 1 a progress bar, 2 one line per epoch (best in log files)")
+    train.add_argument(
+        "--verbose",
+        type=int,
+        choices=(0, 1, 2),
+        default=1,
+        help="Keras' log: 1 a progress bar, 2 one line per epoch (best in log files)",
+    )
 
     compare = commands.add_parser(
         "compare", help="lesson 07's experiment: ViT, ViT+SPT+LSA and three ShiftViT shifts on equal terms"
     )
-    compare.add_argument("--data", default="auto", help="'auto', 'keras', 'sample', or a class-folder dir/archive")
-    compare.add_argument("--scale", choices=("quick", "cpu", "full"), default="full",
-                         help="quick: tiny models, a smoke test; cpu: models the size of the cpu preset, "
-                              "its recipe, 10 epochs (2-core CPU, about an hour, resumable); full: full size (GPU)")
+    compare.add_argument(
+        "--data", default="auto", help="'auto', 'keras', 'sample', or a class-folder dir/archive"
+    )
+    compare.add_argument(
+        "--scale",
+        choices=("quick", "cpu", "full"),
+        default="full",
+        help="quick: tiny models, a smoke test; cpu: models the size of the cpu preset, "
+        "its recipe, 10 epochs (2-core CPU, about an hour, resumable); full: full size (GPU)",
+    )
     compare.add_argument("--quick", action="store_true", help="the same as --scale quick")
-    compare.add_argument("--epochs", type=_positive_int, default=None, help="default: 5 quick, 10 cpu, 100 full")
-    compare.add_argument("--runs", default="runs/compare", help="one training folder per model; re-run to resume")
-    compare.add_argument("--out", required=True, help="the JSON record to write, e.g. results/attention_vs_shift.json")
+    compare.add_argument(
+        "--epochs", type=_positive_int, default=None, help="default: 5 quick, 10 cpu, 100 full"
+    )
+    compare.add_argument(
+        "--runs", default="runs/compare", help="one training folder per model; re-run to resume"
+    )
+    compare.add_argument(
+        "--out", required=True, help="the JSON record to write, e.g. results/attention_vs_shift.json"
+    )
     compare.add_argument("--seed", type=_seed, default=42)
-    compare.add_argument("--models", nargs="+", default=None, metavar="NAME",
-                         help="train only these of the five (default: all), e.g. the three ShiftViTs "
-                              "for a second seed: shiftvit_official shiftvit_keras_io shiftvit_no_shift")
+    compare.add_argument(
+        "--models",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="train only these of the five (default: all), e.g. the three ShiftViTs "
+        "for a second seed: shiftvit_official shiftvit_keras_io shiftvit_no_shift",
+    )
 
-    trust_help = ("load a TensorFlow SavedModel directory, which runs the graph it contains; only for "
-                  "models you exported yourself or trust (.keras files load in safe mode without it)")
+    trust_help = (
+        "load a TensorFlow SavedModel directory, which runs the graph it contains; only for "
+        "models you exported yourself or trust (.keras files load in safe mode without it)"
+    )
     evaluate = commands.add_parser("evaluate", help="top-1/top-5 accuracy of a saved model on the test split")
-    evaluate.add_argument("--model", required=True, help="a .keras file (or a SavedModel directory, see below)")
+    evaluate.add_argument(
+        "--model", required=True, help="a .keras file (or a SavedModel directory, see below)"
+    )
     evaluate.add_argument("--data", default="auto")
     evaluate.add_argument("--batch-size", type=_positive_int, default=256)
     evaluate.add_argument("--trust-saved-model", action="store_true", help=trust_help)
-    evaluate.add_argument("--tta", action="store_true",
-                          help="also score each image with its mirror image (test-time augmentation), "
-                               "reported beside the plain figure")
+    evaluate.add_argument(
+        "--tta",
+        action="store_true",
+        help="also score each image with its mirror image (test-time augmentation), "
+        "reported beside the plain figure",
+    )
 
     predict = commands.add_parser("predict", help="classify every image in a folder")
-    predict.add_argument("--model", required=True, help="a .keras file (or a SavedModel directory, see below)")
+    predict.add_argument(
+        "--model", required=True, help="a .keras file (or a SavedModel directory, see below)"
+    )
     predict.add_argument("folder", help="folder of images (jpg, png, ... any size)")
     predict.add_argument("--top-k", type=_positive_int, default=3)
     predict.add_argument("--json", action="store_true", help="print JSON instead of a table")
     predict.add_argument("--trust-saved-model", action="store_true", help=trust_help)
-    predict.add_argument("--tta", action="store_true",
-                         help="score each image together with its mirror image (test-time augmentation)")
+    predict.add_argument(
+        "--tta",
+        action="store_true",
+        help="score each image together with its mirror image (test-time augmentation)",
+    )
 
     commands.add_parser("presets", help="list the presets")
     return parser
 
 
 def _mixed_precision(text: str) -> str | None:
-    choices = {"none": None, "float32": None, "auto": "auto", "mixed_bfloat16": "mixed_bfloat16",
-               "mixed_float16": "mixed_float16"}
+    choices = {
+        "none": None,
+        "float32": None,
+        "auto": "auto",
+        "mixed_bfloat16": "mixed_bfloat16",
+        "mixed_float16": "mixed_float16",
+    }
     if text.lower() not in choices:
-        raise UserError(f"--mixed-precision {text!r} is not one of: auto, none, mixed_bfloat16, mixed_float16")
+        raise UserError(
+            f"--mixed-precision {text!r} is not one of: auto, none, mixed_bfloat16, mixed_float16"
+        )
     return choices[text.lower()]
 
 
@@ -194,12 +247,19 @@ def _compare(args: argparse.Namespace) -> int:
     epochs = ex.shared_terms(configs)["epochs"]
     data = load_cifar10(args.data, seed=args.seed)
     print(data.summary(), flush=True)
-    rows = ex.run_comparison(configs, data, args.runs, epochs=epochs, seed=args.seed, restart=False,
-                             log=lambda line: print(line, flush=True))
+    rows = ex.run_comparison(
+        configs,
+        data,
+        args.runs,
+        epochs=epochs,
+        seed=args.seed,
+        restart=False,
+        log=lambda line: print(line, flush=True),
+    )
     notes = {
         "quick": "QUICK mode: tiny models, a smoke test, not results.",
         "cpu": "CPU scale: models the size of the cpu preset, the cpu preset's recipe on a shorter "
-               "schedule for all five, same data, epochs and seed, no early stopping.",
+        "schedule for all five, same data, epochs and seed, no early stopping.",
         "full": "Full mode: full-size models, same recipe and epochs for all, no early stopping.",
     }
     mode, note = scale, notes[scale]
@@ -230,12 +290,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     data = load_cifar10(args.data)
     metrics = evaluate(model, data, batch_size=args.batch_size)
     print(data.source)
-    print(f"test top-1 {metrics['accuracy']:.2%}  top-5 {metrics['top5']:.2%}  "
-          f"loss {metrics['loss']:.4f}  ({metrics['images']:,} images)")
+    print(
+        f"test top-1 {metrics['accuracy']:.2%}  top-5 {metrics['top5']:.2%}  "
+        f"loss {metrics['loss']:.4f}  ({metrics['images']:,} images)"
+    )
     if args.tta:  # beside the plain figure, never instead of it
         flipped = evaluate(model, data, batch_size=args.batch_size, tta=True)
-        print(f"with flip TTA: top-1 {flipped['accuracy']:.2%}  top-5 {flipped['top5']:.2%}  "
-              f"loss {flipped['loss']:.4f}")
+        print(
+            f"with flip TTA: top-1 {flipped['accuracy']:.2%}  top-5 {flipped['top5']:.2%}  "
+            f"loss {flipped['loss']:.4f}"
+        )
     return 0
 
 
@@ -247,8 +311,10 @@ def _predict(args: argparse.Namespace) -> int:
         raise UserError(f"--top-k {args.top_k} is more than the {len(CIFAR10_CLASSES)} classes")
     folder = Path(args.folder)
     if not folder.is_dir():
-        raise UserError(f"{folder} is not a folder" + (" (it is a file; put it in a folder)"
-                                                        if folder.exists() else " (it does not exist)"))
+        raise UserError(
+            f"{folder} is not a folder"
+            + (" (it is a file; put it in a folder)" if folder.exists() else " (it does not exist)")
+        )
     model = _load_classifier(args)
     result = predict_folder(model, folder, top_k=args.top_k, tta=args.tta)
     if args.json:
@@ -256,8 +322,10 @@ def _predict(args: argparse.Namespace) -> int:
     else:
         print(result.format())
     if not result.predictions:
-        raise UserError(f"no image in {folder} could be classified ({len(result.failures)} unreadable file(s), "
-                        "listed above)")
+        raise UserError(
+            f"no image in {folder} could be classified ({len(result.failures)} unreadable file(s), "
+            "listed above)"
+        )
     return 0
 
 
@@ -266,8 +334,10 @@ def _presets(_: argparse.Namespace) -> int:
 
     for name in sorted(PRESETS):
         cfg = preset(name)
-        print(f"{name:22} dim {cfg.projected_dim:3}  depths {list(cfg.depths)}  "
-              f"input {cfg.input_shape[0]} px -> {cfg.image_size} px  shift {cfg.shift}")
+        print(
+            f"{name:22} dim {cfg.projected_dim:3}  depths {list(cfg.depths)}  "
+            f"input {cfg.input_shape[0]} px -> {cfg.image_size} px  shift {cfg.shift}"
+        )
     return 0
 
 
@@ -314,17 +384,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
         return int(stop.code or 0)
-    handlers = {"train": _train, "compare": _compare, "evaluate": _evaluate, "predict": _predict,
-                "presets": _presets}
+    handlers = {
+        "train": _train,
+        "compare": _compare,
+        "evaluate": _evaluate,
+        "predict": _predict,
+        "presets": _presets,
+    }
     try:
         return handlers[args.command](args)
-    except (UserError, OSError, ValueError, KeyError, TypeError, DataSourceUnavailableError,
-            BackendError) as error:
+    except (
+        UserError,
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        DataSourceUnavailableError,
+        BackendError,
+    ) as error:
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback through Keras
-        resume = (f"; run the same command again to resume {args.out} from its last finished epoch"
-                  if args.command == "train" else "")
+        resume = (
+            f"; run the same command again to resume {args.out} from its last finished epoch"
+            if args.command == "train"
+            else ""
+        )
         print(f"stopped (Ctrl-C){resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
 

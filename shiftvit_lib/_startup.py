@@ -27,8 +27,13 @@ import sys
 from pathlib import Path
 
 # Keras 3's backends, and the package each one needs.
-KERAS_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", "numpy": "numpy",
-                  "openvino": "openvino"}
+KERAS_BACKENDS = {
+    "tensorflow": "tensorflow",
+    "jax": "jax",
+    "torch": "torch",
+    "numpy": "numpy",
+    "openvino": "openvino",
+}
 
 
 class BackendChoiceError(ImportError):
@@ -54,13 +59,17 @@ def backend_problem(environ=None, find_spec=importlib.util.find_spec) -> str | N
     environ = os.environ if environ is None else environ
     name, source = _configured_backend(environ)
     if name not in KERAS_BACKENDS:
-        return (f"the Keras backend {name!r} (from {source}) is not one Keras knows; set KERAS_BACKEND "
-                "to jax, tensorflow or torch")
+        return (
+            f"the Keras backend {name!r} (from {source}) is not one Keras knows; set KERAS_BACKEND "
+            "to jax, tensorflow or torch"
+        )
     if find_spec(KERAS_BACKENDS[name]) is None:
         others = [b for b in ("jax", "tensorflow", "torch") if b != name and find_spec(b) is not None]
         instead = f"set KERAS_BACKEND={others[0]} (installed here), or " if others else ""
-        return (f"Keras is to use {name} (from {source}) but {name} is not installed; {instead}"
-                f"pip install {KERAS_BACKENDS[name]}")
+        return (
+            f"Keras is to use {name} (from {source}) but {name} is not installed; {instead}"
+            f"pip install {KERAS_BACKENDS[name]}"
+        )
     return None
 
 
@@ -80,8 +89,12 @@ def on_colab_tpu(environ=None, modules=None, exists=os.path.exists) -> bool:
     modules = sys.modules if modules is None else modules
     if "google.colab" not in modules:
         return False
-    return bool(environ.get("COLAB_TPU_ADDR") or environ.get("TPU_ACCELERATOR_TYPE")
-                or exists("/dev/accel0") or exists("/dev/vfio/0"))
+    return bool(
+        environ.get("COLAB_TPU_ADDR")
+        or environ.get("TPU_ACCELERATOR_TYPE")
+        or exists("/dev/accel0")
+        or exists("/dev/vfio/0")
+    )
 
 
 def choose_backend_for_colab_tpu(environ=None, modules=None, exists=os.path.exists) -> str | None:
@@ -108,7 +121,11 @@ def import_backend_quietly() -> bool:
             return False
         raise BackendChoiceError(problem)
     backend, _ = _configured_backend(os.environ)
-    if backend != "tensorflow" or "tensorflow" in sys.modules or os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") == "1":
+    if (
+        backend != "tensorflow"
+        or "tensorflow" in sys.modules
+        or os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") == "1"
+    ):
         return True
     try:
         saved = os.dup(2)

@@ -93,13 +93,17 @@ class InputPipeline:
                 f"image_size ({self.image_size}) cannot be larger than resize_to ({self.resize_to})"
             )
         if self.rand_augment_ops < 0 or not 0.0 <= self.rand_augment_factor <= 1.0:
-            problems.append("rand_augment_ops must be >= 0 and rand_augment_factor in [0, 1], got "
-                            f"{self.rand_augment_ops} and {self.rand_augment_factor}")
+            problems.append(
+                "rand_augment_ops must be >= 0 and rand_augment_factor in [0, 1], got "
+                f"{self.rand_augment_ops} and {self.rand_augment_factor}"
+            )
         if not 0.0 <= self.random_erasing <= 1.0:
             problems.append(f"random_erasing is a probability in [0, 1], got {self.random_erasing}")
         if self.mixup_alpha < 0 or self.cutmix_alpha < 0:
-            problems.append(f"mixup_alpha and cutmix_alpha must be >= 0 (0 turns them off), got "
-                            f"{self.mixup_alpha} and {self.cutmix_alpha}")
+            problems.append(
+                f"mixup_alpha and cutmix_alpha must be >= 0 (0 turns them off), got "
+                f"{self.mixup_alpha} and {self.cutmix_alpha}"
+            )
         return problems
 
 
@@ -137,8 +141,12 @@ class TrainingRecipe(InputPipeline):
     def validate(self) -> None:
         """Raise ``ValueError`` naming every field that cannot work."""
         problems = self.type_problems()  # the other checks need the right types
-        problems = problems or (self.pipeline_problems() + self.recipe_problems() + self.choice_problems()
-                                + self.architecture_problems())
+        problems = problems or (
+            self.pipeline_problems()
+            + self.recipe_problems()
+            + self.choice_problems()
+            + self.architecture_problems()
+        )
         if problems:
             raise ValueError(f"Invalid {type(self).__name__} {self.name!r}: " + "; ".join(problems))
 
@@ -152,8 +160,10 @@ class TrainingRecipe(InputPipeline):
             elif hint is float and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
                 problems.append(f"{name} must be a number, got {value!r}")
             elif origin is tuple and not isinstance(value, tuple):
-                problems.append(f"{name} must be a list of whole numbers such as (2, 2), got {value!r} "
-                                "(in Python (2) is the number 2; write (2,) for one stage)")
+                problems.append(
+                    f"{name} must be a list of whole numbers such as (2, 2), got {value!r} "
+                    "(in Python (2) is the number 2; write (2,) for one stage)"
+                )
         return problems
 
     def recipe_problems(self) -> list[str]:
@@ -162,8 +172,10 @@ class TrainingRecipe(InputPipeline):
         if not is_positive_int(self.batch_size):
             problems.append(f"batch_size must be a positive integer, got {self.batch_size!r}")
         if not 0 <= self.lr_start <= self.lr_max:
-            problems.append(f"the learning rates must satisfy 0 <= lr_start <= lr_max, "
-                            f"got lr_start {self.lr_start}, lr_max {self.lr_max}")
+            problems.append(
+                f"the learning rates must satisfy 0 <= lr_start <= lr_max, "
+                f"got lr_start {self.lr_start}, lr_max {self.lr_max}"
+            )
         if self.weight_decay < 0:
             problems.append(f"weight_decay must be >= 0, got {self.weight_decay}")
         if not 0.0 <= self.label_smoothing < 1.0:
@@ -237,8 +249,9 @@ def _json_value(value: Any) -> Any:
 # The fields that make two models' training comparable, each declared once above.
 PIPELINE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(InputPipeline))
 _RECIPE_TYPE_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainingRecipe))
-RECIPE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainingRecipe)
-                                       if f.name not in PIPELINE_FIELDS and f.name != "name")
+RECIPE_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(TrainingRecipe) if f.name not in PIPELINE_FIELDS and f.name != "name"
+)
 
 
 @dataclass(frozen=True)
@@ -280,26 +293,34 @@ class ShiftViTConfig(TrainingRecipe):
         if self.num_div < 4:
             problems.append(f"num_div must be >= 4 (four groups move), got {self.num_div}")
         if self.projected_dim < self.num_div:
-            problems.append(f"projected_dim ({self.projected_dim}) must be >= num_div ({self.num_div}) "
-                            "so that every shifted group holds at least one channel")
+            problems.append(
+                f"projected_dim ({self.projected_dim}) must be >= num_div ({self.num_div}) "
+                "so that every shifted group holds at least one channel"
+            )
         if self.shift_pixel < 1:
             problems.append(f"shift_pixel must be >= 1, got {self.shift_pixel}")
         if self.patch_size < 1:
             problems.append(f"patch_size must be >= 1, got {self.patch_size}")
             return problems  # the checks below divide by it
         if self.stem_channels < 0:
-            problems.append(f"stem_channels must be >= 0 (0: no convolutional stem), got {self.stem_channels}")
+            problems.append(
+                f"stem_channels must be >= 0 (0: no convolutional stem), got {self.stem_channels}"
+            )
         if self.stem_channels and self.patch_size % 2:
-            problems.append(f"a convolutional stem (stem_channels {self.stem_channels}) halves the image first, so "
-                            f"patch_size must be even, got {self.patch_size}: use patch_size 2 or 4, or stem_channels 0")
+            problems.append(
+                f"a convolutional stem (stem_channels {self.stem_channels}) halves the image first, so "
+                f"patch_size must be even, got {self.patch_size}: use patch_size 2 or 4, or stem_channels 0"
+            )
         if self.image_size % self.patch_size:
             problems.append(
                 f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"
             )
         if self.shift != "none" and self.shift_pixel >= min(self.stage_resolutions):
-            problems.append(f"shift_pixel ({self.shift_pixel}) must be smaller than the last stage's "
-                            f"resolution {self.stage_resolutions}: use fewer stages, a larger image or "
-                            "a smaller patch_size")
+            problems.append(
+                f"shift_pixel ({self.shift_pixel}) must be smaller than the last stage's "
+                f"resolution {self.stage_resolutions}: use fewer stages, a larger image or "
+                "a smaller patch_size"
+            )
         if self.shift == "keras_io":
             # The example's split(x, C // num_div) needs C divisible by C // num_div.
             bad = [dim for dim in self.stage_dims if dim >= self.num_div and dim % (dim // self.num_div)]
@@ -339,8 +360,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     "seed_keras_io_shift": dict(drop_path_schedule="per_stage", shift="keras_io"),
     # Tiny and fast: CPU tests, CI and the quick mode of every lesson.
     "quick": dict(
-        resize_to=36, image_size=32, projected_dim=24, depths=(1, 2, 1), num_div=12, mlp_dropout=0.0,
-        drop_path_rate=0.1, batch_size=64, epochs=5, warmup_fraction=0.1, lr_max=2e-3,
+        resize_to=36,
+        image_size=32,
+        projected_dim=24,
+        depths=(1, 2, 1),
+        num_div=12,
+        mlp_dropout=0.0,
+        drop_path_rate=0.1,
+        batch_size=64,
+        epochs=5,
+        warmup_fraction=0.1,
+        lr_max=2e-3,
         early_stopping_patience=None,
     ),
     # A stronger recipe for CIFAR-10 with the seed architecture: the regularisers
@@ -351,9 +381,19 @@ PRESETS: dict[str, dict[str, Any]] = {
     # decoupled weight decay 0.05 as in DeiT/SPACH. No early stopping: with mixed
     # labels the validation accuracy keeps rising late in the cosine schedule.
     "strong": dict(
-        mlp_dropout=0.0, drop_path_rate=0.1, init="spach", rand_augment_ops=2, rand_augment_factor=0.5,
-        random_erasing=0.25, mixup_alpha=0.8, cutmix_alpha=1.0, label_smoothing=0.1, weight_decay=0.05,
-        warmup_fraction=0.1, epochs=100, early_stopping_patience=None,
+        mlp_dropout=0.0,
+        drop_path_rate=0.1,
+        init="spach",
+        rand_augment_ops=2,
+        rand_augment_factor=0.5,
+        random_erasing=0.25,
+        mixup_alpha=0.8,
+        cutmix_alpha=1.0,
+        label_smoothing=0.1,
+        weight_decay=0.05,
+        warmup_fraction=0.1,
+        epochs=100,
+        early_stopping_patience=None,
     ),
     # Sized and scheduled for a 2-core CPU: the full CIFAR-10 at its own 32 px
     # (the resize-and-crop makes a 36 -> 32 px random crop), 64 channels, depths
@@ -364,20 +404,50 @@ PRESETS: dict[str, dict[str, Any]] = {
     # best validation top-1 83.17 % against 81.09 % without the stem at 28 epochs; 21
     # minutes of training there with transparent huge pages on (results/cpu_full/).
     "cpu": dict(
-        resize_to=36, image_size=32, projected_dim=64, depths=(2, 2, 6), mlp_dropout=0.0, drop_path_rate=0.2,
-        random_erasing=0.25, batch_size=128, epochs=30, lr_max=2e-3, warmup_fraction=0.04,
-        weight_decay=0.05, label_smoothing=0.1, early_stopping_patience=None, stem_channels=32,
+        resize_to=36,
+        image_size=32,
+        projected_dim=64,
+        depths=(2, 2, 6),
+        mlp_dropout=0.0,
+        drop_path_rate=0.2,
+        random_erasing=0.25,
+        batch_size=128,
+        epochs=30,
+        lr_max=2e-3,
+        warmup_fraction=0.04,
+        weight_decay=0.05,
+        label_smoothing=0.1,
+        early_stopping_patience=None,
+        stem_channels=32,
     ),
     # Official SPACH sizes (registry names shiftvit_light_tiny and shiftvit_r2_tiny),
     # with their normalisation placement: a norm after the stem and before the head,
     # GroupNorm(1) in the blocks. Defined for ImageNet (224 px, 1000 classes).
     "shiftvit_light_tiny": dict(
-        input_shape=(224, 224, 3), num_classes=1000, augment=False, resize_to=224, image_size=224,
-        depths=(2, 2, 6, 2), mlp_ratio=4.0, mlp_dropout=0.0, norm="group", patch_norm=True, final_norm=True,
+        input_shape=(224, 224, 3),
+        num_classes=1000,
+        augment=False,
+        resize_to=224,
+        image_size=224,
+        depths=(2, 2, 6, 2),
+        mlp_ratio=4.0,
+        mlp_dropout=0.0,
+        norm="group",
+        patch_norm=True,
+        final_norm=True,
     ),
     "shiftvit_r2_tiny": dict(
-        input_shape=(224, 224, 3), num_classes=1000, augment=False, resize_to=224, image_size=224,
-        depths=(6, 8, 18, 6), mlp_ratio=2.0, mlp_dropout=0.0, norm="group", patch_norm=True, final_norm=True,
+        input_shape=(224, 224, 3),
+        num_classes=1000,
+        augment=False,
+        resize_to=224,
+        image_size=224,
+        depths=(6, 8, 18, 6),
+        mlp_ratio=2.0,
+        mlp_dropout=0.0,
+        norm="group",
+        patch_norm=True,
+        final_norm=True,
     ),
 }
 
@@ -430,4 +500,3 @@ def family_of(config: Any) -> ModelFamily:
             return by_type[cls]
     known = " or ".join(family.config_type.__name__ for family in FAMILIES.values())
     raise TypeError(f"expected a model config ({known}), got {type(config).__name__}")
-

@@ -25,8 +25,16 @@ from shiftvit_lib.config import check_positive_int
 from shiftvit_lib.images import decode_rgb
 
 CIFAR10_CLASSES: tuple[str, ...] = (
-    "airplane", "automobile", "bird", "cat", "deer",
-    "dog", "frog", "horse", "ship", "truck",
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
 )
 DEFAULT_SEED = 42
 SPLITS = ("train", "val", "test")
@@ -67,18 +75,26 @@ class DataSplits:
 
     def class_counts(self) -> dict[str, np.ndarray]:
         """Images per class for each split (arrays of length ``len(class_names)``)."""
-        return {split: np.bincount(getattr(self, f"y_{split}"), minlength=len(self.class_names)) for split in SPLITS}
+        return {
+            split: np.bincount(getattr(self, f"y_{split}"), minlength=len(self.class_names))
+            for split in SPLITS
+        }
 
     def summary(self) -> str:
         """A few lines: the source, then the size of each split."""
         lines = [self.source]
         for split, counts in self.class_counts().items():
-            per_class = f"{counts[0]:,}" if len(counts) and counts.min() == counts.max() else \
-                f"{counts.min():,} to {counts.max():,}"
+            per_class = (
+                f"{counts[0]:,}"
+                if len(counts) and counts.min() == counts.max()
+                else f"{counts.min():,} to {counts.max():,}"
+            )
             lines.append(f"  {split + ':':6} {counts.sum():>6,} images ({per_class} per class)")
         height, width, channels = self.x_train.shape[1:]
-        lines.append(f"  images: {height}x{width}x{channels} {self.x_train.dtype}, "
-                     f"labels: {len(self.class_names)} classes ({', '.join(self.class_names)})")
+        lines.append(
+            f"  images: {height}x{width}x{channels} {self.x_train.dtype}, "
+            f"labels: {len(self.class_names)} classes ({', '.join(self.class_names)})"
+        )
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -91,11 +107,14 @@ class DataSplits:
 
 def _check_images_and_labels(x: np.ndarray, y: np.ndarray, num_classes: int, where: str) -> None:
     """Raise ValueError unless x is (N, H, W, 3) uint8 and y is (N,) ints in range."""
+
     def described(array: Any) -> str:
         return f"{type(array).__name__} {getattr(array, 'dtype', '')} {getattr(array, 'shape', '')}"
 
     if not isinstance(x, np.ndarray) or x.ndim != 4 or x.shape[-1] != 3 or x.dtype != np.uint8:
-        raise ValueError(f"{where}: images must be a uint8 array of shape (N, height, width, 3); got {described(x)}")
+        raise ValueError(
+            f"{where}: images must be a uint8 array of shape (N, height, width, 3); got {described(x)}"
+        )
     if not isinstance(y, np.ndarray) or y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
         raise ValueError(f"{where}: labels must be a 1-D integer array; got {described(y)}")
     if len(x) != len(y):
@@ -120,8 +139,13 @@ class RawData:
 Reader = Callable[[int | None, np.random.Generator], RawData]
 
 
-def load_splits(source: str | Reader = "sample", *, val_fraction: float = 0.2, seed: int = DEFAULT_SEED,
-                 limit: int | None = None) -> DataSplits:
+def load_splits(
+    source: str | Reader = "sample",
+    *,
+    val_fraction: float = 0.2,
+    seed: int = DEFAULT_SEED,
+    limit: int | None = None,
+) -> DataSplits:
     """Read CIFAR-10 from ``source`` and split it into train / validation / test; ``print()`` the result.
 
     Args:
@@ -146,10 +170,14 @@ def load_splits(source: str | Reader = "sample", *, val_fraction: float = 0.2, s
     if limit is not None:
         description += f" (at most {limit:,} images per class kept, seed {seed})"
     return DataSplits(
-        x_train=raw.x_train[train_idx], y_train=raw.y_train[train_idx],
-        x_val=raw.x_train[val_idx], y_val=raw.y_train[val_idx],
-        x_test=raw.x_test[test_idx], y_test=raw.y_test[test_idx],
-        class_names=CIFAR10_CLASSES, source=description,
+        x_train=raw.x_train[train_idx],
+        y_train=raw.y_train[train_idx],
+        x_val=raw.x_train[val_idx],
+        y_val=raw.y_train[val_idx],
+        x_test=raw.x_test[test_idx],
+        y_test=raw.y_test[test_idx],
+        class_names=CIFAR10_CLASSES,
+        source=description,
     )
 
 
@@ -157,8 +185,10 @@ def _read_named_source(source: Any, limit: int | None, rng: np.random.Generator)
     if source == "sample":
         return _load_sample(limit, rng)
     if source != "keras":
-        raise ValueError(f"unknown data source {source!r}: data.load_splits reads 'keras' or 'sample'; "
-                         "for 'auto', a folder or an archive use shiftvit_lib.load_cifar10")
+        raise ValueError(
+            f"unknown data source {source!r}: data.load_splits reads 'keras' or 'sample'; "
+            "for 'auto', a folder or an archive use shiftvit_lib.load_cifar10"
+        )
     try:
         return _cap_raw(_load_from_keras(), limit, rng)
     except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
@@ -175,10 +205,14 @@ def _load_from_keras() -> RawData:
     if x_train.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
         x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
     return RawData(
-        np.ascontiguousarray(x_train), y_train.reshape(-1).astype(np.int64),
-        np.ascontiguousarray(x_test), y_test.reshape(-1).astype(np.int64),
-        description=(f"CIFAR-10 via keras.datasets.cifar10 (original release): "
-                     f"{len(x_train):,} train / {len(x_test):,} test images"),
+        np.ascontiguousarray(x_train),
+        y_train.reshape(-1).astype(np.int64),
+        np.ascontiguousarray(x_test),
+        y_test.reshape(-1).astype(np.int64),
+        description=(
+            f"CIFAR-10 via keras.datasets.cifar10 (original release): "
+            f"{len(x_train):,} train / {len(x_test):,} test images"
+        ),
     )
 
 
@@ -189,8 +223,10 @@ def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
     guard your own copies, in :mod:`shiftvit_lib.tools.data_sources`).
     """
     if not SAMPLE_ARCHIVE.is_file():
-        raise FileNotFoundError(f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
-                                "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`.")
+        raise FileNotFoundError(
+            f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
+            "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`."
+        )
     arrays = []
     with zipfile.ZipFile(SAMPLE_ARCHIVE) as archive:
         names = sorted(n for n in archive.namelist() if not n.endswith("/"))
@@ -200,9 +236,14 @@ def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
             keep = cap_per_class(labels, limit, rng)
             images = [np.asarray(decode_rgb(archive.read(files[i]))[0]) for i in keep]
             arrays += [np.stack(images).astype(np.uint8), labels[keep]]
-    return RawData(*arrays, image_formats="JPEG", description=(
-        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {len(arrays[1]):,} train / {len(arrays[3]):,} "
-        "test images, JPEG q75; pixels differ slightly from the original release"))
+    return RawData(
+        *arrays,
+        image_formats="JPEG",
+        description=(
+            f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {len(arrays[1]):,} train / {len(arrays[3]):,} "
+            "test images, JPEG q75; pixels differ slightly from the original release"
+        ),
+    )
 
 
 def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generator) -> np.ndarray:
@@ -215,8 +256,13 @@ def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generato
 
 def _cap_raw(raw: RawData, limit: int | None, rng: np.random.Generator) -> RawData:
     train, test = cap_per_class(raw.y_train, limit, rng), cap_per_class(raw.y_test, limit, rng)
-    return dataclasses.replace(raw, x_train=raw.x_train[train], y_train=raw.y_train[train],
-                               x_test=raw.x_test[test], y_test=raw.y_test[test])
+    return dataclasses.replace(
+        raw,
+        x_train=raw.x_train[train],
+        y_train=raw.y_train[train],
+        x_test=raw.x_test[test],
+        y_test=raw.y_test[test],
+    )
 
 
 def stratified_split_indices(
@@ -246,9 +292,18 @@ def stratified_split_indices(
 
 
 # --------------------------------------------------------------------------- input pipeline
-def make_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool, seed: int | None = None,
-                 drop_remainder: bool = False, num_classes: int | None = None, mixup_alpha: float = 0.0,
-                 cutmix_alpha: float = 0.0) -> NumpyBatches:
+def make_dataset(
+    x: np.ndarray,
+    y: np.ndarray,
+    batch_size: int,
+    *,
+    shuffle: bool,
+    seed: int | None = None,
+    drop_remainder: bool = False,
+    num_classes: int | None = None,
+    mixup_alpha: float = 0.0,
+    cutmix_alpha: float = 0.0,
+) -> NumpyBatches:
     """Batches of (images, labels) for ``model.fit`` / ``model.evaluate``.
 
     A :class:`NumpyBatches` (a ``keras.utils.PyDataset``) on every backend; with
@@ -260,8 +315,17 @@ def make_dataset(x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool
     x, y = check_batch_inputs(x, y, batch_size)
     if (mixup_alpha or cutmix_alpha) and num_classes is None:
         raise ValueError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
-    return NumpyBatches(x, y, batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
-                        num_classes=num_classes, mixup_alpha=mixup_alpha, cutmix_alpha=cutmix_alpha)
+    return NumpyBatches(
+        x,
+        y,
+        batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        drop_remainder=drop_remainder,
+        num_classes=num_classes,
+        mixup_alpha=mixup_alpha,
+        cutmix_alpha=cutmix_alpha,
+    )
 
 
 def check_batch_inputs(x: Any, y: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -285,15 +349,28 @@ class NumpyBatches(keras.utils.PyDataset):
     seeded by (seed, epoch, batch index), so a batch is the same whatever thread loads it.
     """
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool, seed: int | None = None,
-                 drop_remainder: bool = False, num_classes: int | None = None, mixup_alpha: float = 0.0,
-                 cutmix_alpha: float = 0.0, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        batch_size: int,
+        *,
+        shuffle: bool,
+        seed: int | None = None,
+        drop_remainder: bool = False,
+        num_classes: int | None = None,
+        mixup_alpha: float = 0.0,
+        cutmix_alpha: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.x, self.y = check_batch_inputs(x, y, batch_size)
         self.batch_size = int(batch_size)
         if drop_remainder and len(self.x) < self.batch_size:
-            raise ValueError(f"drop_remainder with {len(self.x)} images and batch_size {batch_size} leaves "
-                             "no batch; use a smaller batch_size")
+            raise ValueError(
+                f"drop_remainder with {len(self.x)} images and batch_size {batch_size} leaves "
+                "no batch; use a smaller batch_size"
+            )
         self.shuffle, self.drop_remainder, self.num_classes = shuffle, drop_remainder, num_classes
         self.mixup_alpha, self.cutmix_alpha = float(mixup_alpha), float(cutmix_alpha)
         self._seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**32)
@@ -309,15 +386,16 @@ class NumpyBatches(keras.utils.PyDataset):
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         if not 0 <= index < len(self):
             raise IndexError(f"batch index {index} out of range for {len(self)} batches")
-        rows = self._order[index * self.batch_size:(index + 1) * self.batch_size]
+        rows = self._order[index * self.batch_size : (index + 1) * self.batch_size]
         images, labels = self.x[rows], self.y[rows]
         if self.num_classes is None:
             return images, labels
         targets = one_hot(labels, self.num_classes)
         if self.mixup_alpha or self.cutmix_alpha:
             rng = np.random.default_rng([self._seed, self._epoch, index])
-            images, targets, _ = mix_batch(images, targets, rng, mixup_alpha=self.mixup_alpha,
-                                           cutmix_alpha=self.cutmix_alpha)
+            images, targets, _ = mix_batch(
+                images, targets, rng, mixup_alpha=self.mixup_alpha, cutmix_alpha=self.cutmix_alpha
+            )
         return images, targets
 
     def on_epoch_end(self) -> None:
@@ -334,8 +412,14 @@ def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:
     return np.eye(num_classes, dtype="float32")[labels]
 
 
-def mix_batch(images: np.ndarray, targets: np.ndarray, rng: np.random.Generator, *, mixup_alpha: float = 0.0,
-              cutmix_alpha: float = 0.0) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+def mix_batch(
+    images: np.ndarray,
+    targets: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    mixup_alpha: float = 0.0,
+    cutmix_alpha: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """MixUp or CutMix one batch of images (N, H, W, C) and one-hot ``targets``.
 
     Every image is paired with another of the batch (a random permutation). MixUp
@@ -348,8 +432,10 @@ def mix_batch(images: np.ndarray, targets: np.ndarray, rng: np.random.Generator,
     images = np.asarray(images, dtype="float32")
     targets = np.asarray(targets, dtype="float32")
     if images.ndim != 4 or targets.ndim != 2 or len(images) != len(targets):
-        raise ValueError(f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
-                         f"got {images.shape} and {targets.shape}")
+        raise ValueError(
+            f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
+            f"got {images.shape} and {targets.shape}"
+        )
     if mixup_alpha <= 0 and cutmix_alpha <= 0:
         return images, targets, {"kind": "none", "lam": 1.0, "partner": np.arange(len(images)), "box": None}
     use_cutmix = cutmix_alpha > 0 and (mixup_alpha <= 0 or rng.random() < 0.5)

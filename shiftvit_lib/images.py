@@ -37,8 +37,9 @@ class WrongImageSizeError(UnsupportedImageError):
         self.size = size
 
 
-def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS,
-               expected_size: tuple[int, int] | None = None) -> tuple[Image.Image, str]:
+def decode_rgb(
+    data: bytes, *, max_pixels: int = MAX_PIXELS, expected_size: tuple[int, int] | None = None
+) -> tuple[Image.Image, str]:
     """Decode PNG or JPEG bytes to an 8-bit RGB image; also return the format's name.
 
     ``expected_size`` (width, height), if given, is checked on the header, before decoding.
@@ -50,8 +51,9 @@ def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS,
     """
     image_format = sniff_format(data)
     if image_format is None:
-        raise UnsupportedImageError("unsupported file: not a PNG or JPEG image by its content "
-                                    "(convert it to PNG or JPEG)")
+        raise UnsupportedImageError(
+            "unsupported file: not a PNG or JPEG image by its content (convert it to PNG or JPEG)"
+        )
     try:
         with Image.open(io.BytesIO(data), formats=[image_format]) as image:
             if expected_size is not None and image.size != tuple(expected_size):
@@ -59,15 +61,17 @@ def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS,
             if image.width * image.height > max_pixels:
                 raise UnsupportedImageError(
                     f"{image.width}x{image.height} pixels is more than the {max_pixels:,} this "
-                    "project decodes; shrink the image first")
+                    "project decodes; shrink the image first"
+                )
             image.load()  # decode everything now, so truncated data fails here
             # The EXIF orientation of photos applied (training images have none).
             return to_rgb(ImageOps.exif_transpose(image)), image_format
     except UnsupportedImageError:
         raise
     except Image.DecompressionBombError:  # Pillow's own cap, hit when the header claims billions
-        raise UnsupportedImageError(f"more pixels than the {max_pixels:,} this project decodes; "
-                                    "shrink the image first") from None
+        raise UnsupportedImageError(
+            f"more pixels than the {max_pixels:,} this project decodes; shrink the image first"
+        ) from None
     except Exception as error:  # noqa: BLE001 - any decoder failure is a bad file, reported in one line
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UnsupportedImageError(f"corrupt or truncated {image_format} data ({reason})") from None

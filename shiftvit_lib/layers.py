@@ -57,9 +57,18 @@ class ImagePreprocessing(layers.Layer):
     Input: uint8 or float pixels in [0, 255]. Output: float pixels in [0, 1].
     """
 
-    def __init__(self, resize_to: int = 52, crop_size: int = 48, flip: bool = True, augment: bool = True,
-                 seed: int | None = None, rand_augment_ops: int = 0, rand_augment_factor: float = 0.5,
-                 random_erasing: float = 0.0, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        resize_to: int = 52,
+        crop_size: int = 48,
+        flip: bool = True,
+        augment: bool = True,
+        seed: int | None = None,
+        rand_augment_ops: int = 0,
+        rand_augment_factor: float = 0.5,
+        random_erasing: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if crop_size > resize_to:
             raise ValueError(f"crop_size ({crop_size}) cannot exceed resize_to ({resize_to}).")
@@ -74,9 +83,18 @@ class ImagePreprocessing(layers.Layer):
         self.random_erasing = float(random_erasing)
         # Both work on [0, 255] float32 pixels (also under a mixed-precision policy),
         # before the rescale at the end of call().
-        self.rand_augment = layers.RandAugment(
-            value_range=(0, 255), num_ops=self.rand_augment_ops, factor=self.rand_augment_factor, seed=seed,
-            name="rand_augment", dtype="float32") if self.rand_augment_ops else None
+        self.rand_augment = (
+            layers.RandAugment(
+                value_range=(0, 255),
+                num_ops=self.rand_augment_ops,
+                factor=self.rand_augment_factor,
+                seed=seed,
+                name="rand_augment",
+                dtype="float32",
+            )
+            if self.rand_augment_ops
+            else None
+        )
         if self.rand_augment is not None and keras.backend.backend() == "jax":
             # Keras marks RandomRotation and RandomShear (inside RandAugment) as not
             # XLA-safe because of TensorFlow's image-transform kernel, which makes
@@ -87,9 +105,17 @@ class ImagePreprocessing(layers.Layer):
                 sublayer.supports_jit = True
         # Keras samples each image's erasing probability in [0, factor) for a single
         # float; a (p, p) pair makes it exactly p.
-        self.eraser = layers.RandomErasing(
-            factor=(self.random_erasing, self.random_erasing), value_range=(0, 255), seed=seed,
-            name="random_erasing", dtype="float32") if self.random_erasing else None
+        self.eraser = (
+            layers.RandomErasing(
+                factor=(self.random_erasing, self.random_erasing),
+                value_range=(0, 255),
+                seed=seed,
+                name="random_erasing",
+                dtype="float32",
+            )
+            if self.random_erasing
+            else None
+        )
 
     def build(self, input_shape: Sequence[Any]) -> None:
         cropped = (input_shape[0], self.crop_size, self.crop_size, input_shape[-1])
@@ -146,16 +172,29 @@ class ImagePreprocessing(layers.Layer):
     @classmethod
     def for_pipeline(cls, pipeline: Any, seed: int | None = None) -> ImagePreprocessing:
         """The layer of a config's input pipeline (:class:`shiftvit_lib.config.InputPipeline`)."""
-        return cls(resize_to=pipeline.resize_to, crop_size=pipeline.image_size, flip=pipeline.flip,
-                   augment=pipeline.augment, seed=seed, rand_augment_ops=pipeline.rand_augment_ops,
-                   rand_augment_factor=pipeline.rand_augment_factor, random_erasing=pipeline.random_erasing,
-                   name="preprocessing")
+        return cls(
+            resize_to=pipeline.resize_to,
+            crop_size=pipeline.image_size,
+            flip=pipeline.flip,
+            augment=pipeline.augment,
+            seed=seed,
+            rand_augment_ops=pipeline.rand_augment_ops,
+            rand_augment_factor=pipeline.rand_augment_factor,
+            random_erasing=pipeline.random_erasing,
+            name="preprocessing",
+        )
 
     def get_config(self) -> dict[str, Any]:
         return {
-            **super().get_config(), "resize_to": self.resize_to, "crop_size": self.crop_size, "flip": self.flip,
-            "augment": self.augment, "seed": self.seed, "rand_augment_ops": self.rand_augment_ops,
-            "rand_augment_factor": self.rand_augment_factor, "random_erasing": self.random_erasing,
+            **super().get_config(),
+            "resize_to": self.resize_to,
+            "crop_size": self.crop_size,
+            "flip": self.flip,
+            "augment": self.augment,
+            "seed": self.seed,
+            "rand_augment_ops": self.rand_augment_ops,
+            "rand_augment_factor": self.rand_augment_factor,
+            "random_erasing": self.random_erasing,
         }
 
 
@@ -230,9 +269,19 @@ class ShiftViTBlock(layers.Layer):
         norm, epsilon: normalisation kind and epsilon.
     """
 
-    def __init__(self, num_div: int = 12, shift_pixel: int = 1, shift: str = "official", mlp_ratio: float = 2.0,
-                 mlp_dropout: float = 0.0, drop_path_rate: float = 0.0, shift_implementation: str = "slice",
-                 norm: str = "layer", epsilon: float = 1e-5, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_div: int = 12,
+        shift_pixel: int = 1,
+        shift: str = "official",
+        mlp_ratio: float = 2.0,
+        mlp_dropout: float = 0.0,
+        drop_path_rate: float = 0.0,
+        shift_implementation: str = "slice",
+        norm: str = "layer",
+        epsilon: float = 1e-5,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.num_div = num_div
         self.shift_pixel = shift_pixel
@@ -258,9 +307,15 @@ class ShiftViTBlock(layers.Layer):
 
     def get_config(self) -> dict[str, Any]:
         return {
-            **super().get_config(), "num_div": self.num_div, "shift_pixel": self.shift_pixel, "shift": self.shift,
-            "shift_implementation": self.shift_implementation, "mlp_ratio": self.mlp_ratio,
-            "mlp_dropout": self.mlp_dropout, "drop_path_rate": self.drop_path_rate, "norm": self.norm_kind,
+            **super().get_config(),
+            "num_div": self.num_div,
+            "shift_pixel": self.shift_pixel,
+            "shift": self.shift,
+            "shift_implementation": self.shift_implementation,
+            "mlp_ratio": self.mlp_ratio,
+            "mlp_dropout": self.mlp_dropout,
+            "drop_path_rate": self.drop_path_rate,
+            "norm": self.norm_kind,
             "epsilon": self.epsilon,
         }
 
@@ -307,16 +362,33 @@ class ShiftViTStage(layers.Layer):
         **block_options: passed to every :class:`ShiftViTBlock`.
     """
 
-    def __init__(self, drop_path_rates: Sequence[float] = (0.0,), merge: bool = True, num_div: int = 12,
-                 shift_pixel: int = 1, shift: str = "official", mlp_ratio: float = 2.0, mlp_dropout: float = 0.0,
-                 norm: str = "layer", epsilon: float = 1e-5, shift_implementation: str = "slice",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        drop_path_rates: Sequence[float] = (0.0,),
+        merge: bool = True,
+        num_div: int = 12,
+        shift_pixel: int = 1,
+        shift: str = "official",
+        mlp_ratio: float = 2.0,
+        mlp_dropout: float = 0.0,
+        norm: str = "layer",
+        epsilon: float = 1e-5,
+        shift_implementation: str = "slice",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.drop_path_rates = [float(rate) for rate in drop_path_rates]
         self.merge = merge
-        self.block_options = dict(num_div=num_div, shift_pixel=shift_pixel, shift=shift,
-                                  shift_implementation=shift_implementation, mlp_ratio=mlp_ratio,
-                                  mlp_dropout=mlp_dropout, norm=norm, epsilon=epsilon)
+        self.block_options = dict(
+            num_div=num_div,
+            shift_pixel=shift_pixel,
+            shift=shift,
+            shift_implementation=shift_implementation,
+            mlp_ratio=mlp_ratio,
+            mlp_dropout=mlp_dropout,
+            norm=norm,
+            epsilon=epsilon,
+        )
         self.blocks = [
             ShiftViTBlock(drop_path_rate=rate, name=f"block_{index + 1}", **self.block_options)
             for index, rate in enumerate(self.drop_path_rates)
@@ -342,13 +414,15 @@ class ShiftViTStage(layers.Layer):
         return self.patch_merging.compute_output_shape(input_shape)
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "drop_path_rates": self.drop_path_rates, "merge": self.merge,
-                **self.block_options}
+        return {
+            **super().get_config(),
+            "drop_path_rates": self.drop_path_rates,
+            "merge": self.merge,
+            **self.block_options,
+        }
 
 
-def drop_path_rates(
-    depths: Sequence[int], max_rate: float, schedule: str = "network"
-) -> list[list[float]]:
+def drop_path_rates(depths: Sequence[int], max_rate: float, schedule: str = "network") -> list[list[float]]:
     """Stochastic-depth rate of every block, grouped by stage.
 
     ``"network"`` (official SPACH): one linear ramp from 0 to ``max_rate`` over all
@@ -367,4 +441,3 @@ def drop_path_rates(
     if schedule == "per_stage":
         return [[round(r, 10) for r in np.linspace(0.0, max_rate, depth).tolist()] for depth in depths]
     raise ValueError(f"Unknown drop-path schedule {schedule!r}; use 'network' or 'per_stage'.")
-

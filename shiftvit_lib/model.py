@@ -40,7 +40,9 @@ def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.
     patch = config.patch_size
     if config.stem_channels:
         # Overlapping 3x3 windows see across patch borders, which a lone projection cannot.
-        x = layers.Conv2D(config.stem_channels, 3, strides=2, padding="same", use_bias=False, name="stem_conv")(x)
+        x = layers.Conv2D(
+            config.stem_channels, 3, strides=2, padding="same", use_bias=False, name="stem_conv"
+        )(x)
         x = layers.BatchNormalization(name="stem_norm")(x)
         x = layers.Activation("gelu", name="stem_gelu")(x)
         patch //= 2
@@ -52,10 +54,17 @@ def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.
     last = len(config.depths) - 1
     for index, stage_rates in enumerate(rates):
         x = ShiftViTStage(
-            drop_path_rates=stage_rates, merge=index < last, num_div=config.num_div,
-            shift_pixel=config.shift_pixel, shift=config.shift, shift_implementation=config.shift_implementation,
-            mlp_ratio=config.mlp_ratio, mlp_dropout=config.mlp_dropout, norm=config.norm,
-            epsilon=config.layer_norm_epsilon, name=f"stage_{index + 1}",
+            drop_path_rates=stage_rates,
+            merge=index < last,
+            num_div=config.num_div,
+            shift_pixel=config.shift_pixel,
+            shift=config.shift,
+            shift_implementation=config.shift_implementation,
+            mlp_ratio=config.mlp_ratio,
+            mlp_dropout=config.mlp_dropout,
+            norm=config.norm,
+            epsilon=config.layer_norm_epsilon,
+            name=f"stage_{index + 1}",
         )(x)
 
     if config.final_norm:
@@ -87,7 +96,9 @@ def initialise_like_spach(model: keras.Model, *, seed: int | None = None) -> ker
     for variable in model.trainable_variables:
         role = variable.path.rsplit("/", 1)[-1]
         if role == "kernel":
-            variable.assign(keras.random.normal(variable.shape, stddev=0.02, dtype=variable.dtype, seed=generator))
+            variable.assign(
+                keras.random.normal(variable.shape, stddev=0.02, dtype=variable.dtype, seed=generator)
+            )
         elif role == "bias":
             variable.assign(keras.ops.zeros(variable.shape, dtype=variable.dtype))
     return model
@@ -120,14 +131,29 @@ def stage_table(model: keras.Model) -> list[dict[str, Any]]:
     rows = []
     for layer in model.layers:
         output = getattr(layer, "output", None)
-        rows.append({"layer": layer.name, "output_shape": None if output is None else tuple(output.shape),
-                     "parameters": layer.count_params() if layer.built else 0})
+        rows.append(
+            {
+                "layer": layer.name,
+                "output_shape": None if output is None else tuple(output.shape),
+                "parameters": layer.count_params() if layer.built else 0,
+            }
+        )
     return rows
 
 
-register_family(ModelFamily(
-    "shiftvit", ShiftViTConfig, PRESETS, build_shiftvit, count_macs,
-    weights={"cpu": {"weights": "pretrained/shiftvit_cpu.npz", "record": "cpu_full",
-                     "sha256": "34222d11f10d965501c2be660187d6f4d23b6a2a40c0ff57fcfbf8790ae62816"}},
-))
-
+register_family(
+    ModelFamily(
+        "shiftvit",
+        ShiftViTConfig,
+        PRESETS,
+        build_shiftvit,
+        count_macs,
+        weights={
+            "cpu": {
+                "weights": "pretrained/shiftvit_cpu.npz",
+                "record": "cpu_full",
+                "sha256": "34222d11f10d965501c2be660187d6f4d23b6a2a40c0ff57fcfbf8790ae62816",
+            }
+        },
+    )
+)

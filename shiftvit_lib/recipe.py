@@ -35,31 +35,52 @@ def training_datasets(config: TrainingRecipe, data: DataSplits, seed: int) -> tu
     batch = config.batch_size
     drop = len(data.y_train) >= batch
     targets = dict(num_classes=config.num_classes) if config.one_hot_targets else {}
-    train_ds = make_dataset(data.x_train, data.y_train, batch, shuffle=True, seed=seed, drop_remainder=drop,
-                            mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha, **targets)
+    train_ds = make_dataset(
+        data.x_train,
+        data.y_train,
+        batch,
+        shuffle=True,
+        seed=seed,
+        drop_remainder=drop,
+        mixup_alpha=config.mixup_alpha,
+        cutmix_alpha=config.cutmix_alpha,
+        **targets,
+    )
     val_ds = make_dataset(data.x_val, data.y_val, batch, shuffle=False, **targets)
     return train_ds, val_ds, len(data.y_train) // batch if drop else 1
 
 
-def compile_for_training(model: keras.Model, config: TrainingRecipe, steps_per_epoch: int,
-                         epochs: int | None = None, jit_compile: bool | str = "auto") -> keras.Model:
+def compile_for_training(
+    model: keras.Model,
+    config: TrainingRecipe,
+    steps_per_epoch: int,
+    epochs: int | None = None,
+    jit_compile: bool | str = "auto",
+) -> keras.Model:
     """Compile ``model`` with the recipe of ``config`` (AdamW, warm-up cosine, CE, top-1/5)."""
     schedule = WarmUpCosine.from_recipe(config, steps_per_epoch, epochs)
     optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=config.weight_decay)
     if config.one_hot_targets:  # smoothed, or mixed by data.mix_batch
-        loss: Any = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=config.label_smoothing)
-        metrics = [keras.metrics.CategoricalAccuracy(name="accuracy"),
-                   keras.metrics.TopKCategoricalAccuracy(k=5, name="top5")]
+        loss: Any = keras.losses.CategoricalCrossentropy(
+            from_logits=True, label_smoothing=config.label_smoothing
+        )
+        metrics = [
+            keras.metrics.CategoricalAccuracy(name="accuracy"),
+            keras.metrics.TopKCategoricalAccuracy(k=5, name="top5"),
+        ]
     else:
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
-                   keras.metrics.SparseTopKCategoricalAccuracy(k=5, name="top5")]
+        metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+            keras.metrics.SparseTopKCategoricalAccuracy(k=5, name="top5"),
+        ]
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics, jit_compile=jit_compile)
     return model
 
 
-def evaluate(model: keras.Model, data: DataSplits, split: str = "test", batch_size: int = 256, *,
-             tta: bool = False) -> dict[str, float]:
+def evaluate(
+    model: keras.Model, data: DataSplits, split: str = "test", batch_size: int = 256, *, tta: bool = False
+) -> dict[str, float]:
     """Loss, top-1 and top-5 accuracy of ``model`` on one split of ``data``.
 
     ``tta=True`` scores each image as the mean of the logits for it and for its mirror
@@ -74,10 +95,16 @@ def evaluate(model: keras.Model, data: DataSplits, split: str = "test", batch_si
 
     def logits_of(images: np.ndarray) -> np.ndarray:
         logits = model.predict(make_dataset(images, y, batch_size, shuffle=False), verbose=0)
-        if isinstance(logits, (list, tuple, dict)) or np.ndim(logits) != 2 or np.shape(logits)[1] != num_classes:
+        if (
+            isinstance(logits, (list, tuple, dict))
+            or np.ndim(logits) != 2
+            or np.shape(logits)[1] != num_classes
+        ):
             shape = [np.shape(o) for o in logits] if isinstance(logits, (list, tuple)) else np.shape(logits)
-            raise ValueError(f"the model outputs {shape}, but the data has {num_classes} classes: expected "
-                             f"one output of shape (batch, {num_classes}); is it the right model?")
+            raise ValueError(
+                f"the model outputs {shape}, but the data has {num_classes} classes: expected "
+                f"one output of shape (batch, {num_classes}); is it the right model?"
+            )
         return np.asarray(logits, dtype=np.float64)
 
     logits = flip_tta_logits(logits_of, x) if tta else logits_of(x)
@@ -107,4 +134,3 @@ def logits_metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
         "top5": float((top5 == labels[:, None]).any(axis=1).mean()),
         "images": int(len(labels)),
     }
-

@@ -29,9 +29,7 @@ class WarmUpCosine(keras.optimizers.schedules.LearningRateSchedule):
         if total_steps <= 0:
             raise ValueError(f"total_steps must be positive, got {total_steps}.")
         if not 0 <= warmup_steps < total_steps:
-            raise ValueError(
-                f"warmup_steps ({warmup_steps}) must lie in [0, total_steps={total_steps})."
-            )
+            raise ValueError(f"warmup_steps ({warmup_steps}) must lie in [0, total_steps={total_steps}).")
         if warmup_steps > 0 and lr_max < lr_start:
             raise ValueError(f"lr_max ({lr_max}) must be >= lr_start ({lr_start}) to warm up.")
         self.lr_start = float(lr_start)
@@ -62,4 +60,3 @@ class WarmUpCosine(keras.optimizers.schedules.LearningRateSchedule):
             "warmup_steps": self.warmup_steps,
             "total_steps": self.total_steps,
         }
-

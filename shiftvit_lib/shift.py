@@ -144,9 +144,7 @@ def keras_io_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
     check_shift_arguments(x.shape, num_div, shift_pixel)
     sections = channels // num_div
     if channels % sections:
-        raise ValueError(
-            f"the keras-io split needs C ({channels}) divisible by C // num_div ({sections})."
-        )
+        raise ValueError(f"the keras-io split needs C ({channels}) divisible by C // num_div ({sections}).")
     if sections < 4:
         raise ValueError(f"the keras-io split of {channels} channels gives fewer than 4 groups.")
     groups = ops.split(x, sections, axis=-1)
@@ -203,4 +201,3 @@ def get_shift_function(kind: str, implementation: str = "slice") -> Callable[...
         return SHIFT_FUNCTIONS[kind]
     except KeyError:
         raise ValueError(f"Unknown shift {kind!r}; choose one of {sorted(SHIFT_FUNCTIONS)}") from None
-

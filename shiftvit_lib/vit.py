@@ -54,8 +54,10 @@ def diagonal_shifts(images: Any, shift: int) -> list[Any]:
     """
     images = ops.convert_to_tensor(images)
     if len(images.shape) != 4:
-        raise ValueError("diagonal_shifts expects a 4-D NHWC batch (batch, height, width, channels); "
-                         f"got shape {tuple(images.shape)}. Add a batch axis with x[None].")
+        raise ValueError(
+            "diagonal_shifts expects a 4-D NHWC batch (batch, height, width, channels); "
+            f"got shape {tuple(images.shape)}. Add a batch axis with x[None]."
+        )
     if shift < 0:
         raise ValueError(f"shift must be >= 0, got {shift}.")
     height, width = images.shape[1], images.shape[2]
@@ -93,8 +95,10 @@ def _patch_vector_size(tokenizer: layers.Layer, input_shape: tuple[Any, ...], co
     """Numbers in one flattened patch of ``copies`` stacked images; the images must tile into patches."""
     _, height, width, channels = input_shape
     if height % tokenizer.patch_size or width % tokenizer.patch_size:
-        raise ValueError(f"{tokenizer.name}: image size {height}x{width} is not a multiple of "
-                         f"patch_size {tokenizer.patch_size}.")
+        raise ValueError(
+            f"{tokenizer.name}: image size {height}x{width} is not a multiple of "
+            f"patch_size {tokenizer.patch_size}."
+        )
     return tokenizer.patch_size * tokenizer.patch_size * copies * int(channels)
 
 
@@ -132,8 +136,14 @@ class ShiftedPatchTokenizer(layers.Layer):
     wider patch vector well scaled at initialisation.
     """
 
-    def __init__(self, patch_size: int, projection_dim: int, shift: int | None = None,
-                 layer_norm_epsilon: float = 1e-6, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        patch_size: int,
+        projection_dim: int,
+        shift: int | None = None,
+        layer_norm_epsilon: float = 1e-6,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.patch_size = int(patch_size)
         self.projection_dim = int(projection_dim)
@@ -155,8 +165,13 @@ class ShiftedPatchTokenizer(layers.Layer):
         return self.projection(self.norm(patches))
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "patch_size": self.patch_size, "projection_dim": self.projection_dim,
-                "shift": self.shift, "layer_norm_epsilon": self.layer_norm_epsilon}
+        return {
+            **super().get_config(),
+            "patch_size": self.patch_size,
+            "projection_dim": self.projection_dim,
+            "shift": self.shift,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        }
 
 
 @register
@@ -177,7 +192,9 @@ class PositionEmbedding(layers.Layer):
         if num_tokens is None:
             raise ValueError(f"{self.name}: the number of tokens must be static.")
         initializer = keras.initializers.RandomNormal(stddev=self.initializer_stddev)
-        self.embedding = self.add_weight(name="embedding", shape=(int(num_tokens), int(dim)), initializer=initializer)
+        self.embedding = self.add_weight(
+            name="embedding", shape=(int(num_tokens), int(dim)), initializer=initializer
+        )
 
     def call(self, tokens: Any) -> Any:
         # (n, d) broadcasts over the batch axis.
@@ -211,8 +228,9 @@ class MultiHeadSelfAttention(layers.Layer):
     # row is masked (a 1-token sequence). The softmax runs in float32 (see `call`).
     MASK_VALUE = -1e9
 
-    def __init__(self, num_heads: int, key_dim: int, locality: bool = False, dropout: float = 0.0,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, num_heads: int, key_dim: int, locality: bool = False, dropout: float = 0.0, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
         self.key_dim = int(key_dim)
@@ -235,7 +253,9 @@ class MultiHeadSelfAttention(layers.Layer):
         if self.locality:
             # A single scalar shared by all heads, as in the paper.
             self.temperature = self.add_weight(
-                name="temperature", shape=(), initializer=keras.initializers.Constant(math.sqrt(self.key_dim)),
+                name="temperature",
+                shape=(),
+                initializer=keras.initializers.Constant(math.sqrt(self.key_dim)),
             )
         else:
             self.temperature = None
@@ -279,8 +299,13 @@ class MultiHeadSelfAttention(layers.Layer):
         return out
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
-                "locality": self.locality, "dropout": self.dropout}
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "key_dim": self.key_dim,
+            "locality": self.locality,
+            "dropout": self.dropout,
+        }
 
 
 @register
@@ -293,8 +318,16 @@ class TransformerBlock(layers.Layer):
     A ShiftViT block keeps the second line and replaces the first by the shift.
     """
 
-    def __init__(self, num_heads: int, key_dim: int, mlp_ratio: float = 2.0, dropout: float = 0.1,
-                 locality: bool = False, layer_norm_epsilon: float = 1e-6, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_heads: int,
+        key_dim: int,
+        mlp_ratio: float = 2.0,
+        dropout: float = 0.1,
+        locality: bool = False,
+        layer_norm_epsilon: float = 1e-6,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
         self.key_dim = int(key_dim)
@@ -304,8 +337,9 @@ class TransformerBlock(layers.Layer):
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.norm1 = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm1")
         # Dropout on the attention weights too, as in the keras-io example.
-        self.attention = MultiHeadSelfAttention(self.num_heads, self.key_dim, locality=self.locality,
-                                                dropout=self.dropout, name="attention")
+        self.attention = MultiHeadSelfAttention(
+            self.num_heads, self.key_dim, locality=self.locality, dropout=self.dropout, name="attention"
+        )
         self.attention_output_dropout = layers.Dropout(self.dropout, name="attention_output_dropout")
         self.norm2 = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm2")
         self.mlp_dropout1 = layers.Dropout(self.dropout, name="mlp_dropout1")
@@ -329,9 +363,15 @@ class TransformerBlock(layers.Layer):
         return x + self.mlp_dropout2(self.mlp_out(h), training=training)
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
-                "mlp_ratio": self.mlp_ratio, "dropout": self.dropout, "locality": self.locality,
-                "layer_norm_epsilon": self.layer_norm_epsilon}
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "key_dim": self.key_dim,
+            "mlp_ratio": self.mlp_ratio,
+            "dropout": self.dropout,
+            "locality": self.locality,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        }
 
 
 @register
@@ -343,8 +383,14 @@ class ClassifierHead(layers.Layer):
     holds ~18.9 M weights, most of the model (ShiftViT pools before its classifier).
     """
 
-    def __init__(self, num_classes: int, hidden_units: Sequence[int] = (2048, 1024), dropout: float = 0.5,
-                 layer_norm_epsilon: float = 1e-6, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_classes: int,
+        hidden_units: Sequence[int] = (2048, 1024),
+        dropout: float = 0.5,
+        layer_norm_epsilon: float = 1e-6,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.num_classes = int(num_classes)
         self.hidden_units = tuple(int(u) for u in hidden_units)
@@ -381,9 +427,13 @@ class ClassifierHead(layers.Layer):
         return self.logits(x)
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "num_classes": self.num_classes,
-                "hidden_units": list(self.hidden_units), "dropout": self.dropout,
-                "layer_norm_epsilon": self.layer_norm_epsilon}
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "hidden_units": list(self.hidden_units),
+            "dropout": self.dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        }
 
 
 @dataclass(frozen=True)
@@ -421,8 +471,10 @@ class ViTConfig(TrainingRecipe):
         if self.depth < 1 or self.num_heads < 1 or self.projection_dim < 1:
             problems.append("depth, num_heads and projection_dim must be positive")
         elif self.key_dim is None and self.projection_dim % self.num_heads:
-            problems.append(f"key_dim=None needs projection_dim ({self.projection_dim}) divisible by "
-                            f"num_heads ({self.num_heads})")
+            problems.append(
+                f"key_dim=None needs projection_dim ({self.projection_dim}) divisible by "
+                f"num_heads ({self.num_heads})"
+            )
         if self.key_dim is not None and self.key_dim < 1:
             problems.append(f"key_dim must be positive or None, got {self.key_dim}")
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.head_dropout < 1.0:
@@ -453,9 +505,21 @@ VIT_PRESETS: dict[str, dict[str, Any]] = {
     "vit_spt_lsa_cifar": dict(use_spt=True, use_lsa=True),
     # Tiny and fast for CPU tests and CI: 16 px crops, patch 4 -> 16 tokens.
     "vit_quick": dict(
-        resize_to=18, image_size=16, patch_size=4, projection_dim=16, num_heads=2, key_dim=None, depth=2,
-        dropout=0.0, head_units=(32,), head_dropout=0.0, batch_size=64, epochs=5, warmup_fraction=0.1,
-        lr_max=2e-3, early_stopping_patience=None,
+        resize_to=18,
+        image_size=16,
+        patch_size=4,
+        projection_dim=16,
+        num_heads=2,
+        key_dim=None,
+        depth=2,
+        dropout=0.0,
+        head_units=(32,),
+        head_dropout=0.0,
+        batch_size=64,
+        epochs=5,
+        warmup_fraction=0.1,
+        lr_max=2e-3,
+        early_stopping_patience=None,
     ),
 }
 VIT_PRESETS["vit_spt_lsa_quick"] = dict(VIT_PRESETS["vit_quick"], use_spt=True, use_lsa=True)
@@ -469,8 +533,16 @@ VIT_PRESETS["vit_spt_lsa_quick"] = dict(VIT_PRESETS["vit_quick"], use_spt=True, 
 # layer of 128 units keeps the model near ShiftViT's size. Dropout off: it cost 15 %
 # of the speed, and the short schedule underfits rather than overfits.
 VIT_PRESETS["vit_cpu"] = dict(
-    resize_to=36, image_size=32, patch_size=8, projection_dim=128, num_heads=4, key_dim=None, depth=6,
-    dropout=0.0, head_units=(128,), head_dropout=0.1,
+    resize_to=36,
+    image_size=32,
+    patch_size=8,
+    projection_dim=128,
+    num_heads=4,
+    key_dim=None,
+    depth=6,
+    dropout=0.0,
+    head_units=(128,),
+    head_dropout=0.1,
 )
 VIT_PRESETS["vit_spt_lsa_cpu"] = dict(VIT_PRESETS["vit_cpu"], use_spt=True, use_lsa=True)
 
@@ -503,17 +575,32 @@ def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
     x = ImagePreprocessing.for_pipeline(config, seed=seed)(inputs)
     epsilon = config.layer_norm_epsilon
     if config.use_spt:
-        tokenizer = ShiftedPatchTokenizer(config.patch_size, config.projection_dim, layer_norm_epsilon=epsilon,
-                                          name="shifted_patch_tokenizer")
+        tokenizer = ShiftedPatchTokenizer(
+            config.patch_size,
+            config.projection_dim,
+            layer_norm_epsilon=epsilon,
+            name="shifted_patch_tokenizer",
+        )
     else:
         tokenizer = PatchTokenizer(config.patch_size, config.projection_dim, name="patch_tokenizer")
     x = PositionEmbedding(name="position_embedding")(tokenizer(x))
     for i in range(config.depth):
-        x = TransformerBlock(config.num_heads, config.head_key_dim, mlp_ratio=config.mlp_ratio,
-                             dropout=config.dropout, locality=config.use_lsa, layer_norm_epsilon=epsilon,
-                             name=f"block_{i}")(x)
-    logits = ClassifierHead(config.num_classes, config.head_units, dropout=config.head_dropout,
-                            layer_norm_epsilon=epsilon, name="head")(x)
+        x = TransformerBlock(
+            config.num_heads,
+            config.head_key_dim,
+            mlp_ratio=config.mlp_ratio,
+            dropout=config.dropout,
+            locality=config.use_lsa,
+            layer_norm_epsilon=epsilon,
+            name=f"block_{i}",
+        )(x)
+    logits = ClassifierHead(
+        config.num_classes,
+        config.head_units,
+        dropout=config.head_dropout,
+        layer_norm_epsilon=epsilon,
+        name="head",
+    )(x)
     model = keras.Model(inputs, logits, name=config.model_name)
     if config.init == "spach":
         initialise_like_spach(model, seed=seed)
@@ -552,7 +639,18 @@ def count_vit_macs(config: ViTConfig) -> dict[str, int]:
 register_family(ModelFamily("vit", ViTConfig, VIT_PRESETS, build_vit, count_vit_macs))
 
 __all__ = [
-    "DIAGONAL_DIRECTIONS", "ClassifierHead", "MultiHeadSelfAttention", "PatchTokenizer", "PositionEmbedding",
-    "ShiftedPatchTokenizer", "TransformerBlock", "VIT_PRESETS", "ViTConfig", "build_vit", "count_vit_macs",
-    "diagonal_shifts", "extract_patches", "vit_preset",
+    "DIAGONAL_DIRECTIONS",
+    "ClassifierHead",
+    "MultiHeadSelfAttention",
+    "PatchTokenizer",
+    "PositionEmbedding",
+    "ShiftedPatchTokenizer",
+    "TransformerBlock",
+    "VIT_PRESETS",
+    "ViTConfig",
+    "build_vit",
+    "count_vit_macs",
+    "diagonal_shifts",
+    "extract_patches",
+    "vit_preset",
 ]

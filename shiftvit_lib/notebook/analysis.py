@@ -30,15 +30,18 @@ def _as_class_indices(values: Any, name: str, num_classes: int) -> np.ndarray:
     if array.ndim == 2 and array.shape[1] == 1:
         array = array[:, 0]
     if array.ndim != 1:
-        raise ValueError(f"{name} must be class indices of shape (N,); got shape {array.shape}. "
-                         "For scores or one-hot rows pass .argmax(axis=1).")
+        raise ValueError(
+            f"{name} must be class indices of shape (N,); got shape {array.shape}. "
+            "For scores or one-hot rows pass .argmax(axis=1)."
+        )
     if not np.issubdtype(array.dtype, np.integer):
         if not (np.issubdtype(array.dtype, np.floating) and np.all(array == np.round(array))):
             raise ValueError(f"{name} must hold integer class indices; got dtype {array.dtype}")
     array = array.astype(np.int64)
     if len(array) and (array.min() < 0 or array.max() >= num_classes):
-        raise ValueError(f"{name} values must be in [0, {num_classes - 1}]; "
-                         f"found {array.min()}..{array.max()}")
+        raise ValueError(
+            f"{name} values must be in [0, {num_classes - 1}]; found {array.min()}..{array.max()}"
+        )
     return array
 
 
@@ -59,8 +62,9 @@ def most_confused_pairs(cm: np.ndarray, class_names: Sequence[str], k: int = 5) 
     """
     cm = np.asarray(cm)
     if cm.ndim != 2 or cm.shape[0] != cm.shape[1] or cm.shape[0] != len(class_names):
-        raise ValueError(f"cm must be a square matrix with one row per class "
-                         f"({len(class_names)}); got shape {cm.shape}")
+        raise ValueError(
+            f"cm must be a square matrix with one row per class ({len(class_names)}); got shape {cm.shape}"
+        )
     check_positive_int(k, "k")
     errors = cm.astype(np.int64).copy()
     np.fill_diagonal(errors, 0)
@@ -72,6 +76,12 @@ def most_confused_pairs(cm: np.ndarray, class_names: Sequence[str], k: int = 5) 
         true, pred = divmod(int(flat_index), cm.shape[1])
         if errors[true, pred] == 0:
             break
-        pairs.append(ConfusedPair(class_names[true], class_names[pred], int(errors[true, pred]),
-                                  float(errors[true, pred] / row_totals[true])))
+        pairs.append(
+            ConfusedPair(
+                class_names[true],
+                class_names[pred],
+                int(errors[true, pred]),
+                float(errors[true, pred] / row_totals[true]),
+            )
+        )
     return pairs

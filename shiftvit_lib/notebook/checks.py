@@ -55,7 +55,9 @@ def _close(a: Any, b: Any, tol: float = 1e-4) -> bool:
 
 # The shift (lesson 02) ----------------------------------------------------
 SHIFT_CASES = [  # (shape, num_div, shift_pixel)
-    ((1, 5, 5, 6), 6, 1), ((2, 7, 9, 24), 12, 1), ((2, 6, 10, 50), 8, 2),
+    ((1, 5, 5, 6), 6, 1),
+    ((2, 7, 9, 24), 12, 1),
+    ((2, 6, 10, 50), 8, 2),
     ((1, 6, 6, 13), 4, 3),
 ]
 DIRECTIONS = ["left", "right", "up", "down"]
@@ -72,25 +74,34 @@ def check_shift(shift: Callable[..., Any]) -> None:
         assert got.shape == x.shape, f"the shift must keep the shape {shape}, got {got.shape} {where}"
         g = shape[-1] // num_div
         moved = int((got != x).any(axis=(0, 1, 2)).sum())
-        assert moved <= 4 * g or got[..., 4 * g:].any(), (
-            f"channels from 4g = {4 * g} on must stay as they are, not become zeros {where}")
+        assert moved <= 4 * g or got[..., 4 * g :].any(), (
+            f"channels from 4g = {4 * g} on must stay as they are, not become zeros {where}"
+        )
         assert moved == 4 * g, (
-            f"the shift must move 4 * (C // num_div) = {4 * g} channels, it moved {moved} {where}")
+            f"the shift must move 4 * (C // num_div) = {4 * g} channels, it moved {moved} {where}"
+        )
         for k, direction in enumerate(DIRECTIONS):
             part = slice(k * g, (k + 1) * g)
             if np.array_equal(got[..., part], expected[..., part]):
                 continue
             for j, other in enumerate(DIRECTIONS):
-                if j != k and np.array_equal(got[..., part], _numpy(shift_channels(
-                        np.concatenate([x[..., part]] * 4, axis=-1), 4, s))[..., j * g:(j + 1) * g]):
+                if j != k and np.array_equal(
+                    got[..., part],
+                    _numpy(shift_channels(np.concatenate([x[..., part]] * 4, axis=-1), 4, s))[
+                        ..., j * g : (j + 1) * g
+                    ],
+                ):
                     raise AssertionError(
-                        f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {other} {where}")
+                        f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {other} {where}"
+                    )
             assert np.array_equal(got[..., part] != 0, expected[..., part] != 0), (
                 f"moving {direction}, what falls over the border is lost and zeros fill the emptied "
-                f"side, {s} pixel(s) wide {where}")
+                f"side, {s} pixel(s) wide {where}"
+            )
             raise AssertionError(f"the {direction} group holds the wrong numbers: check its slices {where}")
-        assert np.array_equal(got[..., 4 * g:], x[..., 4 * g:]), (
-            f"channels from 4g = {4 * g} on must stay as they are {where}")
+        assert np.array_equal(got[..., 4 * g :], x[..., 4 * g :]), (
+            f"channels from 4g = {4 * g} on must stay as they are {where}"
+        )
 
 
 # DropPath (lesson 03) -----------------------------------------------------
@@ -111,13 +122,16 @@ def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
     ratio = out / x
     per_sample = ratio.reshape(len(x), -1)
     assert np.allclose(per_sample, per_sample[:, :1], atol=1e-5), (
-        "DropPath must keep or drop a whole sample (one random number per sample)")
+        "DropPath must keep or drop a whole sample (one random number per sample)"
+    )
     values = per_sample[:, 0]
     dropped = np.isclose(values, 0.0, atol=1e-6)
     assert np.allclose(values[~dropped], 1 / 0.75, rtol=1e-4), (
-        f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {values[~dropped][:1]}")
+        f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {values[~dropped][:1]}"
+    )
     assert 0.15 <= dropped.mean() <= 0.35, (
-        f"at rate 0.25 about a quarter of the samples must be dropped, got {dropped.mean():.0%}")
+        f"at rate 0.25 about a quarter of the samples must be dropped, got {dropped.mean():.0%}"
+    )
 
 
 # The block (lesson 03) ----------------------------------------------------
@@ -144,20 +158,18 @@ def check_block(block_class: Callable[..., Any]) -> None:
     got = _numpy(block(x, training=False))
     per_sample = (got - _numpy(s)).reshape(len(x), -1)
     assert not np.all(np.isclose(per_sample, 0.0, atol=1e-5), axis=1).any(), (
-        "at inference (training=False) drop path must drop nothing: pass training=training")
+        "at inference (training=False) drop path must drop nothing: pass training=training"
+    )
     if not _close(got, expected):
         s12 = shift_channels(x, 12)
         wrong = {  # what a plausible mistake computes -> the hint
-            "the residual must carry the shifted map, not the unshifted x":
-                x + branch,
-            "the block must shift its input first (sv.shift_channels)":
-                x + _numpy(block.mlp(block.norm(x))),
-            "the block must add the branch to the shifted map (the residual connection)":
-                branch,
-            "the MLP must see the normalised shifted map: norm first, then MLP":
-                _numpy(s) + _numpy(block.mlp(s)),
-            "shift with the block's own self.num_div, not a fixed 12":
-                _numpy(s12) + _numpy(block.mlp(block.norm(s12))),
+            "the residual must carry the shifted map, not the unshifted x": x + branch,
+            "the block must shift its input first (sv.shift_channels)": x + _numpy(block.mlp(block.norm(x))),
+            "the block must add the branch to the shifted map (the residual connection)": branch,
+            "the MLP must see the normalised shifted map: norm first, then MLP": _numpy(s)
+            + _numpy(block.mlp(s)),
+            "shift with the block's own self.num_div, not a fixed 12": _numpy(s12)
+            + _numpy(block.mlp(block.norm(s12))),
         }
         for hint, value in wrong.items():
             if _close(got, value):
@@ -171,10 +183,12 @@ def check_block(block_class: Callable[..., Any]) -> None:
         raise AssertionError("in training the block must pass training to its drop path: nothing was dropped")
     skip_dropped = np.all(np.isclose(got.reshape(len(x), -1), 0.0, atol=1e-4), axis=1)
     assert not skip_dropped.any(), (
-        "DropPath must wrap the MLP's branch only: the skip connection is never dropped")
+        "DropPath must wrap the MLP's branch only: the skip connection is never dropped"
+    )
     assert np.all(kept | dropped), (
         "in training each sample must get s + 0 or s + branch / (1 - rate): drop path goes "
-        "after the MLP, on the branch")
+        "after the MLP, on the branch"
+    )
     assert 12 <= dropped.sum() <= 52, f"at rate 0.5 about half of 64 branches must drop, got {dropped.sum()}"
 
 
@@ -198,11 +212,14 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
         half = -(-side // 2)
         assert got.shape[-1] == 16, f"patch merging must double the channels: 8 -> 16, got {got.shape[-1]}"
         if side % 2 and got.shape[1] == side // 2:
-            raise AssertionError(f"patch merging must pad odd maps: {side}x{side} must become "
-                                 f"{half}x{half}, got {got.shape[1]}x{got.shape[2]} (padding='same')")
+            raise AssertionError(
+                f"patch merging must pad odd maps: {side}x{side} must become "
+                f"{half}x{half}, got {got.shape[1]}x{got.shape[2]} (padding='same')"
+            )
         assert got.shape[1:3] == (half, half), (
             f"patch merging must halve the map (2x2 kernel, stride 2): {side}x{side} -> {half}x{half}, "
-            f"got {got.shape[1]}x{got.shape[2]}")
+            f"got {got.shape[1]}x{got.shape[2]}"
+        )
         library = PatchMerging()
         library(x)
         _randomise(library, 5)
@@ -210,15 +227,18 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
         assert "bias" not in mine_roles, "the merging convolution must have no bias (use_bias=False)"
         assert {"gamma", "beta"} <= set(mine_roles), "patch merging must normalise (a LayerNormalization)"
         assert tuple(mine_roles["gamma"].shape) == (8,), (
-            "the norm goes before the convolution: it normalises the C input channels")
+            "the norm goes before the convolution: it normalises the C input channels"
+        )
         kernel = mine_roles.get("kernel")
         assert kernel is not None and tuple(kernel.shape) == (2, 2, 8, 16), (
-            "the merging convolution must have a 2x2 kernel from C to 2C channels")
+            "the merging convolution must have a 2x2 kernel from C to 2C channels"
+        )
         for role, weight in library_roles.items():
             mine_roles[role].assign(_numpy(weight))
         expected, got = _numpy(library(x)), _numpy(mine(x))
         assert _close(got, expected), (
-            "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution")
+            "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution"
+        )
 
 
 # The builder (lesson 04) --------------------------------------------------
@@ -228,10 +248,21 @@ def builder_configs() -> list[Any]:
 
     quick = preset("quick")  # depths (1, 2, 1), 24 channels
     return [
-        quick.replace(num_div=6, mlp_ratio=3.0, mlp_dropout=0.3, drop_path_rate=0.4,
-                      drop_path_schedule="network", augment=False),
-        quick.replace(shift="keras_io", depths=(2, 1, 2), projected_dim=48,
-                      drop_path_rate=0.3, drop_path_schedule="per_stage"),
+        quick.replace(
+            num_div=6,
+            mlp_ratio=3.0,
+            mlp_dropout=0.3,
+            drop_path_rate=0.4,
+            drop_path_schedule="network",
+            augment=False,
+        ),
+        quick.replace(
+            shift="keras_io",
+            depths=(2, 1, 2),
+            projected_dim=48,
+            drop_path_rate=0.3,
+            drop_path_schedule="per_stage",
+        ),
         quick.replace(shift="none", shift_pixel=2, depths=(1, 1)),
     ]
 
@@ -251,9 +282,13 @@ def check_builder(build: Callable[[Any], keras.Model]) -> None:
         if blocks:  # built from the library's stages: name the field it ignores
             assert len(blocks) == sum(config.depths), (
                 f"the model has {len(blocks)} blocks, config.depths {config.depths} asks for "
-                f"{sum(config.depths)}")
-            rates = [rate for stage in drop_path_rates(
-                config.depths, config.drop_path_rate, config.drop_path_schedule) for rate in stage]
+                f"{sum(config.depths)}"
+            )
+            rates = [
+                rate
+                for stage in drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
+                for rate in stage
+            ]
             for field, got, want in [
                 ("num_div", [b.num_div for b in blocks], config.num_div),
                 ("shift", [b.shift for b in blocks], config.shift),
@@ -262,36 +297,43 @@ def check_builder(build: Callable[[Any], keras.Model]) -> None:
                 ("mlp_dropout", [b.mlp_dropout for b in blocks], config.mlp_dropout),
             ]:
                 assert all(value == want for value in got), (
-                    f"every block must get config.{field} = {want!r}, got {sorted(set(got))}")
+                    f"every block must get config.{field} = {want!r}, got {sorted(set(got))}"
+                )
             assert np.allclose([b.drop_path_rate for b in blocks], rates), (
                 f"the blocks' drop-path rates must be sv.drop_path_rates(depths, drop_path_rate, "
-                f"drop_path_schedule) = {np.round(rates, 3).tolist()}")
+                f"drop_path_schedule) = {np.round(rates, 3).tolist()}"
+            )
         mergings, merges = len(_layers(model, PatchMerging)), len(config.depths) - 1
         assert mergings == merges, (
-            f"every stage but the last must end in a patch merging: {merges} expected, got {mergings}")
+            f"every stage but the last must end in a patch merging: {merges} expected, got {mergings}"
+        )
         assert model.count_params() == library.count_params(), (
-            f"the model has {model.count_params():,} parameters, sv.build_shiftvit "
-            f"{library.count_params():,}")
+            f"the model has {model.count_params():,} parameters, sv.build_shiftvit {library.count_params():,}"
+        )
         model.set_weights(library.get_weights())
         assert _close(model(probe, training=False), library(probe, training=False)), (
             "with the library's weights the logits differ: pass num_div, shift, shift_pixel and "
-            "mlp_ratio from the config to every stage")
+            "mlp_ratio from the config to every stage"
+        )
     _check_training_mode(build, builder_configs()[0], probe)
 
 
 def _check_training_mode(build: Callable[[Any], keras.Model], config: Any, probe: np.ndarray) -> None:
     """Each random part must follow its config field: off means training = inference."""
     quiet = config.replace(augment=False, mlp_dropout=0.0, drop_path_rate=0.0)
-    for field, value, what in [("augment", True, "augment=True must crop and flip at random in training"),
-                               ("mlp_dropout", 0.5, "mlp_dropout must switch on the MLPs' dropout"),
-                               ("drop_path_rate", 0.5, "drop_path_rate must switch on drop path")]:
+    for field, value, what in [
+        ("augment", True, "augment=True must crop and flip at random in training"),
+        ("mlp_dropout", 0.5, "mlp_dropout must switch on the MLPs' dropout"),
+        ("drop_path_rate", 0.5, "drop_path_rate must switch on drop path"),
+    ]:
         model = build(quiet.replace(**{field: value}))
         logits = _numpy(model(probe, training=True)), _numpy(model(probe, training=True))
         assert not _close(*logits), f"{what}: two training passes gave the same logits"
     model = build(quiet)
     assert _close(model(probe, training=True), model(probe, training=False)), (
         "with augment=False, mlp_dropout=0 and drop_path_rate=0 training must equal inference: "
-        "a random layer ignores its config field")
+        "a random layer ignores its config field"
+    )
 
 
 # The schedule (lesson 05) -------------------------------------------------
@@ -310,16 +352,21 @@ def check_schedule(schedule: Callable[..., float]) -> None:
         return np.isclose(x, y, rtol=1e-4, atol=1e-8)
 
     if not same(got, expected).all():
-        assert not same(got[:-1], expected[1:]).all(), "the schedule is one step ahead: step 0 must give lr_start"
+        assert not same(got[:-1], expected[1:]).all(), (
+            "the schedule is one step ahead: step 0 must give lr_start"
+        )
         assert not same(got[1:], expected[:-1]).all(), "the schedule is one step behind: step 1 must move"
     w, t = a["warmup_steps"], a["total_steps"]
     assert same(got[0], a["lr_start"]), f"the warm-up must start at lr_start at step 0, got {got[0]:.3g}"
     assert same(got[w], a["lr_max"]), (
-        f"the warm-up must end at step warmup_steps with lr_max, got {got[w]:.3g} there")
+        f"the warm-up must end at step warmup_steps with lr_max, got {got[w]:.3g} there"
+    )
     assert same(got[:w], expected[:w]).all(), (
-        "during the warm-up the rate must rise in a straight line from lr_start towards lr_max")
-    assert same(got[w:t + 1], expected[w:t + 1]).all(), (
-        "after the warm-up the rate must follow half a cosine from lr_max to 0 at total_steps")
+        "during the warm-up the rate must rise in a straight line from lr_start towards lr_max"
+    )
+    assert same(got[w : t + 1], expected[w : t + 1]).all(), (
+        "after the warm-up the rate must follow half a cosine from lr_max to 0 at total_steps"
+    )
     assert same(got[t:], 0.0).all(), "after total_steps the rate must stay 0"
 
 
@@ -362,26 +409,42 @@ def check_train_step(step: Callable[..., float]) -> None:
     keras.optimizers.SGD(0.1).apply_gradients(zip(gradients, reference.trainable_variables))
     if not np.isclose(float(loss), training_loss, rtol=1e-5):
         assert not np.isclose(float(loss), inference_loss, rtol=1e-5), (
-            "the step must run the model with training=True (the loss is the inference loss)")
-        raise AssertionError(f"the step must return the loss of this batch before the update: "
-                             f"expected {training_loss:.4f}, got {float(loss):.4f}")
+            "the step must run the model with training=True (the loss is the inference loss)"
+        )
+        raise AssertionError(
+            f"the step must return the loss of this batch before the update: "
+            f"expected {training_loss:.4f}, got {float(loss):.4f}"
+        )
     after, wanted = model.get_weights(), reference.get_weights()
     moves = [a - b for a, b in zip(after, before)]
     wanted_moves = [w - b for w, b in zip(wanted, before)]
     assert any(np.abs(m).max() > 0 for m in moves), (
-        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)")
+        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)"
+    )
     assert all(np.abs(m).max() > 0 for m in moves), (
-        "some weights did not change: take the gradient for every model.trainable_variables")
+        "some weights did not change: take the gradient for every model.trainable_variables"
+    )
     if all(np.allclose(m, -w, atol=1e-6) for m, w in zip(moves, wanted_moves)):
-        raise AssertionError("the weights moved uphill: the optimizer needs the gradients, not their negatives")
+        raise AssertionError(
+            "the weights moved uphill: the optimizer needs the gradients, not their negatives"
+        )
     if all(np.allclose(m, 2 * w, atol=1e-6) for m, w in zip(moves, wanted_moves)):
         raise AssertionError("the weights moved twice as far: apply the gradients once per step")
     assert all(np.allclose(a, w, atol=1e-6) for a, w in zip(after, wanted)), (
         "after one step the weights differ from one optimizer step along the loss's gradient "
-        "(computed in training mode)")
+        "(computed in training mode)"
+    )
 
 
 __all__ = [
-    "try_yours", "check_shift", "check_drop_path", "check_block", "check_patch_merging",
-    "check_builder", "builder_configs", "check_schedule", "check_train_step", "DoubledInTraining",
+    "try_yours",
+    "check_shift",
+    "check_drop_path",
+    "check_block",
+    "check_patch_merging",
+    "check_builder",
+    "builder_configs",
+    "check_schedule",
+    "check_train_step",
+    "DoubledInTraining",
 ]

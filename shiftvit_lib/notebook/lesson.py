@@ -114,7 +114,11 @@ def animation_path(name: str) -> Any:
     folder = resources.files("shiftvit_lib") / "assets" / "animations"
     path = folder / f"{name}.gif"
     if not path.is_file():
-        available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif")) if folder.is_dir() else []
+        available = (
+            sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
+            if folder.is_dir()
+            else []
+        )
         raise FileNotFoundError(
             f"no animation named {name!r}; available: {available}. Render them with "
             "`python animations/render.py`."
@@ -145,14 +149,20 @@ def format_channels(tensor: Any, titles: Sequence[str]) -> str:
 
     values = np.asarray(ops.convert_to_numpy(tensor))
     if values.ndim != 4 or values.shape[0] != 1:
-        raise ValueError(f"format_channels expects one feature map of shape (1, H, W, C); got {values.shape}.")
+        raise ValueError(
+            f"format_channels expects one feature map of shape (1, H, W, C); got {values.shape}."
+        )
     values = values[0].astype(int)
     if len(titles) != values.shape[-1]:
-        raise ValueError(f"got {len(titles)} titles for {values.shape[-1]} channels; give one title per channel.")
+        raise ValueError(
+            f"got {len(titles)} titles for {values.shape[-1]} channels; give one title per channel."
+        )
     cell = max(len(str(v)) for v in values.ravel()) + 1  # characters per number
     lines = ["   ".join(f"{title:^{cell * values.shape[1]}}" for title in titles)]
     for row in range(values.shape[0]):
-        lines.append("   ".join("".join(f"{v:{cell}d}" for v in values[row, :, c]) for c in range(values.shape[-1])))
+        lines.append(
+            "   ".join("".join(f"{v:{cell}d}" for v in values[row, :, c]) for c in range(values.shape[-1]))
+        )
     return "\n".join(lines)
 
 
@@ -172,4 +182,3 @@ def show_animation(name: str, width: int | None = None) -> Any:
     size = f' width="{int(width)}"' if width else ""
     alt = f"Animation: {name.replace('_', ' ')}"
     return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}"{size}>')
-

@@ -102,8 +102,7 @@ def plot_class_counts(splits: DataSplits) -> Figure:
     ax = axes[0, 0]
     for offset, (split, values) in enumerate(counts.items()):
         centre_offset = offset - (len(counts) - 1) / 2
-        ax.bar(positions + centre_offset * bar_width, values, bar_width,
-               label=f"{split} ({values.sum():,})")
+        ax.bar(positions + centre_offset * bar_width, values, bar_width, label=f"{split} ({values.sum():,})")
     ax.set_xticks(positions, splits.class_names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("images")
     ax.set_title("Images per class", fontsize=10)
@@ -123,8 +122,10 @@ def plot_history(history: Any) -> Figure:
     """
     metrics: Mapping[str, Sequence[float]] = getattr(history, "history", history)
     if not isinstance(metrics, Mapping) or "loss" not in metrics:
-        raise ValueError("history must be a keras History or a dict with at least a 'loss' list; "
-                         f"got keys {list(metrics) if isinstance(metrics, Mapping) else type(history)}")
+        raise ValueError(
+            "history must be a keras History or a dict with at least a 'loss' list; "
+            f"got keys {list(metrics) if isinstance(metrics, Mapping) else type(history)}"
+        )
     accuracy_keys = [k for k in metrics if ("acc" in k or k.startswith("top")) and not k.startswith("val_")]
     # Keras counts epochs from 0 (History.epoch, the CSVLogger "epoch" column); people from 1.
     epochs = metrics.get("epoch", getattr(history, "epoch", None))
@@ -153,8 +154,10 @@ def training_minutes(history: Mapping[str, Sequence[float]]) -> np.ndarray:
     Validation is included, as in ``train_seconds`` of ``run.json``.
     """
     if "epoch_seconds" not in history or "val_accuracy" not in history:
-        raise ValueError("history needs 'epoch_seconds' and 'val_accuracy' columns (a history.csv "
-                         f"written by shiftvit_lib.recipe); got {sorted(history)}")
+        raise ValueError(
+            "history needs 'epoch_seconds' and 'val_accuracy' columns (a history.csv "
+            f"written by shiftvit_lib.recipe); got {sorted(history)}"
+        )
     return np.cumsum(np.asarray(history["epoch_seconds"], dtype=float)) / 60
 
 
@@ -165,8 +168,9 @@ def minutes_to_accuracy(history: Mapping[str, Sequence[float]], target: float) -
     return float(minutes[reached[0]]) if reached.size else None
 
 
-def plot_time_to_accuracy(runs: Mapping[str, Mapping[str, Sequence[float]]], *,
-                          target: float | None = None) -> Figure:
+def plot_time_to_accuracy(
+    runs: Mapping[str, Mapping[str, Sequence[float]]], *, target: float | None = None
+) -> Figure:
     """Validation top-1 against minutes of training, one curve per run (time-to-accuracy).
 
     ``runs`` maps a label to a history read from ``history.csv`` (it needs ``epoch_seconds``
@@ -182,9 +186,15 @@ def plot_time_to_accuracy(runs: Mapping[str, Mapping[str, Sequence[float]]], *,
         reached = None if target is None else minutes_to_accuracy(history, target)
         if reached is not None:
             first = int(np.searchsorted(minutes, reached))
-            ax.annotate(f"{100 * target:.0f} % after {reached:.1f} min", (minutes[first], accuracy[first]),
-                        xytext=(10, -25 - 14 * index), textcoords="offset points", fontsize=8,
-                        color=line.get_color(), arrowprops=dict(arrowstyle="->", linewidth=0.8))
+            ax.annotate(
+                f"{100 * target:.0f} % after {reached:.1f} min",
+                (minutes[first], accuracy[first]),
+                xytext=(10, -25 - 14 * index),
+                textcoords="offset points",
+                fontsize=8,
+                color=line.get_color(),
+                arrowprops=dict(arrowstyle="->", linewidth=0.8),
+            )
     if target is not None:
         ax.axhline(100 * target, color="gray", linestyle=":", linewidth=1)
     ax.set_xlabel("minutes of training (validation included)")
@@ -234,9 +244,13 @@ def architecture_shapes(config: Any) -> list[tuple[str, tuple[int, int, int]]]:
     outputs = list(zip(sides[1:] + sides[-1:], dims[1:] + dims[-1:]))
     half = -(-config.image_size // 2)
     stem = [("stem_conv", (half, half, config.stem_channels))] if config.stem_channels else []
-    return [("images", (side, side, channels)), ("preprocessing", (config.image_size, config.image_size, channels)),
-            *stem, ("patch_projection", (sides[0], sides[0], dims[0])),
-            *[(f"stage_{i + 1}", (s, s, d)) for i, (s, d) in enumerate(outputs)]]
+    return [
+        ("images", (side, side, channels)),
+        ("preprocessing", (config.image_size, config.image_size, channels)),
+        *stem,
+        ("patch_projection", (sides[0], sides[0], dims[0])),
+        *[(f"stage_{i + 1}", (s, s, d)) for i, (s, d) in enumerate(outputs)],
+    ]
 
 
 def plot_architecture(config: Any) -> Figure:
@@ -260,27 +274,41 @@ def plot_architecture(config: Any) -> Figure:
             stage = int(name.split("_")[1]) - 1
             merge = stage < len(config.depths) - 1
             side_in = sides[index - 1]  # the blocks work at the previous part's size
-            label = (f"stage {stage + 1}\n{config.depths[stage]} block{'s' if config.depths[stage] > 1 else ''}"
-                     f"\nat {side_in}×{side_in}")
+            label = (
+                f"stage {stage + 1}\n{config.depths[stage]} block{'s' if config.depths[stage] > 1 else ''}"
+                f"\nat {side_in}×{side_in}"
+            )
             label += "\n+ merging" if merge else ""
             color = "tab:orange"
         else:
-            label = name.replace("patch_projection", "patch\nprojection").replace("preprocessing", "resize,\ncrop")
+            label = name.replace("patch_projection", "patch\nprojection").replace(
+                "preprocessing", "resize,\ncrop"
+            )
             color = "tab:blue" if name in ("patch_projection", "classifier") else "lightgray"
-        ax.add_patch(plt.Rectangle((x, -box_h / 2), box_w, box_h, facecolor=color, alpha=0.55,
-                                   edgecolor="black", linewidth=0.8))
+        ax.add_patch(
+            plt.Rectangle(
+                (x, -box_h / 2), box_w, box_h, facecolor=color, alpha=0.55, edgecolor="black", linewidth=0.8
+            )
+        )
         ax.text(x + box_w / 2, 1.2, label, ha="center", va="bottom", fontsize=7.5)
-        shape_text = f"{height}×{height}\n×{channels}" if name not in ("pool", "classifier") else f"{channels}"
+        shape_text = (
+            f"{height}×{height}\n×{channels}" if name not in ("pool", "classifier") else f"{channels}"
+        )
         ax.text(x + box_w / 2, -1.2, shape_text, ha="center", va="top", fontsize=8, family="monospace")
         if index < len(parts) - 1:
-            ax.annotate("", xy=(x + box_w + 0.25, 0), xytext=(x + box_w + 0.02, 0),
-                        arrowprops=dict(arrowstyle="->", linewidth=0.8))
+            ax.annotate(
+                "",
+                xy=(x + box_w + 0.25, 0),
+                xytext=(x + box_w + 0.02, 0),
+                arrowprops=dict(arrowstyle="->", linewidth=0.8),
+            )
         x += box_w + 0.3
     ax.set_xlim(-0.1, x)
     ax.set_ylim(-2.2, 2.3)
     ax.axis("off")
-    ax.set_title(f"ShiftViT '{config.name}': the tensor shape after every part (batch axis left out)",
-                 fontsize=10)
+    ax.set_title(
+        f"ShiftViT '{config.name}': the tensor shape after every part (batch axis left out)", fontsize=10
+    )
     fig.tight_layout()
     return fig
 
@@ -289,22 +317,34 @@ def plot_block_comparison() -> Figure:
     """A transformer block with attention beside a ShiftViT block: only the token mixer differs."""
     fig, axes = _new_figure(8, 4.4, ncols=2)
     columns = [
-        ("Attention block (ViT)", [
-            ("LayerNorm", "lightgray"),
-            ("multi-head self-attention\nQ, K, V = 3 dense layers\nsoftmax(Q Kᵀ / √d) · V\nevery token ↔ every token",
-             "tab:red"),
-            ("+ residual", None),
-            ("LayerNorm", "lightgray"),
-            ("MLP  d → r·d → d", "tab:blue"),
-            ("+ residual", None),
-        ], "mixes tokens with learned, input-dependent\nweights; cost grows with tokens²"),
-        ("Shift block (ShiftViT)", [
-            ("shift\n4 channel groups move 1 pixel\n(left, right, up, down)\nno parameters, no MACs",
-             "tab:green"),
-            ("LayerNorm", "lightgray"),
-            ("MLP  d → r·d → d", "tab:blue"),
-            ("drop path, + residual", None),
-        ], "mixes tokens with a fixed pattern:\n4 neighbours per block; cost grows with tokens"),
+        (
+            "Attention block (ViT)",
+            [
+                ("LayerNorm", "lightgray"),
+                (
+                    "multi-head self-attention\nQ, K, V = 3 dense layers\nsoftmax(Q Kᵀ / √d) · V\nevery token ↔ every token",
+                    "tab:red",
+                ),
+                ("+ residual", None),
+                ("LayerNorm", "lightgray"),
+                ("MLP  d → r·d → d", "tab:blue"),
+                ("+ residual", None),
+            ],
+            "mixes tokens with learned, input-dependent\nweights; cost grows with tokens²",
+        ),
+        (
+            "Shift block (ShiftViT)",
+            [
+                (
+                    "shift\n4 channel groups move 1 pixel\n(left, right, up, down)\nno parameters, no MACs",
+                    "tab:green",
+                ),
+                ("LayerNorm", "lightgray"),
+                ("MLP  d → r·d → d", "tab:blue"),
+                ("drop path, + residual", None),
+            ],
+            "mixes tokens with a fixed pattern:\n4 neighbours per block; cost grows with tokens",
+        ),
     ]
     bottoms = []
     for ax, (title, boxes, note) in zip(axes[0], columns):
@@ -316,11 +356,24 @@ def plot_block_comparison() -> Figure:
                 ax.text(0.5, y - height / 2 + 0.1, text, ha="center", va="center", fontsize=8, style="italic")
                 height = 0.45
             else:
-                ax.add_patch(plt.Rectangle((0.08, y - height), 0.84, height, facecolor=color, alpha=0.35,
-                                           edgecolor="black", linewidth=0.8))
+                ax.add_patch(
+                    plt.Rectangle(
+                        (0.08, y - height),
+                        0.84,
+                        height,
+                        facecolor=color,
+                        alpha=0.35,
+                        edgecolor="black",
+                        linewidth=0.8,
+                    )
+                )
                 ax.text(0.5, y - height / 2, text, ha="center", va="center", fontsize=8)
-            ax.annotate("", xy=(0.5, y - height - 0.12), xytext=(0.5, y - height),
-                        arrowprops=dict(arrowstyle="->", linewidth=0.8))
+            ax.annotate(
+                "",
+                xy=(0.5, y - height - 0.12),
+                xytext=(0.5, y - height),
+                arrowprops=dict(arrowstyle="->", linewidth=0.8),
+            )
             y -= height + 0.15
         ax.text(0.5, y - 0.05, note, ha="center", va="top", fontsize=8)
         bottoms.append(y - 0.75)
@@ -349,9 +402,16 @@ def plot_confusion_counts(cm: np.ndarray, class_names: Sequence[str]) -> Figure:
     ax.imshow(shares, cmap="Blues", vmin=0, vmax=1)
     for (row, col), count in np.ndenumerate(cm):
         if count:
-            ax.text(col, row, f"{int(count)}", ha="center", va="center", fontsize=9,
-                    fontweight="bold" if row == col else "normal",
-                    color="white" if shares[row, col] > 0.55 else "black")
+            ax.text(
+                col,
+                row,
+                f"{int(count)}",
+                ha="center",
+                va="center",
+                fontsize=9,
+                fontweight="bold" if row == col else "normal",
+                color="white" if shares[row, col] > 0.55 else "black",
+            )
     ticks = np.arange(len(class_names))
     ax.set_xticks(ticks, class_names, rotation=45, ha="right", fontsize=8)
     recall = np.diag(shares)
@@ -383,7 +443,13 @@ def reliability_table(confidence: Sequence[float], correct: Sequence[bool], bins
         accuracy = np.bincount(index, correct, bins) / count
     filled = count > 0
     ece = float(np.sum(count[filled] * np.abs(accuracy[filled] - mean_confidence[filled])) / confidence.size)
-    return {"edges": edges, "count": count, "mean_confidence": mean_confidence, "accuracy": accuracy, "ece": ece}
+    return {
+        "edges": edges,
+        "count": count,
+        "mean_confidence": mean_confidence,
+        "accuracy": accuracy,
+        "ece": ece,
+    }
 
 
 def plot_reliability(confidence: Sequence[float], correct: Sequence[bool], bins: int = 10) -> Figure:
@@ -399,10 +465,24 @@ def plot_reliability(confidence: Sequence[float], correct: Sequence[bool], bins:
     plt.close(fig)
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     filled = table["count"] > 0
-    top.bar(centres[filled], table["accuracy"][filled], width=width * 0.9, color="tab:blue", alpha=0.75,
-            edgecolor="black", linewidth=0.5, label="accuracy in the bin")
-    top.plot(table["mean_confidence"][filled], table["mean_confidence"][filled], "o", color="tab:orange",
-             markersize=4, label="mean confidence in the bin")
+    top.bar(
+        centres[filled],
+        table["accuracy"][filled],
+        width=width * 0.9,
+        color="tab:blue",
+        alpha=0.75,
+        edgecolor="black",
+        linewidth=0.5,
+        label="accuracy in the bin",
+    )
+    top.plot(
+        table["mean_confidence"][filled],
+        table["mean_confidence"][filled],
+        "o",
+        color="tab:orange",
+        markersize=4,
+        label="mean confidence in the bin",
+    )
     top.plot([0, 1], [0, 1], "--", color="gray", linewidth=1, label="perfect calibration")
     top.set(ylim=(0, 1), ylabel="accuracy")
     top.set_title(f"Reliability diagram (ECE {table['ece']:.3f})", fontsize=10)

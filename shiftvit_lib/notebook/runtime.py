@@ -50,8 +50,12 @@ class RunsRoot:
     survives_disconnect: bool
 
 
-def runs_root(full_mode: bool = True, *, modules: Mapping[str, Any] | None = None,
-              environ: Mapping[str, str] | None = None) -> RunsRoot:
+def runs_root(
+    full_mode: bool = True,
+    *,
+    modules: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> RunsRoot:
     """Where this lesson's run folders go (see the module doc).
 
     Quick mode always uses ``runs/``: its runs take a minute and are scratch.
@@ -65,15 +69,27 @@ def runs_root(full_mode: bool = True, *, modules: Mapping[str, Any] | None = Non
     if my_drive.is_dir():
         path = my_drive.parent / DRIVE_SUBFOLDER
         return RunsRoot(path, f"runs go to Google Drive, {path}/: a disconnect keeps them", True)
-    return RunsRoot(COLAB_LOCAL_RUNS, f"Google Drive is not mounted, so runs go to {COLAB_LOCAL_RUNS}/, which a "
-                    "disconnect loses; mount it (from google.colab import drive; drive.mount('/content/drive')) "
-                    "and run this cell again", False)
+    return RunsRoot(
+        COLAB_LOCAL_RUNS,
+        f"Google Drive is not mounted, so runs go to {COLAB_LOCAL_RUNS}/, which a "
+        "disconnect loses; mount it (from google.colab import drive; drive.mount('/content/drive')) "
+        "and run this cell again",
+        False,
+    )
 
 
 # --------------------------------------------------------------------------- lesson 05's run
-def train_or_reuse(config: Any, data: Any, out_dir: str | os.PathLike[str], *, epochs: int | None = None,
-                   seed: int = 42, mixed_precision: str | None = None, restart: bool = False,
-                   **train_kwargs: Any) -> Any:
+def train_or_reuse(
+    config: Any,
+    data: Any,
+    out_dir: str | os.PathLike[str],
+    *,
+    epochs: int | None = None,
+    seed: int = 42,
+    mixed_precision: str | None = None,
+    restart: bool = False,
+    **train_kwargs: Any,
+) -> Any:
     """``sv.train``, except that a finished run with the same settings is read back, not refused.
 
     So re-running a lesson's training cell never deletes a finished run and never trains
@@ -85,11 +101,22 @@ def train_or_reuse(config: Any, data: Any, out_dir: str | os.PathLike[str], *, e
     """
     from shiftvit_lib.tools.runs import train
 
-    run = train(config, data, out_dir, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
-                overwrite=restart, reuse=not restart, **train_kwargs)
+    run = train(
+        config,
+        data,
+        out_dir,
+        epochs=epochs,
+        seed=seed,
+        mixed_precision=mixed_precision,
+        overwrite=restart,
+        reuse=not restart,
+        **train_kwargs,
+    )
     if run.reused:
-        print(f"{run.out_dir.as_posix()} holds this finished run: read back, not trained again "
-              "(train into another folder to train afresh)")
+        print(
+            f"{run.out_dir.as_posix()} holds this finished run: read back, not trained again "
+            "(train into another folder to train afresh)"
+        )
     return run
 
 
@@ -108,8 +135,7 @@ class ModelChoice:
 
     def describe(self) -> str:
         if self.path is None:
-            return ("model: the shipped sv.pretrained('cpu') (no best.keras of a full lesson 05 run "
-                    "was found)")
+            return "model: the shipped sv.pretrained('cpu') (no best.keras of a full lesson 05 run was found)"
         state = "finished run" if self.finished else "interrupted run, best epoch so far"
         return f"model: your own, {self.path.as_posix()} (preset {self.preset!r}, {state})"
 
@@ -130,8 +156,11 @@ def _run_preset(folder: Path) -> str | None:
     return None
 
 
-def choose_trained_model(roots: Sequence[str | os.PathLike[str]], prefix: str = LESSON05_PREFIX,
-                         skip_presets: Sequence[str] = ("quick",)) -> ModelChoice:
+def choose_trained_model(
+    roots: Sequence[str | os.PathLike[str]],
+    prefix: str = LESSON05_PREFIX,
+    skip_presets: Sequence[str] = ("quick",),
+) -> ModelChoice:
     """The newest ``best.keras`` of a lesson 05 run under ``roots``, else the shipped model.
 
     A run counts when its folder name starts with ``prefix`` and its recorded preset
@@ -165,9 +194,16 @@ class StepTiming:
         return self.batch_size / self.step_seconds
 
 
-def time_training_step(config: Any, *, precision: str | None = None, jit_compile: bool = False,
-                       batch_size: int | None = None, steps: int = 3, warmup: int = 2,
-                       seed: int = 0) -> StepTiming:
+def time_training_step(
+    config: Any,
+    *,
+    precision: str | None = None,
+    jit_compile: bool = False,
+    batch_size: int | None = None,
+    steps: int = 3,
+    warmup: int = 2,
+    seed: int = 0,
+) -> StepTiming:
     """Seconds per training step of ``config``'s model, on random images, after ``warmup`` steps.
 
     The model, optimizer, loss and schedule are the recipe's (``compile_for_training``);
@@ -183,7 +219,9 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
     from shiftvit_lib.tools.devices import precision_policy
 
     if warmup < 1 or steps < 2:
-        raise ValueError(f"time at least 1 warm-up step and 2 timed steps; got warmup={warmup}, steps={steps}")
+        raise ValueError(
+            f"time at least 1 warm-up step and 2 timed steps; got warmup={warmup}, steps={steps}"
+        )
     batch = int(batch_size or config.batch_size)
     cfg = config.replace(batch_size=batch)
     keras.backend.clear_session()
@@ -195,15 +233,23 @@ def time_training_step(config: Any, *, precision: str | None = None, jit_compile
     count = batch * (warmup + steps)
     images = rng.integers(0, 256, (count, *cfg.input_shape), dtype=np.uint8)
     labels = rng.integers(0, cfg.num_classes, count)
-    mixing = (dict(num_classes=cfg.num_classes, mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
-              if cfg.one_hot_targets else {})
+    mixing = (
+        dict(num_classes=cfg.num_classes, mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
+        if cfg.one_hot_targets
+        else {}
+    )
     clock = _ClockAfterWarmup(warmup)
     dataset = make_dataset(images, labels, batch, shuffle=False, **mixing)
     began = time.perf_counter()
     model.fit(dataset, epochs=1, verbose=0, shuffle=False, callbacks=[clock])
     # "auto" is resolved by Keras when the step is built: report what it chose.
-    return StepTiming(precision or "float32", bool(model.jit_compile), batch, clock.step_seconds(),
-                      startup_seconds=clock.ends[warmup - 1] - began)
+    return StepTiming(
+        precision or "float32",
+        bool(model.jit_compile),
+        batch,
+        clock.step_seconds(),
+        startup_seconds=clock.ends[warmup - 1] - began,
+    )
 
 
 class _ClockAfterWarmup(keras.callbacks.Callback):
@@ -222,7 +268,7 @@ class _ClockAfterWarmup(keras.callbacks.Callback):
         a late recompilation) does not move it."""
         import numpy as np
 
-        return float(np.median(np.diff(self.ends[self.warmup - 1:])))
+        return float(np.median(np.diff(self.ends[self.warmup - 1 :])))
 
 
 def mixed_policy_to_time(recommended: str | None) -> str:
@@ -230,12 +276,17 @@ def mixed_policy_to_time(recommended: str | None) -> str:
     return recommended or "mixed_bfloat16"
 
 
-def time_training_steps(config: Any, *, mixed: str, batch_size: int | None = None, steps: int = 3,
-                        warmup: int = 2) -> list[StepTiming]:
+def time_training_steps(
+    config: Any, *, mixed: str, batch_size: int | None = None, steps: int = 3, warmup: int = 2
+) -> list[StepTiming]:
     """The device table: float32 and ``mixed``, each with XLA off and on."""
-    return [time_training_step(config, precision=precision, jit_compile=xla, batch_size=batch_size,
-                               steps=steps, warmup=warmup)
-            for precision in (None, mixed) for xla in (False, True)]
+    return [
+        time_training_step(
+            config, precision=precision, jit_compile=xla, batch_size=batch_size, steps=steps, warmup=warmup
+        )
+        for precision in (None, mixed)
+        for xla in (False, True)
+    ]
 
 
 def format_timings(rows: Sequence[StepTiming]) -> str:
@@ -243,9 +294,11 @@ def format_timings(rows: Sequence[StepTiming]) -> str:
     base = rows[0].images_per_second
     lines = [f"{'precision':16} {'XLA':>4} {'batch':>6} {'ms/step':>9} {'images/s':>9} {'speed-up':>9}"]
     for row in rows:
-        lines.append(f"{row.precision:16} {'on' if row.xla else 'off':>4} {row.batch_size:>6} "
-                     f"{1000 * row.step_seconds:>9.1f} {row.images_per_second:>9,.0f} "
-                     f"{row.images_per_second / base:>8.2f}x")
+        lines.append(
+            f"{row.precision:16} {'on' if row.xla else 'off':>4} {row.batch_size:>6} "
+            f"{1000 * row.step_seconds:>9.1f} {row.images_per_second:>9,.0f} "
+            f"{row.images_per_second / base:>8.2f}x"
+        )
     return "\n".join(lines)
 
 
@@ -267,23 +320,30 @@ class RunEstimate:
         return self.epoch_seconds * self.epochs + self.startup_seconds
 
     def describe(self, early_stop_epochs: tuple[int, int] | None = None) -> str:
-        lines = [f"estimate: {1000 * self.step_seconds:,.0f} ms/step x {self.steps_per_epoch} steps = "
-                 f"{format_duration(self.epoch_seconds)} per epoch",
-                 f"{self.epochs} epochs + {format_duration(self.startup_seconds)} of start-up (compilation) = "
-                 f"{format_duration(self.run_seconds)}; validation adds a little"]
+        lines = [
+            f"estimate: {1000 * self.step_seconds:,.0f} ms/step x {self.steps_per_epoch} steps = "
+            f"{format_duration(self.epoch_seconds)} per epoch",
+            f"{self.epochs} epochs + {format_duration(self.startup_seconds)} of start-up (compilation) = "
+            f"{format_duration(self.run_seconds)}; validation adds a little",
+        ]
         if early_stop_epochs:
             low, high = (self.epoch_seconds * e + self.startup_seconds for e in early_stop_epochs)
-            lines.append(f"if early stopping ends it at epochs {early_stop_epochs[0]}-{early_stop_epochs[1]}: "
-                         f"{format_duration(low)} to {format_duration(high)}")
+            lines.append(
+                f"if early stopping ends it at epochs {early_stop_epochs[0]}-{early_stop_epochs[1]}: "
+                f"{format_duration(low)} to {format_duration(high)}"
+            )
         return "\n".join(lines)
 
 
-def estimate_run(step_seconds: float, steps_per_epoch: int, epochs: int,
-                 startup_seconds: float = 0.0) -> RunEstimate:
+def estimate_run(
+    step_seconds: float, steps_per_epoch: int, epochs: int, startup_seconds: float = 0.0
+) -> RunEstimate:
     """Epoch and run time from a measured step time (see :class:`RunEstimate`)."""
     if step_seconds <= 0 or steps_per_epoch < 1 or epochs < 1 or startup_seconds < 0:
-        raise ValueError(f"need a positive step time, steps and epochs; got {step_seconds}, "
-                         f"{steps_per_epoch}, {epochs} (start-up {startup_seconds})")
+        raise ValueError(
+            f"need a positive step time, steps and epochs; got {step_seconds}, "
+            f"{steps_per_epoch}, {epochs} (start-up {startup_seconds})"
+        )
     return RunEstimate(float(step_seconds), int(steps_per_epoch), int(epochs), float(startup_seconds))
 
 

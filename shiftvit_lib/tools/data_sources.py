@@ -76,7 +76,9 @@ def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
     if cached:
         return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
     proxy = urllib.request.getproxies().get("https")
-    url = urllib.parse.urlsplit((proxy if "://" in proxy else f"http://{proxy}") if proxy else KERAS_CIFAR10_URL)
+    url = urllib.parse.urlsplit(
+        (proxy if "://" in proxy else f"http://{proxy}") if proxy else KERAS_CIFAR10_URL
+    )
     host, port = url.hostname or "", url.port or (80 if proxy else 443)
     outcome: dict[str, Any] = {}
 
@@ -104,8 +106,6 @@ def _keras_cached_files() -> list[Path]:
     return [path for path in candidates if path.is_file()]
 
 
-
-
 def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
     """Prefer keras.datasets; fall back to the sample, loudly, when it is out of reach."""
     available, reason = keras_cifar10_available()
@@ -117,7 +117,10 @@ def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
     warnings.warn(
         "load_cifar10('auto'): using the small bundled CIFAR-10 sample (2,000 train / 500 test images) "
         f"instead of the full dataset, because {reason}. Pass source='keras' once you are online, "
-        "or the path of a local copy.", DataSourceFallbackWarning, stacklevel=4)
+        "or the path of a local copy.",
+        DataSourceFallbackWarning,
+        stacklevel=4,
+    )
     raw = data._load_sample(limit, rng)
     raw.description += f" (source='auto' fell back to the sample: {reason})"
     return raw
@@ -131,9 +134,7 @@ def load_path_source(source: Any, limit: int | None, rng: np.random.Generator) -
     if _is_archive(path):
         if limit is None:
             return _load_archive_cached(path)
-        return _load_class_folders(
-            _scan_archive(path), path.name, f"archive {path.name}", limit, rng
-        )
+        return _load_class_folders(_scan_archive(path), path.name, f"archive {path.name}", limit, rng)
     raise ValueError(
         f"{path} is a file but not a supported archive; expected a directory or a file "
         f"ending in {', '.join(ARCHIVE_SUFFIXES)}"
@@ -143,15 +144,20 @@ def load_path_source(source: Any, limit: int | None, rng: np.random.Generator) -
 def _existing_source_path(source: Any) -> Path:
     """Turn a path-like source into an existing Path, or explain what is wrong."""
     if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(f"source must be a string or a path; got {type(source).__name__}. "
-                        f"Valid sources: {VALID_SOURCES_TEXT}")
+        raise TypeError(
+            f"source must be a string or a path; got {type(source).__name__}. "
+            f"Valid sources: {VALID_SOURCES_TEXT}"
+        )
     path = Path(source).expanduser()
     if path.exists():
         return path
     text = os.fspath(source)
     looks_like_path = (
-        isinstance(source, os.PathLike) or "/" in text or os.sep in text
-        or _is_archive(path) or text.startswith((".", "~"))
+        isinstance(source, os.PathLike)
+        or "/" in text
+        or os.sep in text
+        or _is_archive(path)
+        or text.startswith((".", "~"))
     )
     if not looks_like_path:
         raise ValueError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
@@ -163,7 +169,6 @@ def _existing_source_path(source: Any) -> Path:
 
 def _is_archive(path: Path) -> bool:
     return path.name.lower().endswith(ARCHIVE_SUFFIXES)
-
 
 
 @dataclasses.dataclass
@@ -212,8 +217,10 @@ class _ReadBudget:
         self.files += 1
         self.bytes += size
         if self.files > MAX_FILES:
-            raise ValueError(f"{self.where}: more than {MAX_FILES:,} files under train/ and test/; "
-                             "a CIFAR-10 copy has 60,000. Is this the right data?")
+            raise ValueError(
+                f"{self.where}: more than {MAX_FILES:,} files under train/ and test/; "
+                "a CIFAR-10 copy has 60,000. Is this the right data?"
+            )
         if self.bytes > self.max_bytes and self.max_bytes < MAX_TOTAL_BYTES:
             raise ValueError(
                 f"{self.where}: its images would unpack to more than {_mib(self.max_bytes)} from "
@@ -231,8 +238,9 @@ class _ReadBudget:
 def _raise_walk_error(error: OSError) -> None:
     """``os.walk`` skips a folder it cannot list unless told otherwise; say which one instead."""
     hint = "; check its permissions" if isinstance(error, PermissionError) else ""
-    raise OSError(error.errno, f"cannot read the folder {error.filename} ({error.strerror}){hint}",
-                  error.filename)
+    raise OSError(
+        error.errno, f"cannot read the folder {error.filename} ({error.strerror}){hint}", error.filename
+    )
 
 
 def _scan_directory(root: Path) -> _ClassFolderListing:
@@ -268,8 +276,10 @@ def _scan_directory(root: Path) -> _ClassFolderListing:
                     special.append(f"{entry} ({describe_file_mode(info.st_mode)})")
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
-        raise ValueError(f"{root}: only regular image files are read, but found {shown}. "
-                         "Replace links with copies of the files and remove anything else.")
+        raise ValueError(
+            f"{root}: only regular image files are read, but found {shown}. "
+            "Replace links with copies of the files and remove anything else."
+        )
 
     def read(name: str) -> bytes:
         with (root / name).open("rb") as handle:
@@ -324,8 +334,11 @@ def _scan_archive(path: Path) -> _ClassFolderListing:
                 for info in infos:
                     name = info.filename.rstrip("/")
                     relative = name.removeprefix(prefix)
-                    if not name.startswith(prefix) or relative.split("/")[0] not in SPLIT_FOLDERS \
-                            or _is_hidden(relative):
+                    if (
+                        not name.startswith(prefix)
+                        or relative.split("/")[0] not in SPLIT_FOLDERS
+                        or _is_hidden(relative)
+                    ):
                         continue  # skipped before reading: it is not data
                     if info.is_dir():
                         dirs.append(name)
@@ -340,8 +353,10 @@ def _scan_archive(path: Path) -> _ClassFolderListing:
                         contents[name] = data
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as error:
             # zlib.error: a damaged byte inside a compressed member
-            raise ValueError(f"{path} is not a readable zip archive, damaged or truncated ({error}); "
-                             "download or build it again") from None
+            raise ValueError(
+                f"{path} is not a readable zip archive, damaged or truncated ({error}); "
+                "download or build it again"
+            ) from None
     else:
         try:
             with tarfile.open(path, "r:*") as tar:
@@ -356,19 +371,31 @@ def _scan_archive(path: Path) -> _ClassFolderListing:
                         extracted = tar.extractfile(member)
                         contents[name] = extracted.read() if extracted else b""
                     else:
-                        kind = ("a symbolic link" if member.issym() else "a hard link" if member.islnk()
-                                else "a named pipe" if member.isfifo() else "a device" if member.isdev()
-                                else "not a regular file")
+                        kind = (
+                            "a symbolic link"
+                            if member.issym()
+                            else "a hard link"
+                            if member.islnk()
+                            else "a named pipe"
+                            if member.isfifo()
+                            else "a device"
+                            if member.isdev()
+                            else "not a regular file"
+                        )
                         special.append(f"{name} ({kind})")
         except (tarfile.TarError, zlib.error, EOFError, OSError) as error:
-            raise ValueError(f"{path} is not a readable tar archive, damaged or truncated ({error}); "
-                             "download or build it again") from None
+            raise ValueError(
+                f"{path} is not a readable tar archive, damaged or truncated ({error}); "
+                "download or build it again"
+            ) from None
     prefix = _archive_root_prefix(list(contents) + dirs + [s.split(" (")[0] for s in special])
     special = [s for s in special if s.startswith(prefix)]
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
-        raise ValueError(f"{path.name}: only regular image files are read, but the archive holds {shown} "
-                         "under train/ or test/. Rebuild it with the files themselves.")
+        raise ValueError(
+            f"{path.name}: only regular image files are read, but the archive holds {shown} "
+            "under train/ or test/. Rebuild it with the files themselves."
+        )
     return _ClassFolderListing(
         [f.removeprefix(prefix) for f in contents if f.startswith(prefix)],
         [d.removeprefix(prefix) for d in dirs if d.startswith(prefix)],
@@ -404,8 +431,9 @@ def _load_archive_cached(path: Path) -> RawData:
     cached = _read_cache(cache)
     if cached is not None:
         return cached
-    raw = _load_class_folders(_scan_archive(path), path.name, f"archive {path.name}", None,
-                              np.random.default_rng(0))
+    raw = _load_class_folders(
+        _scan_archive(path), path.name, f"archive {path.name}", None, np.random.default_rng(0)
+    )
     _write_cache(cache, raw)
     return raw
 
@@ -422,8 +450,12 @@ def _read_cache(cache: Path) -> RawData | None:
             return None  # truncated or altered since it was written: decode again
         with np.load(cache, allow_pickle=False) as arrays:
             return RawData(
-                arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"],
-                description=str(arrays["description"]), image_formats=str(arrays["image_formats"]),
+                arrays["x_train"],
+                arrays["y_train"],
+                arrays["x_test"],
+                arrays["y_test"],
+                description=str(arrays["description"]),
+                image_formats=str(arrays["image_formats"]),
             )
     except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
         return None  # missing, unreadable or damaged: decode again
@@ -436,9 +468,15 @@ def _write_cache(cache: Path, raw: RawData) -> None:
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned_partials(cache.parent)
-        np.savez(partial, x_train=raw.x_train, y_train=raw.y_train, x_test=raw.x_test,
-                 y_test=raw.y_test, description=np.array(raw.description),
-                 image_formats=np.array(raw.image_formats))
+        np.savez(
+            partial,
+            x_train=raw.x_train,
+            y_train=raw.y_train,
+            x_test=raw.x_test,
+            y_test=raw.y_test,
+            description=np.array(raw.description),
+            image_formats=np.array(raw.image_formats),
+        )
         record = {"bytes": partial.stat().st_size, "sha256": sha256_of(partial)}
         partial_record.write_text(json.dumps(record))
         partial.replace(cache)  # atomic: a reader never sees half a file
@@ -469,7 +507,7 @@ def _process_alive(pid: int) -> bool:
 
 
 def _archive_root_prefix(names: Sequence[str]) -> str:
-    """"" if train/ and test/ are at the top, or "wrapper/" if all sit in one folder."""
+    """ "" if train/ and test/ are at the top, or "wrapper/" if all sit in one folder."""
     tops = {n.split("/", 1)[0] for n in names if n and not _is_hidden(n)}
     if tops & set(SPLIT_FOLDERS) or len(tops) != 1:
         return ""
@@ -489,9 +527,7 @@ def _missing_splits_message(where: str, missing: Sequence[str]) -> str:
     )
 
 
-def _group_by_split_and_class(
-    listing: _ClassFolderListing, where: str
-) -> dict[str, dict[str, list[str]]]:
+def _group_by_split_and_class(listing: _ClassFolderListing, where: str) -> dict[str, dict[str, list[str]]]:
     """Validate the layout; return ``{split: {class: sorted file names}}``."""
     layout: dict[str, dict[str, list[str]]] = {s: {} for s in SPLIT_FOLDERS}
     seen_splits: set[str] = set()
@@ -532,12 +568,16 @@ def _group_by_split_and_class(
     for split in SPLIT_FOLDERS:
         missing = [c for c in CIFAR10_CLASSES if c not in layout[split]]
         if missing:
-            raise ValueError(f"{where}: {split}/ has no folder for class(es) {', '.join(missing)}; "
-                             "every split needs all 10 class folders.")
+            raise ValueError(
+                f"{where}: {split}/ has no folder for class(es) {', '.join(missing)}; "
+                "every split needs all 10 class folders."
+            )
         empty = [c for c in CIFAR10_CLASSES if not layout[split][c]]
         if empty:
-            raise ValueError(f"{where}: class folder(s) {', '.join(f'{split}/{c}/' for c in empty)} "
-                             "hold no images; add images or check the copy is complete.")
+            raise ValueError(
+                f"{where}: class folder(s) {', '.join(f'{split}/{c}/' for c in empty)} "
+                "hold no images; add images or check the copy is complete."
+            )
     return layout
 
 
@@ -566,19 +606,20 @@ def _load_class_folders(
             format_counts[image_format] += 1
         arrays[split] = images, labels[keep]
     formats = ", ".join(
-        fmt if len(format_counts) == 1 else f"{count:,} {fmt}"
-        for fmt, count in format_counts.most_common()
+        fmt if len(format_counts) == 1 else f"{count:,} {fmt}" for fmt, count in format_counts.most_common()
     )
     (x_train, y_train), (x_test, y_test) = arrays["train"], arrays["test"]
     return RawData(
-        x_train, y_train, x_test, y_test,
+        x_train,
+        y_train,
+        x_test,
+        y_test,
         description=(
             f"CIFAR-10 class folders from {what}: {len(y_train):,} train / "
             f"{len(y_test):,} test images, {formats}"
         ),
         image_formats=formats,
     )
-
 
 
 def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:

@@ -45,8 +45,14 @@ def describe_machine() -> dict[str, Any]:
         devices = [name for _, name in _devices()]
     except Exception as error:  # noqa: BLE001 - a description must never break training
         devices = [f"unknown ({error})"]
-    return {"backend": keras.backend.backend(), "keras": keras.__version__, "devices": devices,
-            "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+    return {
+        "backend": keras.backend.backend(),
+        "keras": keras.__version__,
+        "devices": devices,
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
 
 
 def accelerator_platform() -> str | None:

@@ -103,8 +103,10 @@ def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -
         "test_top1": float(record["test"]["accuracy"]),
         "test_top5": float(record["test"]["top5"]),
         "test_images": int(record["test"]["images"]),
-        "test_top1_ci95": [round(bound, 4) for bound in
-                           top1_interval(float(record["test"]["accuracy"]), int(record["test"]["images"]))],
+        "test_top1_ci95": [
+            round(bound, 4)
+            for bound in top1_interval(float(record["test"]["accuracy"]), int(record["test"]["images"]))
+        ],
         "best_val_top1": float(record["best_val_accuracy"]),
         "epochs_run": int(record["epochs_run"]),
         # Training time from the run's own record (the same for a reused run), and the
@@ -115,7 +117,11 @@ def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -
 
 
 # The ablation's three ShiftViTs: the official shift, the keras-io example's, none.
-SHIFT_ABLATION = {"shiftvit_official": "official", "shiftvit_keras_io": "keras_io", "shiftvit_no_shift": "none"}
+SHIFT_ABLATION = {
+    "shiftvit_official": "official",
+    "shiftvit_keras_io": "keras_io",
+    "shiftvit_no_shift": "none",
+}
 
 
 COMPARISON_SCALES = ("quick", "cpu", "full")
@@ -142,11 +148,23 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
     if scale not in COMPARISON_SCALES:
         raise ValueError(f"scale must be one of {COMPARISON_SCALES}, got {scale!r}")
     if scale == "quick":
-        base: dict[str, Config] = {"vit": vit_preset("vit_quick"), "vit_spt_lsa": vit_preset("vit_spt_lsa_quick")}
-        base.update({name: preset("quick", shift=kind, projected_dim=48) for name, kind in SHIFT_ABLATION.items()})
+        base: dict[str, Config] = {
+            "vit": vit_preset("vit_quick"),
+            "vit_spt_lsa": vit_preset("vit_spt_lsa_quick"),
+        }
+        base.update(
+            {name: preset("quick", shift=kind, projected_dim=48) for name, kind in SHIFT_ABLATION.items()}
+        )
         pipeline = dict(augment=True, flip=True, resize_to=36, image_size=32)
-        recipe: dict[str, Any] = dict(batch_size=64, lr_start=1e-5, lr_max=2e-3, warmup_fraction=0.1,
-                                      epochs=5, weight_decay=1e-4, label_smoothing=0.0)
+        recipe: dict[str, Any] = dict(
+            batch_size=64,
+            lr_start=1e-5,
+            lr_max=2e-3,
+            warmup_fraction=0.1,
+            epochs=5,
+            weight_decay=1e-4,
+            label_smoothing=0.0,
+        )
     elif scale == "cpu":
         base = {"vit": vit_preset("vit_cpu"), "vit_spt_lsa": vit_preset("vit_spt_lsa_cpu")}
         # num_div 16 instead of the preset's 12: the keras-io split needs every stage width
@@ -154,19 +172,32 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
         # shift then moves a quarter of the channels (the paper's default is a third).
         # stem_channels 0: the ViTs embed patches with one projection, so the ShiftViTs do too
         # (a convolutional stem would mix a convolution into the token mixers compared).
-        base.update({name: preset("cpu", shift=kind, num_div=16, stem_channels=0)
-                     for name, kind in SHIFT_ABLATION.items()})
+        base.update(
+            {
+                name: preset("cpu", shift=kind, num_div=16, stem_channels=0)
+                for name, kind in SHIFT_ABLATION.items()
+            }
+        )
         # The pipeline and recipe are the cpu preset's own, read from it (declared once).
         cpu = preset("cpu")
-        pipeline = {name: getattr(cpu, name) for name in PIPELINE_FIELDS if name not in ("input_shape", "num_classes")}
+        pipeline = {
+            name: getattr(cpu, name) for name in PIPELINE_FIELDS if name not in ("input_shape", "num_classes")
+        }
         recipe = {name: getattr(cpu, name) for name in RECIPE_FIELDS}
         recipe["epochs"] = 10  # a shorter schedule than the cpu preset's, for five models in a row
     else:
         base = {"vit": vit_preset("vit_cifar"), "vit_spt_lsa": vit_preset("vit_spt_lsa_cifar")}
         base.update({name: preset("seed", shift=kind) for name, kind in SHIFT_ABLATION.items()})
         pipeline = dict(augment=True, flip=True, resize_to=52, image_size=48)
-        recipe = dict(batch_size=256, lr_start=1e-5, lr_max=1e-3, warmup_fraction=0.15,
-                      epochs=100, weight_decay=1e-4, label_smoothing=0.0)
+        recipe = dict(
+            batch_size=256,
+            lr_start=1e-5,
+            lr_max=1e-3,
+            warmup_fraction=0.15,
+            epochs=100,
+            weight_decay=1e-4,
+            label_smoothing=0.0,
+        )
     if epochs is not None:
         recipe["epochs"] = epochs
     recipe["early_stopping_patience"] = None
@@ -205,8 +236,16 @@ def run_comparison(
         started = time.perf_counter()
         # restart: a fresh run; otherwise a finished run with the same settings is read back, an
         # interrupted one resumes, and a folder that holds a run with other settings is refused.
-        run = train(config, data, out_dir, epochs=epochs, seed=seed, verbose=verbose, overwrite=restart,
-                    reuse=not restart)
+        run = train(
+            config,
+            data,
+            out_dir,
+            epochs=epochs,
+            seed=seed,
+            verbose=verbose,
+            overwrite=restart,
+            reuse=not restart,
+        )
         record, how = run.record, "reused a finished run" if run.reused else "trained"
         row = _row(name, config, record, time.perf_counter() - started)
         rows.append(row)
@@ -229,9 +268,7 @@ def format_table(
     """
     cells = [[header for _, header, _ in columns]]
     for row in rows:
-        cells.append(
-            [fmt.format(row[key]) if row.get(key) is not None else "-" for key, _, fmt in columns]
-        )
+        cells.append([fmt.format(row[key]) if row.get(key) is not None else "-" for key, _, fmt in columns])
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
 
     def line(values: Sequence[str]) -> str:
@@ -279,4 +316,3 @@ def comparison_record(
         "machine": describe_machine(),
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
-

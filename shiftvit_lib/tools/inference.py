@@ -118,8 +118,10 @@ def _read_bounded(path: Path, limit: int) -> bytes:
     with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:
-            raise ImageReadError(path, f"file too large ({size / 2**20:.1f} MiB; the limit for an "
-                                       f"image is {limit / 2**20:.0f} MiB)")
+            raise ImageReadError(
+                path,
+                f"file too large ({size / 2**20:.1f} MiB; the limit for an image is {limit / 2**20:.0f} MiB)",
+            )
         data = handle.read(limit + 1)
     if len(data) > limit:  # it grew while we read it
         raise ImageReadError(path, f"file too large (over {limit / 2**20:.0f} MiB)")
@@ -216,12 +218,19 @@ class FolderPredictions:
     def to_rows(self) -> list[dict[str, Any]]:
         """One dict per file (predictions, then failures); JSON-ready, or for ``pandas.DataFrame``."""
         rows: list[dict[str, Any]] = [
-            {"file": p.filename, "prediction": p.label, "confidence": p.confidence,
-             "top_k": ", ".join(f"{s.label} {s.confidence:.0%}" for s in p.top_k), "error": ""}
+            {
+                "file": p.filename,
+                "prediction": p.label,
+                "confidence": p.confidence,
+                "top_k": ", ".join(f"{s.label} {s.confidence:.0%}" for s in p.top_k),
+                "error": "",
+            }
             for p in self.predictions
         ]
-        rows += [{"file": f.path.name, "prediction": "", "confidence": None,
-                  "top_k": "", "error": f.reason} for f in self.failures]
+        rows += [
+            {"file": f.path.name, "prediction": "", "confidence": None, "top_k": "", "error": f.reason}
+            for f in self.failures
+        ]
         return rows
 
     def format(self) -> str:
@@ -272,19 +281,22 @@ def predict_folder(
     if not folder.exists():
         raise FileNotFoundError(f"folder {folder} does not exist")
     if not folder.is_dir():
-        raise ValueError(f"{folder} is a file, not a folder; use load_image() and "
-                         "predict_images() for a single image")
+        raise ValueError(
+            f"{folder} is a file, not a folder; use load_image() and predict_images() for a single image"
+        )
     _check_top_k(top_k, len(class_names))
     height, width = _as_height_width(image_size) if image_size else model_image_size(model)
     try:
         entries = sorted((p for p in folder.iterdir() if not p.name.startswith(".")), key=lambda p: p.name)
     except PermissionError as error:
-        raise PermissionError(error.errno, f"cannot list the folder {folder} ({error.strerror})",
-                              str(folder)) from None
+        raise PermissionError(
+            error.errno, f"cannot list the folder {folder} ({error.strerror})", str(folder)
+        ) from None
     files = [p for p in entries if special_file_kind(p) != "a folder"]
     if not files:
-        raise ValueError(f"folder {folder} has no files to classify "
-                         "(hidden files and sub-folders are skipped)")
+        raise ValueError(
+            f"folder {folder} has no files to classify (hidden files and sub-folders are skipped)"
+        )
 
     images, readable, failures = [], [], []
     for path in files:
@@ -325,8 +337,10 @@ def predict_images(
     _check_top_k(top_k, len(class_names))
     probabilities = predict_probabilities(model, images, batch_size, tta=tta)
     if probabilities.shape[1] != len(class_names):
-        raise ValueError(f"the model outputs {probabilities.shape[1]} scores per image but "
-                         f"{len(class_names)} class names were given")
+        raise ValueError(
+            f"the model outputs {probabilities.shape[1]} scores per image but "
+            f"{len(class_names)} class names were given"
+        )
     best_first = np.argsort(-probabilities, axis=1, kind="stable")[:, :top_k]
     return [
         tuple(ClassScore(class_names[i], int(i), float(row_probs[i])) for i in row_best)
@@ -334,8 +348,9 @@ def predict_images(
     ]
 
 
-def predict_probabilities(model: keras.Model, images: np.ndarray, batch_size: int = 64, *,
-                          tta: bool = False) -> np.ndarray:
+def predict_probabilities(
+    model: keras.Model, images: np.ndarray, batch_size: int = 64, *, tta: bool = False
+) -> np.ndarray:
     """Softmax probabilities, shape (N, num_classes), for images in [0, 255].
 
     ``tta=True`` averages the logits of each image and of its mirror image first
@@ -345,21 +360,27 @@ def predict_probabilities(model: keras.Model, images: np.ndarray, batch_size: in
     if images.ndim == 3:
         images = images[np.newaxis]  # a single image
     if images.ndim != 4 or images.shape[-1] != 3 or len(images) == 0:
-        raise ValueError(f"images must have shape (N, height, width, 3) with N >= 1; "
-                         f"got {images.shape}")
+        raise ValueError(f"images must have shape (N, height, width, 3) with N >= 1; got {images.shape}")
     expected = _fixed_input_size(model)
     if expected and images.shape[1:3] != expected:
-        raise ValueError(f"images are {images.shape[1]}x{images.shape[2]} but the model takes "
-                         f"{expected[0]}x{expected[1]}; resize them with load_image(path, "
-                         f"{expected}) or predict_folder()")
+        raise ValueError(
+            f"images are {images.shape[1]}x{images.shape[2]} but the model takes "
+            f"{expected[0]}x{expected[1]}; resize them with load_image(path, "
+            f"{expected}) or predict_folder()"
+        )
     if np.issubdtype(images.dtype, np.floating) and not np.isfinite(images).all():
         bad = int((~np.isfinite(images)).any(axis=(1, 2, 3)).sum())
-        raise ValueError(f"{bad} of {len(images)} images hold NaN or infinite pixel values; "
-                         "pixels must be numbers in [0, 255]")
+        raise ValueError(
+            f"{bad} of {len(images)} images hold NaN or infinite pixel values; "
+            "pixels must be numbers in [0, 255]"
+        )
     if np.issubdtype(images.dtype, np.floating) and 0 < images.max() <= 1.0:
-        warnings.warn("images look scaled to [0, 1], but the model expects pixel values in "
-                      "[0, 255] (it rescales inside); multiply by 255 or pass uint8 images",
-                      stacklevel=2)
+        warnings.warn(
+            "images look scaled to [0, 1], but the model expects pixel values in "
+            "[0, 255] (it rescales inside); multiply by 255 or pass uint8 images",
+            stacklevel=2,
+        )
+
     def logits_of(batch: np.ndarray) -> np.ndarray:
         return np.asarray(model.predict(batch, batch_size=batch_size, verbose=0), dtype=np.float64)
 
@@ -367,9 +388,12 @@ def predict_probabilities(model: keras.Model, images: np.ndarray, batch_size: in
     if logits.ndim != 2:
         raise ValueError(f"expected the model to output (N, num_classes) logits; got {logits.shape}")
     if np.all(logits >= 0) and np.allclose(logits.sum(axis=1), 1.0, atol=1e-4):
-        warnings.warn("the model's outputs already look like probabilities; these helpers expect "
-                      "logits and apply softmax themselves, which flattens probabilities. "
-                      "Remove the model's final softmax.", stacklevel=2)
+        warnings.warn(
+            "the model's outputs already look like probabilities; these helpers expect "
+            "logits and apply softmax themselves, which flattens probabilities. "
+            "Remove the model's final softmax.",
+            stacklevel=2,
+        )
     return softmax(logits).astype(np.float32)
 
 
@@ -384,8 +408,10 @@ def model_image_size(model: keras.Model) -> tuple[int, int]:
     """(height, width) the model takes, from ``model.input_shape``."""
     size = _fixed_input_size(model)
     if size is None:
-        raise ValueError(f"cannot tell the model's image size from its input_shape "
-                         f"{getattr(model, 'input_shape', None)}; pass image_size=(height, width)")
+        raise ValueError(
+            f"cannot tell the model's image size from its input_shape "
+            f"{getattr(model, 'input_shape', None)}; pass image_size=(height, width)"
+        )
     return size
 
 
@@ -398,8 +424,9 @@ def _fixed_input_size(model: keras.Model) -> tuple[int, int] | None:
 
 def _check_top_k(top_k: int, num_classes: int) -> None:
     if not is_positive_int(top_k) or top_k > num_classes:
-        raise ValueError(f"top_k must be an integer from 1 to {num_classes} (the number of "
-                         f"classes); got {top_k!r}")
+        raise ValueError(
+            f"top_k must be an integer from 1 to {num_classes} (the number of classes); got {top_k!r}"
+        )
 
 
 # --------------------------------------------------------------------------
@@ -411,8 +438,10 @@ def save_model(model: keras.Model, path: str | Path) -> Path:
     """Save the whole model (architecture, weights, optimizer) as a ``.keras`` file."""
     path = Path(path)
     if path.suffix != ".keras":
-        raise ValueError(f"save_model writes the Keras format, so the path must end in .keras; "
-                         f"got {path.name}. For a TensorFlow SavedModel use export_saved_model().")
+        raise ValueError(
+            f"save_model writes the Keras format, so the path must end in .keras; "
+            f"got {path.name}. For a TensorFlow SavedModel use export_saved_model()."
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     model.save(path)
     return path
@@ -464,18 +493,23 @@ def check_keras_archive(path: Path) -> None:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
     except (zipfile.BadZipFile, OSError) as error:
-        raise ValueError(f"{path} is not a valid .keras file ({error}); it is corrupt or truncated. "
-                         "Save it again with save_model().") from None
+        raise ValueError(
+            f"{path} is not a valid .keras file ({error}); it is corrupt or truncated. "
+            "Save it again with save_model()."
+        ) from None
     for info in infos:
         if info.file_size > KERAS_MEMBER_MAX_EXPANSION * info.compress_size + KERAS_MEMBER_SLACK_BYTES:
             raise ValueError(
                 f"{path} is not a model file this library loads: its member {info.filename} would unpack "
                 f"from {info.compress_size:,} to {info.file_size:,} bytes (model weights barely "
-                "compress), as a decompression bomb does. Use a .keras file saved by Keras.")
+                "compress), as a decompression bomb does. Use a .keras file saved by Keras."
+            )
     total = sum(info.file_size for info in infos)
     if total > KERAS_MAX_UNPACKED_BYTES:
-        raise ValueError(f"{path} would unpack to {total / 2**30:.1f} GiB, more than the "
-                         f"{KERAS_MAX_UNPACKED_BYTES >> 30} GiB this library loads")
+        raise ValueError(
+            f"{path} would unpack to {total / 2**30:.1f} GiB, more than the "
+            f"{KERAS_MAX_UNPACKED_BYTES >> 30} GiB this library loads"
+        )
 
 
 class UntrustedModelError(ValueError):
@@ -510,15 +544,18 @@ def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Mo
                     "--trust-saved-model on the command line. A .keras file loads safely without it."
                 )
             return _load_saved_model(path)
-        raise ValueError(f"{path} is a directory without saved_model.pb: expected a .keras file "
-                         "or a SavedModel directory")
+        raise ValueError(
+            f"{path} is a directory without saved_model.pb: expected a .keras file or a SavedModel directory"
+        )
     if path.suffix != ".keras":
         raise ValueError(f"expected a .keras file or a SavedModel directory; got {path.name}")
     if not path.is_file():
         raise ValueError(f"{path} is not a regular file (a pipe or a device?); expected a .keras file")
     if not zipfile.is_zipfile(path):
-        raise ValueError(f"{path} is not a valid .keras file (a .keras file is a zip archive); "
-                         "it is corrupt or truncated. Save it again with save_model().")
+        raise ValueError(
+            f"{path} is not a valid .keras file (a .keras file is a zip archive); "
+            "it is corrupt or truncated. Save it again with save_model()."
+        )
     check_keras_archive(path)
     # The custom layers are registered (importing this module imported the package's core);
     # safe_mode refuses to run code embedded in the file (e.g. lambdas).
@@ -542,26 +579,39 @@ def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)
     """
     shape = getattr(model, "output_shape", None)
     if isinstance(shape, list) or (isinstance(shape, tuple) and shape and isinstance(shape[0], tuple)):
-        raise ValueError(f"the model has {len(shape)} outputs; expected one output of {num_classes} "
-                         "class scores (logits)")
+        raise ValueError(
+            f"the model has {len(shape)} outputs; expected one output of {num_classes} class scores (logits)"
+        )
     if isinstance(shape, dict):
-        raise ValueError(f"the model has outputs {sorted(shape)}; expected one output of {num_classes} "
-                         "class scores (logits)")
+        raise ValueError(
+            f"the model has outputs {sorted(shape)}; expected one output of {num_classes} "
+            "class scores (logits)"
+        )
     if not isinstance(shape, tuple) or len(shape) != 2 or shape[1] != num_classes:
-        raise ValueError(f"the model outputs shape {shape}, but a CIFAR-10 classifier outputs "
-                         f"(batch, {num_classes}) class scores; is it the right model file?")
+        raise ValueError(
+            f"the model outputs shape {shape}, but a CIFAR-10 classifier outputs "
+            f"(batch, {num_classes}) class scores; is it the right model file?"
+        )
 
 
 def _load_failure_hint(message: str) -> str:
     """What to do about a failed ``.keras`` load, judged from Keras' error message."""
     lowered = message.lower()
     if "safe_mode" in lowered or "lambda" in lowered:
-        return ("The file contains Python code (for example a Lambda layer) that safe mode refuses "
-                "to run. Only if you trust where the file came from, load it with "
-                "keras.saving.load_model(path, safe_mode=False).")
-    if "could not locate" in lowered or "unknown layer" in lowered or "register_keras_serializable" in lowered:
-        return ("The file uses a custom class that Keras does not know: import the module that "
-                "defines it (decorated with @keras.saving.register_keras_serializable) before loading.")
+        return (
+            "The file contains Python code (for example a Lambda layer) that safe mode refuses "
+            "to run. Only if you trust where the file came from, load it with "
+            "keras.saving.load_model(path, safe_mode=False)."
+        )
+    if (
+        "could not locate" in lowered
+        or "unknown layer" in lowered
+        or "register_keras_serializable" in lowered
+    ):
+        return (
+            "The file uses a custom class that Keras does not know: import the module that "
+            "defines it (decorated with @keras.saving.register_keras_serializable) before loading."
+        )
     return "Is it a complete .keras file written by save_model()/model.save()?"
 
 
@@ -573,8 +623,10 @@ def _load_saved_model(path: Path) -> keras.Model:
     # TensorFlow raises many error types (protobuf DecodeError, OpError...) for a bad
     # SavedModel; all mean the same thing to the caller.
     except Exception as error:  # noqa: BLE001
-        raise ValueError(f"could not load the SavedModel at {path} ({type(error).__name__}: "
-                         f"{error}). Export it again with export_saved_model().") from error
+        raise ValueError(
+            f"could not load the SavedModel at {path} ({type(error).__name__}: "
+            f"{error}). Export it again with export_saved_model()."
+        ) from error
     inputs = keras.Input(shape=tuple(spec.shape[1:]), dtype=spec.dtype.name)
     return keras.Model(inputs, layer([inputs] if as_list else inputs), name=f"saved_model_{path.name}")
 
@@ -603,6 +655,8 @@ class BackendError(RuntimeError):
 def _require_tensorflow_backend(what: str) -> None:
     backend = keras.backend.backend()
     if backend != "tensorflow":
-        raise BackendError(f"{what} needs the TensorFlow backend, but Keras uses {backend!r}. "
-                           "Save a .keras file with save_model() instead, or run with "
-                           "KERAS_BACKEND=tensorflow.")
+        raise BackendError(
+            f"{what} needs the TensorFlow backend, but Keras uses {backend!r}. "
+            "Save a .keras file with save_model() instead, or run with "
+            "KERAS_BACKEND=tensorflow."
+        )

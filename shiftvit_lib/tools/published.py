@@ -173,4 +173,3 @@ def load_record(name: str) -> tuple[dict[str, Any], dict[str, list[float]]]:
     if single.is_file():
         return json.loads(single.read_text()), {}
     raise KeyError(f"no shipped record {name!r}; choose one of {list_records()}")
-

@@ -44,8 +44,8 @@ def run_folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
             raise RunFolderInUseError(
-                f"{folder} is in use by {holder}; wait for that training to end, "
-                "or choose another folder") from None
+                f"{folder} is in use by {holder}; wait for that training to end, or choose another folder"
+            ) from None
         started = datetime.datetime.now().isoformat(timespec="seconds")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} (started {started})\n".encode(), 0)

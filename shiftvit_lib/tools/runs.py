@@ -180,8 +180,10 @@ def read_run_spec(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as error:
-        raise RunFolderError(f"{path} is unreadable ({error}); pass overwrite=True (--overwrite) to start "
-                             "the run afresh there, or choose another folder") from error
+        raise RunFolderError(
+            f"{path} is unreadable ({error}); pass overwrite=True (--overwrite) to start "
+            "the run afresh there, or choose another folder"
+        ) from error
 
 
 def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) -> dict[str, Any] | None:
@@ -223,15 +225,20 @@ def check_training_inputs(config: TrainingRecipe, data: DataSplits, *, epochs: i
         raise ValueError(
             f"the images are {'x'.join(map(str, data.x_train.shape[1:]))}, but preset "
             f"{getattr(config, 'name', '?')!r} takes {'x'.join(map(str, expected))} input; choose a preset "
-            "made for this data (the 'presets' command lists each preset's input size)")
+            "made for this data (the 'presets' command lists each preset's input size)"
+        )
     if len(data.y_train) == 0:
         raise ValueError("the data has no training images; check the data source")
     if len(data.y_val) == 0:
-        raise ValueError("the data has no validation images (val_fraction=0?); training picks its best "
-                         "epoch on them: load the data with val_fraction > 0, e.g. 0.2")
+        raise ValueError(
+            "the data has no validation images (val_fraction=0?); training picks its best "
+            "epoch on them: load the data with val_fraction > 0, e.g. 0.2"
+        )
     if config.batch_size > len(data.y_train):
-        raise ValueError(f"batch size {config.batch_size:,} is more than the {len(data.y_train):,} training "
-                         f"images; use a batch size of at most {len(data.y_train):,}")
+        raise ValueError(
+            f"batch size {config.batch_size:,} is more than the {len(data.y_train):,} training "
+            f"images; use a batch size of at most {len(data.y_train):,}"
+        )
 
 
 # --------------------------------------------------------------------------- the folder
@@ -261,12 +268,16 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
         return "new"
     record = out / RUN_RECORD
     if record.exists():
-        raise RunFolderError(f"{out} already holds a finished run (its record: {record}); train into "
-                             "another folder, or pass overwrite=True (--overwrite) to replace it")
+        raise RunFolderError(
+            f"{out} already holds a finished run (its record: {record}); train into "
+            "another folder, or pass overwrite=True (--overwrite) to replace it"
+        )
     if read_run_spec(out) is None:
-        raise RunFolderError(f"{out} holds training files without {RUN_SPEC} (an older version's or an "
-                             "unknown run), so it cannot be resumed safely; pass overwrite=True "
-                             "(--overwrite) to start afresh there, or choose another folder")
+        raise RunFolderError(
+            f"{out} holds training files without {RUN_SPEC} (an older version's or an "
+            "unknown run), so it cannot be resumed safely; pass overwrite=True "
+            "(--overwrite) to start afresh there, or choose another folder"
+        )
     return "resume"
 
 
@@ -295,8 +306,9 @@ class RunFolder:
         write_json(self.path / RUN_SPEC, self.spec)
 
 
-def open_run_folder(out_dir: str | os.PathLike[str], spec: dict[str, Any], config: TrainingRecipe,
-                    *, overwrite: bool = False) -> RunFolder:
+def open_run_folder(
+    out_dir: str | os.PathLike[str], spec: dict[str, Any], config: TrainingRecipe, *, overwrite: bool = False
+) -> RunFolder:
     """Start a run in ``out_dir``, or resume the interrupted run there with the same ``spec``.
 
     Raises :class:`RunFolderError`, before anything is written, for a folder that holds a
@@ -317,7 +329,9 @@ def open_run_folder(out_dir: str | os.PathLike[str], spec: dict[str, Any], confi
         return RunFolder(out, stored, resumed_from=0, fit_finished=False, best_val_accuracy=None)
 
     saved = read_run_spec(out) or {}
-    differences = spec_differences({**saved, "config": in_current_form(saved.get("config") or {}, config)}, spec)
+    differences = spec_differences(
+        {**saved, "config": in_current_form(saved.get("config") or {}, config)}, spec
+    )
     if differences:
         raise RunFolderError(
             f"{out} holds an interrupted run with other settings; it differs in "
@@ -326,8 +340,10 @@ def open_run_folder(out_dir: str | os.PathLike[str], spec: dict[str, Any], confi
         )
     fit_finished = bool(saved.get("fit_finished_at"))
     if fit_finished and not (out / BEST_MODEL).exists():
-        raise RunFolderError(f"{out} says its training finished but holds no {BEST_MODEL}; pass "
-                             "overwrite=True (--overwrite) to train afresh there, or choose another folder")
+        raise RunFolderError(
+            f"{out} says its training finished but holds no {BEST_MODEL}; pass "
+            "overwrite=True (--overwrite) to train afresh there, or choose another folder"
+        )
     if fit_finished:
         resumed_from = len(read_history_csv(out / HISTORY_CSV).get("epoch", []))
     else:
@@ -400,9 +416,18 @@ class ThroughputMeter(keras.callbacks.Callback):
             logs["images_per_second"] = self.images_per_epoch / max(training_seconds, 1e-9)
 
 
-def run_record(folder: RunFolder, config: TrainingRecipe, data: DataSplits, *, epochs: int,
-               test_metrics: dict[str, float], wall_seconds: float, parameters: int,
-               settings: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
+def run_record(
+    folder: RunFolder,
+    config: TrainingRecipe,
+    data: DataSplits,
+    *,
+    epochs: int,
+    test_metrics: dict[str, float],
+    wall_seconds: float,
+    parameters: int,
+    settings: dict[str, Any],
+    machine: dict[str, Any],
+) -> dict[str, Any]:
     """The ``run.json`` record of a finished run, written into its folder and returned.
 
     ``settings``: how it ran (``jit_compile``, ``mixed_precision``).
@@ -466,16 +491,24 @@ def describe_run(record: dict[str, Any]) -> str:
         f"finished {record.get('finished_at')}",
     ]
     if "test_flip_tta" in record:  # reported beside the plain figure, never instead of it
-        lines.insert(4, f"with flip test-time augmentation: test top-1 {record['test_flip_tta']['accuracy']:.2%}")
+        lines.insert(
+            4, f"with flip test-time augmentation: test top-1 {record['test_flip_tta']['accuracy']:.2%}"
+        )
     if train_seconds is not None:
         lines.insert(4, f"training time (sum of epochs, validation included) {train_seconds / 60:.1f} min")
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- the run
-def build_for_training(config: TrainingRecipe, builder: Callable[[Any], keras.Model], steps_per_epoch: int,
-                       epochs: int, *, jit_compile: bool | str = "auto",
-                       mixed_precision: str | None = None) -> keras.Model:
+def build_for_training(
+    config: TrainingRecipe,
+    builder: Callable[[Any], keras.Model],
+    steps_per_epoch: int,
+    epochs: int,
+    *,
+    jit_compile: bool | str = "auto",
+    mixed_precision: str | None = None,
+) -> keras.Model:
     """Build the model in the asked precision (a dtype policy) and compile it with the recipe."""
     with precision_policy(mixed_precision):
         model = builder(config)
@@ -483,8 +516,12 @@ def build_for_training(config: TrainingRecipe, builder: Callable[[Any], keras.Mo
     return model
 
 
-def training_callbacks(config: TrainingRecipe, folder: RunFolder, images_per_epoch: int,
-                       extra: Sequence[keras.callbacks.Callback] = ()) -> list[keras.callbacks.Callback]:
+def training_callbacks(
+    config: TrainingRecipe,
+    folder: RunFolder,
+    images_per_epoch: int,
+    extra: Sequence[keras.callbacks.Callback] = (),
+) -> list[keras.callbacks.Callback]:
     """What :func:`fit` runs after every epoch, in this order, then ``extra``.
 
     The history row and the best model are written before the backup: if the process
@@ -505,27 +542,43 @@ def training_callbacks(config: TrainingRecipe, folder: RunFolder, images_per_epo
     if config.early_stopping_patience:
         callbacks.append(
             keras.callbacks.EarlyStopping(
-                monitor="val_accuracy", mode="max", patience=config.early_stopping_patience,
+                monitor="val_accuracy",
+                mode="max",
+                patience=config.early_stopping_patience,
                 restore_best_weights=True,
             )
         )
     return [*callbacks, *extra]
 
 
-def fit(model: keras.Model, train_ds: Any, val_ds: Any, epochs: int, callbacks: Sequence[Any],
-        folder: RunFolder, verbose: int | str = "auto") -> float:
+def fit(
+    model: keras.Model,
+    train_ds: Any,
+    val_ds: Any,
+    epochs: int,
+    callbacks: Sequence[Any],
+    folder: RunFolder,
+    verbose: int | str = "auto",
+) -> float:
     """Train the epochs the folder has not trained yet; returns the wall seconds it took."""
     started = time.perf_counter()
     if not folder.fit_finished:
         # The datasets shuffle themselves (seeded), so fit must not try to.
-        model.fit(train_ds, validation_data=val_ds, epochs=epochs, callbacks=list(callbacks),
-                  verbose=verbose, shuffle=False)
+        model.fit(
+            train_ds,
+            validation_data=val_ds,
+            epochs=epochs,
+            callbacks=list(callbacks),
+            verbose=verbose,
+            shuffle=False,
+        )
         folder.mark_fit_finished()
     return time.perf_counter() - started
 
 
-def evaluate_best(model: keras.Model, folder: RunFolder, data: DataSplits,
-                  batch_size: int) -> tuple[keras.Model, dict[str, float]]:
+def evaluate_best(
+    model: keras.Model, folder: RunFolder, data: DataSplits, batch_size: int
+) -> tuple[keras.Model, dict[str, float]]:
     """The best checkpoint (``model`` itself if none was saved) and its test metrics."""
     path = folder.path / BEST_MODEL
     if not path.exists():
@@ -535,8 +588,10 @@ def evaluate_best(model: keras.Model, folder: RunFolder, data: DataSplits,
     except (ValueError, OSError) as error:
         # Not even a zip archive: cut short or overwritten (a full disk, a copy that stopped).
         state = "is damaged and " if not zipfile.is_zipfile(path) else ""
-        raise RunFolderError(f"{path} {state}cannot be loaded ({' '.join(str(error).split())}); "
-                             "restore it, or pass overwrite=True (--overwrite) to train afresh") from error
+        raise RunFolderError(
+            f"{path} {state}cannot be loaded ({' '.join(str(error).split())}); "
+            "restore it, or pass overwrite=True (--overwrite) to train afresh"
+        ) from error
     return best, evaluate(best, data, batch_size=batch_size)
 
 
@@ -605,38 +660,75 @@ def train(
         mixed_precision = recommended_mixed_precision()
     builder = build_model or (lambda cfg: family.build(cfg, seed=seed))
 
-    spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
-                    build_model=build_model)
+    spec = run_spec(
+        config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision, build_model=build_model
+    )
     record = finished_run(Path(out_dir), config, spec) if reuse and not overwrite else None
     if record is not None:
         out = Path(out_dir)
-        return TrainingRun(model=load_model(out / BEST_MODEL), history=read_history_csv(out / HISTORY_CSV),
-                           out_dir=out, record=record, reused=True)
+        return TrainingRun(
+            model=load_model(out / BEST_MODEL),
+            history=read_history_csv(out / HISTORY_CSV),
+            out_dir=out,
+            record=record,
+            reused=True,
+        )
     check_run_folder(out_dir, overwrite=overwrite)  # writes nothing: a wrong folder fails before the lock
     with run_folder_lock(out_dir):  # a second process on this folder stops here, having written nothing
-        return _train_locked(config, data, out_dir, spec, epochs=epochs, builder=builder,
-                             jit_compile=jit_compile, mixed_precision=mixed_precision, extra_callbacks=extra_callbacks,
-                             seed=seed, verbose=verbose, overwrite=overwrite)
+        return _train_locked(
+            config,
+            data,
+            out_dir,
+            spec,
+            epochs=epochs,
+            builder=builder,
+            jit_compile=jit_compile,
+            mixed_precision=mixed_precision,
+            extra_callbacks=extra_callbacks,
+            seed=seed,
+            verbose=verbose,
+            overwrite=overwrite,
+        )
 
 
-def _train_locked(config: TrainingRecipe, data: DataSplits, out_dir: str | os.PathLike[str], spec: dict,
-                  *, epochs: int, builder: Callable[[Any], keras.Model], jit_compile: bool | str,
-                  mixed_precision: str | None, extra_callbacks: Sequence[keras.callbacks.Callback], seed: int, verbose: int | str,
-                  overwrite: bool) -> TrainingRun:
+def _train_locked(
+    config: TrainingRecipe,
+    data: DataSplits,
+    out_dir: str | os.PathLike[str],
+    spec: dict,
+    *,
+    epochs: int,
+    builder: Callable[[Any], keras.Model],
+    jit_compile: bool | str,
+    mixed_precision: str | None,
+    extra_callbacks: Sequence[keras.callbacks.Callback],
+    seed: int,
+    verbose: int | str,
+    overwrite: bool,
+) -> TrainingRun:
     """:func:`train`'s work, while this process holds the run folder's lock."""
     folder = open_run_folder(out_dir, spec, config, overwrite=overwrite)
     keras.utils.set_random_seed(seed)
     train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
-    model = build_for_training(config, builder, steps_per_epoch, epochs, jit_compile=jit_compile,
-                               mixed_precision=mixed_precision)
+    model = build_for_training(
+        config, builder, steps_per_epoch, epochs, jit_compile=jit_compile, mixed_precision=mixed_precision
+    )
     images_per_epoch = min(steps_per_epoch * config.batch_size, len(data.y_train))
     callbacks = training_callbacks(config, folder, images_per_epoch, extra_callbacks)
     wall_seconds = fit(model, train_ds, val_ds, epochs, callbacks, folder, verbose)
     best, test_metrics = evaluate_best(model, folder, data, config.batch_size)
     settings = dict(jit_compile=jit_compile, mixed_precision=mixed_precision)
-    record = run_record(folder, config, data, epochs=epochs, test_metrics=test_metrics,
-                        wall_seconds=wall_seconds, parameters=int(model.count_params()),
-                        settings=settings, machine=describe_machine())
-    return TrainingRun(model=best, history=read_history_csv(folder.path / HISTORY_CSV), out_dir=folder.path,
-                       record=record)
-
+    record = run_record(
+        folder,
+        config,
+        data,
+        epochs=epochs,
+        test_metrics=test_metrics,
+        wall_seconds=wall_seconds,
+        parameters=int(model.count_params()),
+        settings=settings,
+        machine=describe_machine(),
+    )
+    return TrainingRun(
+        model=best, history=read_history_csv(folder.path / HISTORY_CSV), out_dir=folder.path, record=record
+    )
