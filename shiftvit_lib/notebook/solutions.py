@@ -26,11 +26,11 @@ def my_shift(x, num_div=12, s=1):
     x = np.asarray(x)
     g = x.shape[-1] // num_div
     out = np.zeros_like(x)
-    out[:, :, :-s, 0 * g : 1 * g] = x[:, :, s:, 0 * g : 1 * g]  # left: j <- j + s
-    out[:, :, s:, 1 * g : 2 * g] = x[:, :, :-s, 1 * g : 2 * g]  # right
-    out[:, :-s, :, 2 * g : 3 * g] = x[:, s:, :, 2 * g : 3 * g]  # up: row i <- i + s
-    out[:, s:, :, 3 * g : 4 * g] = x[:, :-s, :, 3 * g : 4 * g]  # down
-    out[..., 4 * g :] = x[..., 4 * g :]  # the rest stays
+    out[:, :, :-s, 0 * g:1 * g] = x[:, :, s:, 0 * g:1 * g]  # left: j <- j + s
+    out[:, :, s:, 1 * g:2 * g] = x[:, :, :-s, 1 * g:2 * g]  # right
+    out[:, :-s, :, 2 * g:3 * g] = x[:, s:, :, 2 * g:3 * g]  # up: row i <- i + s
+    out[:, s:, :, 3 * g:4 * g] = x[:, :-s, :, 3 * g:4 * g]  # down
+    out[..., 4 * g:] = x[..., 4 * g:]  # the rest stays
     return out
 
 
@@ -81,7 +81,8 @@ class MyBlock(layers.Layer):
 class MyPatchMerging(layers.Layer):
     def build(self, input_shape):
         self.norm = layers.LayerNormalization(epsilon=1e-5)
-        self.reduction = layers.Conv2D(2 * input_shape[-1], 2, strides=2, padding="same", use_bias=False)
+        self.reduction = layers.Conv2D(2 * input_shape[-1], 2, strides=2,
+                                       padding="same", use_bias=False)
 
     def call(self, x):
         return self.reduction(self.norm(x))
@@ -91,31 +92,19 @@ class MyPatchMerging(layers.Layer):
 def my_build_shiftvit(config):
     inputs = keras.Input(shape=config.input_shape, name="images")
     x = sv.ImagePreprocessing(
-        resize_to=config.resize_to,
-        crop_size=config.image_size,
-        flip=config.flip,
-        augment=config.augment,
-        name="preprocessing",
-    )(inputs)
-    x = layers.Conv2D(
-        config.projected_dim,
-        config.patch_size,
-        strides=config.patch_size,
-        padding="same",
-        name="patch_projection",
-    )(x)  # one patch -> one position
-    rates = sv.drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
+        resize_to=config.resize_to, crop_size=config.image_size,
+        flip=config.flip, augment=config.augment, name="preprocessing")(inputs)
+    x = layers.Conv2D(config.projected_dim, config.patch_size,
+                      strides=config.patch_size, padding="same",
+                      name="patch_projection")(x)  # one patch -> one position
+    rates = sv.drop_path_rates(config.depths, config.drop_path_rate,
+                               config.drop_path_schedule)
     for index, stage_rates in enumerate(rates):
         x = sv.ShiftViTStage(
-            stage_rates,
-            merge=index < len(rates) - 1,
-            name=f"stage_{index + 1}",
-            num_div=config.num_div,
-            shift_pixel=config.shift_pixel,
-            shift=config.shift,
-            mlp_ratio=config.mlp_ratio,
-            mlp_dropout=config.mlp_dropout,
-        )(x)
+            stage_rates, merge=index < len(rates) - 1,
+            name=f"stage_{index + 1}", num_div=config.num_div,
+            shift_pixel=config.shift_pixel, shift=config.shift,
+            mlp_ratio=config.mlp_ratio, mlp_dropout=config.mlp_dropout)(x)
     x = layers.GlobalAveragePooling2D(name="pool")(x)
     outputs = layers.Dense(config.num_classes, name="classifier")(x)
     return keras.Model(inputs, outputs, name=f"my_shiftvit_{config.name}")
@@ -143,13 +132,5 @@ def train_step(model, optimizer, loss_fn, images, labels):
     return float(loss)
 
 
-__all__ = [
-    "my_shift",
-    "MyMLP",
-    "MyDropPath",
-    "MyBlock",
-    "MyPatchMerging",
-    "my_build_shiftvit",
-    "warmup_cosine",
-    "train_step",
-]
+__all__ = ["my_shift", "MyMLP", "MyDropPath", "MyBlock", "MyPatchMerging",
+           "my_build_shiftvit", "warmup_cosine", "train_step"]
