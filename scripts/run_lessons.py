@@ -3,7 +3,7 @@
     python scripts/run_lessons.py --out build/lessons          # the main job (quick mode)
     python scripts/run_lessons.py --inplace 02_shift_operation # refresh stored outputs
 
-The mode of each lesson comes from SHIFTVIT_QUICK (see shiftvit_lib/lesson.py): 1 or
+The mode of each lesson comes from SHIFTVIT_QUICK (see shiftvit_lib/notebook/lesson.py): 1 or
 unset runs quick (the lessons' FULL_MODE switch is False as shipped), 0 runs full. The
 main job sets SHIFTVIT_QUICK=1 so the series runs on a CPU with the bundled sample.
 A lesson that fails is reported and the others still run; the exit status is 1 then.

@@ -17,11 +17,13 @@ lesson             module
 ``shiftvit_lib.tools`` holds the tooling the lessons use without teaching it, built
 on the core: devices and precision, run folders and the resumable ``train``, folder
 and archive data sources, inference and export (lesson 06), experiments (lesson 07),
-the published weights and records. ``lesson``, ``plots``, ``checks`` and ``solutions``
-help the notebooks and ``__main__`` is the command line; they sit above both. ``tests/test_import_graph.py``
-keeps it so.
+the published weights and records. ``shiftvit_lib.notebook`` holds what only the lessons
+use (set-up, plots, the exercises' checks and solutions, analysis, the learner's runtime).
+This facade, its start-up (``_startup``) and the command line (``__main__``) sit above all
+three; ``tests/test_import_graph.py`` reads each module's layer from its folder and keeps it so.
 
-``import shiftvit_lib`` loads the core only (no tooling, no matplotlib). The tooling
+``import shiftvit_lib`` loads the core only (no tooling, no matplotlib), and changes nothing
+outside the package but what ``_startup``'s docstring lists. The tooling
 names below (``train``, ``pretrained``, ``load_model``...) load their module the
 first time they are used.
 """

@@ -1,8 +1,8 @@
-"""The lessons' checks (shiftvit_lib/checks.py) fail on every catalogued mistake.
+"""The lessons' checks (shiftvit_lib/notebook/checks.py) fail on every catalogued mistake.
 
 Each piece the learner writes in lessons 02-05 has a catalogue of plausible
 mistakes below. A test injects each one and asserts that the piece's check raises
-AssertionError; the solution (shiftvit_lib/solutions.py) must pass every check,
+AssertionError; the solution (shiftvit_lib/notebook/solutions.py) must pass every check,
 also with a DropPath that draws its random numbers differently. The lessons show
 the solutions in collapsed cells; a last test keeps those in step with the module.
 """

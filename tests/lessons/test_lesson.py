@@ -105,7 +105,7 @@ def test_channel_grids_show_where_each_value_went():
         format_channels(x[0], ["a", "b", "c", "d"])
 
 
-# --- The lesson header (see shiftvit_lib/lesson.py) and the runner's time card ---
+# --- The lesson header (see shiftvit_lib/notebook/lesson.py) and the runner's time card ---
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 LESSONS = sorted(NOTEBOOKS.glob("0[0-7]_*.ipynb"))  # the main path
