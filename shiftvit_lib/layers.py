@@ -42,6 +42,39 @@ def make_norm(kind: str, epsilon: float, name: str | None = None) -> layers.Laye
 
 
 @register
+class BranchingRandAugment(layers.RandAugment):
+    """Keras' ``RandAugment`` that computes only the operations it drew.
+
+    Keras' layer draws ``num_ops`` operation indices per batch, then computes *every*
+    one of its operations (11 in Keras 3.15) ``num_ops`` times and keeps the drawn one
+    with ``where``: 22 image transforms per step for 2. On a GPU that made the ``strong``
+    recipe train at half the ``seed`` recipe's rate (issue 39). Here ``ops.switch``
+    runs only the drawn branch (``lax.switch`` under JAX, ``switch_case`` on
+    TensorFlow, plain indexing on PyTorch). The random draws are Keras' own, in the
+    same order, so for the same seed the images are the same
+    (tests/core/test_recipe.py compares the two layers).
+    """
+
+    def transform_images(self, images: Any, transformation: Any, training: bool = True) -> Any:
+        if not training:
+            return self.backend.cast(images, self.compute_dtype)
+        images = self.backend.cast(images, self.compute_dtype)
+        layer_idxes, transforms = transformation["layer_idxes"], transformation["transforms"]
+        branches = [self._branch(name, value) for name, value in transforms.items()]
+        for index in range(self.num_ops):
+            images = self.backend.core.switch(layer_idxes[index], branches, images)
+        return images
+
+    def _branch(self, layer_name: str, value: Any) -> Any:
+        layer = getattr(self, layer_name)
+
+        def apply(images: Any) -> Any:
+            # Every branch must return the same dtype for switch.
+            return self.backend.cast(layer.transform_images(images, value), self.compute_dtype)
+        return apply
+
+
+@register
 class ImagePreprocessing(layers.Layer):
     """Resize, crop, flip and rescale images inside the model.
 
@@ -74,7 +107,7 @@ class ImagePreprocessing(layers.Layer):
         self.random_erasing = float(random_erasing)
         # Both work on [0, 255] float32 pixels (also under a mixed-precision policy),
         # before the rescale at the end of call().
-        self.rand_augment = layers.RandAugment(
+        self.rand_augment = BranchingRandAugment(
             value_range=(0, 255), num_ops=self.rand_augment_ops, factor=self.rand_augment_factor, seed=seed,
             name="rand_augment", dtype="float32") if self.rand_augment_ops else None
         if self.rand_augment is not None and keras.backend.backend() == "jax":
