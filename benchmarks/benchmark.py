@@ -186,7 +186,8 @@ def write_readme_tables(results_dir: Path, readme: Path) -> None:
     """Rebuild the results section of benchmarks/README.md from every stored JSON file."""
     start, end = "<!-- results:start -->", "<!-- results:end -->"
     blocks = []
-    for path in sorted(results_dir.glob("*.json")):
+    # pipeline_*.json hold benchmarks/pipeline.py's input-pipeline rates, another table.
+    for path in sorted(p for p in results_dir.glob("*.json") if not p.name.startswith("pipeline")):
         for run in json.loads(path.read_text()):
             m = run["machine"]
             head = (f"**{run['date']}**, backend `{m['backend']}` (Keras {m['keras']}), devices "

@@ -389,10 +389,9 @@ class NumpyBatches(keras.utils.PyDataset):
         self._epoch = 0
         self._rng = np.random.default_rng(self._seed)
         self._order = self._rng.permutation(len(self.x)) if shuffle else np.arange(len(self.x))
-        # Mixed batches are made ahead in threads (NumPy releases the GIL in its array
-        # loops), so the training loop only picks them up: issue 39 found the mixing on
-        # the critical path of a GPU step. Other batches are one cheap uint8 gather.
-        mixes = bool(num_classes is not None and (self.mixup_alpha or self.cutmix_alpha))
+        # Mixed batches are made ahead in threads (NumPy frees the GIL in its loops), off a
+        # GPU step's critical path (issue 39); the others are one cheap uint8 gather.
+        mixes = num_classes is not None and (self.mixup_alpha or self.cutmix_alpha)
         self.ahead_threads = min(4, os.cpu_count() or 1) if mixes else 0
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._ahead: dict[int, concurrent.futures.Future] = {}
@@ -410,7 +409,7 @@ class NumpyBatches(keras.utils.PyDataset):
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(self.ahead_threads, thread_name_prefix="batches")
         made = self._ahead.pop(index, None)
-        for stale in [i for i in self._ahead if i < index]:  # a jump back or forward: not needed now
+        for stale in [i for i in self._ahead if i < index]:  # after a jump: not needed now
             self._ahead.pop(stale).cancel()
         for ahead in range(index + 1, min(index + 1 + 2 * self.ahead_threads, len(self))):
             if ahead not in self._ahead:

@@ -43,35 +43,22 @@ def make_norm(kind: str, epsilon: float, name: str | None = None) -> layers.Laye
 
 @register
 class BranchingRandAugment(layers.RandAugment):
-    """Keras' ``RandAugment`` that computes only the operations it drew.
+    """Keras' ``RandAugment`` computing only the operations it drew (issue 39).
 
-    Keras' layer draws ``num_ops`` operation indices per batch, then computes *every*
-    one of its operations (11 in Keras 3.15) ``num_ops`` times and keeps the drawn one
-    with ``where``: 22 image transforms per step for 2. On a GPU that made the ``strong``
-    recipe train at half the ``seed`` recipe's rate (issue 39). Here ``ops.switch``
-    runs only the drawn branch (``lax.switch`` under JAX, ``switch_case`` on
-    TensorFlow, plain indexing on PyTorch). The random draws are Keras' own, in the
-    same order, so for the same seed the images are the same
-    (tests/core/test_recipe.py compares the two layers).
+    Keras' layer computes all its operations (11) for each of ``num_ops`` draws and keeps
+    the drawn one with ``where``: on a GPU, 22 transforms a step for 2. ``ops.switch`` runs
+    the drawn branch only; same draws, same images (tests/core/test_recipe.py).
     """
 
     def transform_images(self, images: Any, transformation: Any, training: bool = True) -> Any:
-        if not training:
-            return self.backend.cast(images, self.compute_dtype)
         images = self.backend.cast(images, self.compute_dtype)
-        layer_idxes, transforms = transformation["layer_idxes"], transformation["transforms"]
-        branches = [self._branch(name, value) for name, value in transforms.items()]
+        if not training:
+            return images
+        branches = [lambda x, layer=getattr(self, name), value=value: self.backend.cast(
+            layer.transform_images(x, value), self.compute_dtype) for name, value in transformation["transforms"].items()]
         for index in range(self.num_ops):
-            images = self.backend.core.switch(layer_idxes[index], branches, images)
+            images = self.backend.core.switch(transformation["layer_idxes"][index], branches, images)
         return images
-
-    def _branch(self, layer_name: str, value: Any) -> Any:
-        layer = getattr(self, layer_name)
-
-        def apply(images: Any) -> Any:
-            # Every branch must return the same dtype for switch.
-            return self.backend.cast(layer.transform_images(images, value), self.compute_dtype)
-        return apply
 
 
 @register
