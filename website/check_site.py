@@ -63,6 +63,9 @@ SEARCH_TERM = "ShiftViT"
 KOREAN_TERM = "시프트"  # the Korean search check (issue 29): a word with particles attached in the text
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
 DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+# What a page may download besides its own figures (its images and animations), issue 37.
+WEIGHT_BUDGET = 1_000_000
+FIGURE_PATH = re.compile(r"^/(?:_images|_gifs)/|\.(?:png|jpe?g|gif|webp|svg|mp4|webm)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class Report:
     boxes_checked: int = 0  # code and output boxes measured at 1280 px
     tables_checked: int = 0
     images_checked: int = 0  # alt texts read
+    code_boxes_checked: int = 0  # code boxes whose lines were measured at 1280 px (issue 37)
+    weights: dict[str, int] = field(default_factory=dict)  # page -> bytes downloaded without its figures
     shots: list[str] = field(default_factory=list)  # screenshots written (--shots)
 
     def kinds(self, page: str) -> set[str]:
@@ -322,7 +327,8 @@ AUDIT = r"""
 
 READABLE = r"""
 (() => {
-  const badAlt = /(?:\.(?:png|jpe?g|gif|svg|webp)$)|[0-9a-f]{16,}/i;
+  // a file name, a hash, or only a number ("Figure 2 in 'Results'"): none says what the figure shows
+  const badAlt = /(?:\.(?:png|jpe?g|gif|svg|webp)$)|[0-9a-f]{16,}|^(?:figure|fig\.?|image|img|plot|picture|chart)\s*\d+\.?(?:\s+(?:in|of|from)\s+.*)?$/i;
   const snippet = el => (el.innerText || '').trim().split('\n')[0].slice(0, 60);
   const boxes = [...new Set(document.querySelectorAll(
     'pre, div.highlight, div.cell_output, div.output'))].filter(el => el.clientWidth > 0);
@@ -349,6 +355,105 @@ READABLE = r"""
 """
 
 
+READER = r"""
+(() => {
+  // Issue 37: what a reader sees, at the current width.
+  const article = document.querySelector('article.bd-article') || document.querySelector('[role="main"]') || document.body;
+  const snippet = text => text.replace(/\s+/g, ' ').trim().slice(0, 60);
+  const lines = rects => new Set([...rects].filter(r => r.width > 0.5 && r.height > 0.5).map(r => Math.round(r.top + r.height / 2))).size;
+  const visible = el => el.offsetParent !== null || el.getClientRects().length > 0;
+  const inputs = [...document.querySelectorAll('div.highlight')]
+    .filter(box => !box.closest('div.cell_output, div.output') && box.querySelector('pre') && visible(box));
+  // Code lines that wrap: a box's text makes more lines on screen than it has.
+  const codeWraps = [];
+  for (const box of inputs) {
+    const pre = box.querySelector('pre');
+    const text = pre.textContent.replace(/\n$/, '');
+    const range = document.createRange();
+    let start = 0, node = null, offset = 0;
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const wrapped = [];
+    // one range per logical line: from its first character to its last
+    const positions = [];
+    while ((node = walker.nextNode())) for (let i = 0; i < node.data.length; i++) positions.push([node, i]);
+    let lineStart = 0;
+    for (let i = 0; i <= positions.length; i++) {
+      const ch = i < positions.length ? positions[i][0].data[positions[i][1]] : '\n';
+      if (ch !== '\n') continue;
+      if (i > lineStart) {
+        range.setStart(positions[lineStart][0], positions[lineStart][1]);
+        range.setEnd(positions[i - 1][0], positions[i - 1][1] + 1);
+        if (lines(range.getClientRects()) > 1) wrapped.push(range.toString());
+      }
+      lineStart = i + 1;
+    }
+    if (wrapped.length) codeWraps.push(`${wrapped.length} of ${text.split('\n').length} lines wrap: ${snippet(wrapped[0])}`);
+  }
+  // Words broken inside: a word (letters and digits, a number with its decimals and unit) on two lines.
+  const broken = [];
+  const word = /\p{N}[\p{N}.,]*\p{N}(?:[\s\u00a0]?%)?|\p{N}(?:[\s\u00a0]?%)?|[\p{L}\p{M}\p{N}]{2,}/gu;
+  const skip = 'math, script, style, noscript, button, .shiftvit-copy, svg';
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  let node;
+  while ((node = walker.nextNode())) {
+    if (!node.data.trim() || !node.parentElement || node.parentElement.closest(skip)) continue;
+    range.selectNodeContents(node);
+    if (lines(range.getClientRects()) < 2) continue;  // on one line: nothing broken
+    for (const match of node.data.matchAll(word)) {
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      if (lines(range.getClientRects()) > 1) broken.push(`"${match[0]}" in: ${snippet(node.data)}`);
+    }
+  }
+  // Formulas cut: a display formula wider than its box, in a box that does not scroll to show it.
+  const cut = [];
+  for (const box of document.querySelectorAll('div.math')) {
+    const math = box.querySelector('math');
+    if (!math || !visible(box)) continue;
+    const b = box.getBoundingClientRect();
+    let left = Infinity, right = -Infinity;
+    for (const el of [math, ...math.querySelectorAll('*')]) {
+      const r = el.getBoundingClientRect();
+      if (r.width > 0) { left = Math.min(left, r.left); right = Math.max(right, r.right); }
+    }
+    const width = right - left;
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(box).overflowX) && box.scrollWidth >= width - 1;
+    const parentRight = article.getBoundingClientRect().right;
+    if (left < b.left - 1 || (right > b.right + 1 && !scrolls) || b.right > parentRight + 1 || b.right > window.innerWidth + 1)
+      cut.push(`${Math.round(width)} px of formula in a ${Math.round(box.clientWidth)} px box: ${snippet(math.textContent)}`);
+  }
+  // Copy buttons: on every code box a reader may run, and never over its text.
+  const overlap = [], missing = [];
+  for (const box of inputs) {
+    const button = box.querySelector('button.shiftvit-copy');
+    if (!button) { missing.push(snippet(box.textContent)); continue; }
+    const b = button.getBoundingClientRect();
+    const range = document.createRange();
+    range.selectNodeContents(box.querySelector('pre'));
+    const hit = [...range.getClientRects()].some(r => r.width > 0.5 && r.left < b.right && r.right > b.left && r.top < b.bottom && r.bottom > b.top);
+    if (hit) overlap.push(snippet(box.textContent));
+  }
+  return {codeBoxes: inputs.length, codeWraps, broken, cut, overlap, missing};
+})()
+"""
+
+
+def _check_reader(page: str, browser: Browser, width: int, report: Report) -> None:
+    """Issue 37 at this width: wrapping code (1280 px), broken words, cut formulas, copy buttons."""
+    found = browser.evaluate(READER)
+    if width == DESKTOP["width"]:
+        report.code_boxes_checked += found["codeBoxes"]
+        for detail in found["codeWraps"]:
+            report.problems.append(Problem(page, "code-wraps", f"at {width} px: {detail}"))
+    for kind, key in (("broken-word", "broken"), ("formula-cut", "cut"), ("copy-overlap", "overlap"),
+                      ("copy-missing", "missing")):
+        for detail in found[key][:5]:
+            report.problems.append(Problem(page, kind, f"at {width} px: {detail}"))
+        if len(found[key]) > 5:
+            report.problems.append(Problem(page, kind, f"at {width} px: and {len(found[key]) - 5} more"))
+
+
 def _check_readable(page: str, browser: Browser, report: Report) -> None:
     """At the desktop width: boxes that scroll, tables that hide columns, images without alt text."""
     found = browser.evaluate(READABLE)
@@ -364,8 +469,9 @@ def _check_readable(page: str, browser: Browser, report: Report) -> None:
 
 
 def shot_pages(pages: list[str]) -> list[str]:
-    """The pages screenshotted for a person: the home page and lessons 02, 05 and 07."""
-    return [p for p in pages if p == "index.html" or re.match(r"notebooks/0[257]_", p)]
+    """The pages screenshotted for a person: the home page, lessons 02, 05 and 07, the results page and
+    lesson 02 in Korean."""
+    return [p for p in pages if p in ("index.html", "results.html") or re.match(r"notebooks/(?:0[257]|ko/02)_", p)]
 
 
 def _shoot(browser: Browser, page: str, shots: Path, width: int, report: Report) -> None:
@@ -397,6 +503,9 @@ class PageVisit:
         self._documents: dict[str, int] = {}
         self._pending: dict[str, float] = {}
         self._last_activity = time.monotonic()
+        self._urls: dict[str, str] = {}
+        self.bytes = 0  # downloaded, figures left out (issue 37)
+        self.figure_bytes = 0
 
     def __call__(self, event: dict) -> None:
         method, params = event["method"], event.get("params", {})
@@ -416,6 +525,8 @@ class PageVisit:
             scheme = urlsplit(url).scheme
             if scheme in ("http", "https", "ws", "wss") and not url.startswith(self.origin):
                 self.external.append(url)
+            if scheme in ("http", "https", "file"):
+                self._urls[params["requestId"]] = url
             if scheme in ("http", "https"):
                 self._pending[params["requestId"]] = time.monotonic()
             self._last_activity = time.monotonic()
@@ -423,6 +534,13 @@ class PageVisit:
             if params.get("type") == "Document":  # the page's own status (its loader's request)
                 self._documents[params.get("requestId")] = params["response"]["status"]
         elif method in ("Network.loadingFinished", "Network.loadingFailed"):
+            url = self._urls.pop(params.get("requestId"), None)
+            if url is not None and method == "Network.loadingFinished":
+                size = int(params.get("encodedDataLength") or 0)
+                if FIGURE_PATH.search(urlsplit(url).path):
+                    self.figure_bytes += size
+                else:
+                    self.bytes += size
             self._pending.pop(params.get("requestId"), None)
             self._last_activity = time.monotonic()
 
@@ -542,6 +660,9 @@ def check_site(
                 audit = browser.evaluate(AUDIT)
                 _record_visit(page, visit, audit, report)
                 _check_readable(page, browser, report)
+                _check_reader(page, browser, DESKTOP["width"], report)
+                browser.pump(lambda: visit._quiet(0.2), 5)  # fonts the page asked for meanwhile
+                _check_weight(page, visit, report)
                 if shots is not None and page in shot_pages(report.pages):
                     _shoot(browser, page, Path(shots), DESKTOP["width"], report)
                 ids[page] = set(audit["ids"])
@@ -562,6 +683,7 @@ def check_site(
                     size = browser.evaluate("({s: document.documentElement.scrollWidth, w: window.innerWidth})")
                     if size["s"] > PHONE["width"] or size["w"] > PHONE["width"]:
                         report.problems.append(Problem(page, "phone", f"{size['s']} px wide on a {PHONE['width']} px screen"))
+                    _check_reader(page, browser, PHONE["width"], report)
                     if shots is not None and page in shot_pages(report.pages):
                         _shoot(browser, page, Path(shots), PHONE["width"], report)
             if file_urls:
@@ -586,6 +708,14 @@ def _check_file_urls(browser: Browser, site: Path, pages: list[str], term: str, 
             browser.pump(lambda: False, 1.0)
         for _kind, text in visit.errors:
             report.problems.append(Problem(page, "file-console", text[:300]))
+
+
+def _check_weight(page: str, visit: PageVisit, report: Report) -> None:
+    """What the page downloaded on a first visit (no cache), its own figures left out, within budget."""
+    report.weights[page] = visit.bytes
+    if visit.bytes > WEIGHT_BUDGET:
+        report.problems.append(Problem(page, "weight", f"{visit.bytes / 1e6:.2f} MB without its figures "
+                                       f"({visit.figure_bytes / 1e6:.2f} MB of figures), over {WEIGHT_BUDGET / 1e6:.1f} MB"))
 
 
 def _first_visit(browser: Browser, origin: str) -> None:
@@ -677,12 +807,16 @@ def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: 
 
 
 def _check_search_summaries(browser: Browser, origin: str, report: Report, word: str = "shift") -> None:
-    """A result's summary is the page's text, not the theme's colour-mode menu ("Light Dark")."""
-    PageVisit(browser, origin).load(f"{origin}search.html?q={word}")
+    """A result's summary is the page's text, not the theme's colour-mode menu ("Light Dark"), and the
+    search with its summaries downloads no more than a page may (issue 37: not every result's page)."""
+    visit = PageVisit(browser, origin)
+    visit.load(f"{origin}search.html?q={word}")
     deadline = time.monotonic() + 30
     while browser.evaluate(SEARCH_WAIT) is None and time.monotonic() < deadline:
         browser.pump(lambda: False, 0.2)
     browser.pump(lambda: False, 1.5)  # the summaries arrive one by one
+    browser.pump(lambda: visit._quiet(0.3), 10)
+    _check_weight(f"search.html?q={word}", visit, report)
     summaries = browser.evaluate("[...document.querySelectorAll('#search-results p.context')].map(p => p.innerText)") or []
     for summary in summaries:
         if re.search(r"\bLight\s+Dark\b|\bSettings\s+Light\b", summary):
@@ -695,7 +829,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("site", nargs="?", type=Path, default=repo / "build" / "site")
     parser.add_argument("--notebooks", type=Path, default=repo / "notebooks")
     parser.add_argument("--shots", type=Path, nargs="?", const=repo / "build" / "site-shots", default=None,
-                        help="write screenshots at 1280 and 390 px of the home page and lessons 02, 05 and 07 "
+                        help="write screenshots at 1280 and 390 px of the home page, lessons 02, 05 and 07, the results "
+                             "page and Korean lesson 02 "
                              "(default folder: build/site-shots)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
@@ -706,6 +841,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(report.pages)} pages, {report.links_checked} internal links, {report.gifs_checked} GIFs, "
         f"{report.colab_links_checked} Colab links, {report.boxes_checked} code and output boxes, "
         f"{report.tables_checked} tables, {report.images_checked} images checked; {len(report.shots)} screenshots; search hits: {len(report.search_hits)}; "
+        f"heaviest page without its figures: {max(report.weights.values(), default=0) / 1e6:.2f} MB; "
         f"{len(report.problems)} problems; {time.perf_counter() - start:.1f} s"
     )
     return 1 if report.problems else 0

@@ -2,8 +2,8 @@
 
 - The Korean pages (notebooks/ko/...) are orphans: the sidebar and previous/next stay the English
   series; the Korean home page lists the Korean lessons.
-- A language switch on every page that has a counterpart in the other language: notebooks/<name> <->
-  notebooks/ko/<name>, index <-> notebooks/ko/index.
+- A language switch on every page: to its counterpart in the other language (notebooks/<name> <->
+  notebooks/ko/<name>, index <-> notebooks/ko/index), or else to the Korean home page.
 - Korean search: Sphinx has no Korean tokenizer here, and Korean attaches particles to words
   ("시프트를", "채널의"). The index splits text as for English and adds, for each word with Hangul, its
   prefixes of two or more characters, so a search for "시프트" finds "시프트를".
@@ -48,17 +48,23 @@ def _orphans(app, doctree) -> None:
 
 
 def _switch(app, pagename, templatename, context, doctree) -> None:
+    """The language switch, on every page (issue 37): to the same page in the other language, or,
+    for a page without one (results, search), to the other language's home page."""
     other = counterpart(pagename)
-    if other is None or other[0] not in app.env.found_docs or "body" not in context:
+    if other is None:
+        other = ("notebooks/ko/index", "ko", "한국어")
+    if other[0] not in app.env.found_docs:
         return
     target, lang, label = other
     href = app.builder.get_relative_uri(pagename, target)
     here = "한국어" if lang == "en" else "English"
-    context["body"] = (
+    switch = (
         f'<p class="language-switch">{here} · '
         f'<a class="language-switch-link" href="{href}" hreflang="{lang}" lang="{lang}">{label}</a></p>\n'
-        + context["body"]
     )
+    context["language_switch"] = switch
+    if "body" in context:
+        context["body"] = switch + context["body"]
 
 
 def setup(app):
