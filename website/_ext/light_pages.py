@@ -18,7 +18,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-SECTION_TEXT_LIMIT = 600  # characters of a section's prose kept for its search summary
+SECTION_TEXT_LIMIT = 360  # characters of a section's prose kept for its search summary
 _FA_CLASS = re.compile(r"\bfa-([a-z0-9-]+)")
 _FA_RULE = re.compile(r"((?:\.fa-[a-z0-9-]+,?)+)\{--fa:\"\\([0-9a-f]+)\"")
 
