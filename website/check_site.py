@@ -400,9 +400,13 @@ READER = r"""
     }
     if (wrapped.length) codeWraps.push(`${wrapped.length} of ${text.split('\n').length} lines wrap: ${snippet(wrapped[0])}`);
   }
+  // The rows of a printed table in an output (span.row, website/_ext/reading.py) stay in columns.
+  for (const row of document.querySelectorAll('div.cell_output span.row')) {
+    if (lines(row.getClientRects()) > 1) codeWraps.push(`a printed table's row wraps: ${snippet(row.textContent)}`);
+  }
   // Words broken inside: a word (letters and digits, a number with its decimals and unit) on two lines.
   const broken = [];
-  const word = /\p{N}[\p{N}.,]*\p{N}(?:[\s\u00a0]?%)?|\p{N}(?:[\s\u00a0]?%)?|[\p{L}\p{M}\p{N}]{2,}/gu;
+  const word = /\d{4}-\d\d-\d\d|\d\d:\d\d(?::\d\d)?|\p{N}[\p{N}.,]*\p{N}(?:[\s\u00a0]?%)?|\p{N}(?:[\s\u00a0]?%)?|[\p{L}\p{M}\p{N}]{2,}/gu;
   const skip = 'math, script, style, noscript, button, .shiftvit-copy, svg';
   const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
   const range = document.createRange();
@@ -672,7 +676,7 @@ def check_site(
                 _record_visit(page, visit, audit, report)
                 _check_readable(page, browser, report)
                 _check_reader(page, browser, DESKTOP["width"], report)
-                browser.pump(lambda: visit._quiet(0.2), 5)  # fonts the page asked for meanwhile
+                browser.pump(functools.partial(visit._quiet, 0.2), 5)  # fonts the page asked for meanwhile
                 _check_weight(page, visit, report)
                 if shots is not None and page in shot_pages(report.pages):
                     _shoot(browser, page, Path(shots), DESKTOP["width"], report)

@@ -4,7 +4,8 @@
   (two or more columns apart by runs of spaces) become `<span class="row">`, which never wraps, and
   the box gets `--cols`, the width of its widest row, which readable.css fits the font to.
 - Inline code may break after a dot, slash, underscore or comma (`<wbr>`), never inside a word.
-- A number keeps its unit: "82.77 %", "10 s", "1.9 MB" are glued with a no-break space.
+- A number keeps its unit: "82.77 %", "10 s", "1.9 MB" are glued with a no-break space; a date
+  ("2026-11-25") and a time ("20:03:30") each stay on one line.
 - The lessons' plots become numbered figures: `<figure>` with "Figure N." and the alt text as caption.
 - The header's GitHub button opens the page's notebook (notebooks/<name>.ipynb on main), not the
   repository's front page.
@@ -13,7 +14,9 @@
 from __future__ import annotations
 
 import html
+import math
 import re
+import unicodedata
 
 from sphinx.application import Sphinx
 
@@ -28,6 +31,7 @@ _TAG = re.compile(r"(<[^>]+>)")
 _VERBATIM = ("pre", "code", "math", "script", "style", "textarea")
 _UNIT = re.compile(r"(\d) (%|‰|(?:ms|s|min|h|kB|MB|GB|px|M|G|k)(?![A-Za-z0-9_]))")
 # a plot a cell drew: myst-nb names its file by the content's hash
+_DATE = re.compile(r"(?<![\w-])(?:\d{4}-\d\d-\d\d|\d\d:\d\d(?::\d\d)?)(?![\w-])")  # a date, a time
 _OUTPUT_IMAGE = re.compile(r'()(<img alt="([^"]*)" src="[^"]*_images/[0-9a-f]{64}\.(?:png|jpe?g|svg)" */>)')
 
 
@@ -40,8 +44,8 @@ def mark_table_rows(pre: str) -> tuple[str, int]:
         if "<" in plain:  # coloured output: left as it is
             continue
         text = html.unescape(plain)
-        if _ROW.search(text.strip()) and len(text) <= ROW_MAX_COLUMNS:
-            widths[index] = len(text)
+        if _ROW.search(text.strip()) and columns(text) <= ROW_MAX_COLUMNS:
+            widths[index] = columns(text)
     if len(widths) < 2:  # one aligned line is not a table
         return pre, 0
     for index in widths:
@@ -59,8 +63,15 @@ def fit_output_tables(body: str) -> str:
     return _OUTPUT_PRE.sub(one, body)
 
 
+def columns(text: str) -> int:
+    """The width of a line in monospace columns: a Hangul or other wide character is drawn about
+    1.7 columns wide (a full em, where a Latin letter takes 0.6 em)."""
+    wide = sum(unicodedata.east_asian_width(char) in "WF" for char in text)
+    return len(text) + math.ceil(0.7 * wide)
+
+
 def longest_line(pre: str) -> int:
-    return max((len(html.unescape(re.sub(r"<[^>]+>", "", line))) for line in pre.split("\n")), default=0)
+    return max((columns(html.unescape(re.sub(r"<[^>]+>", "", line))) for line in pre.split("\n")), default=0)
 
 
 def fit_code(body: str) -> str:
@@ -81,8 +92,14 @@ def code_break_points(body: str) -> str:
     return _INLINE_CODE.sub(lambda m: m.group(1) + _CODE_BREAK.sub(r"\1<wbr>", m.group(2)) + m.group(3), body)
 
 
+def _glue(text: str) -> str:
+    text = _UNIT.sub("\\1\u00a0\\2", text)
+    return _DATE.sub(lambda m: f'<span class="nowrap">{m.group(0)}</span>', text)
+
+
 def glue_units(body: str) -> str:
-    """A no-break space between a number and its unit, in text outside code, math and scripts."""
+    """A no-break space between a number and its unit, and a date or time kept on one line, in text
+    outside code, math and scripts."""
     parts = _TAG.split(body)
     depth = 0
     for index, part in enumerate(parts):
@@ -92,7 +109,7 @@ def glue_units(body: str) -> str:
                 depth += -1 if part.startswith("</") else 1
                 depth = max(depth, 0)
         elif depth == 0 and part:
-            parts[index] = _UNIT.sub("\\1\u00a0\\2", part)
+            parts[index] = _glue(part)
     return "".join(parts)
 
 
