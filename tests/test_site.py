@@ -360,6 +360,8 @@ FAULTS = {
     "copy button over the code": ("copy-overlap", set()),
     "shell block without a copy button": ("copy-missing", set()),
     "alt text that only numbers the figure": ("alt-text", set()),
+    # issue 38: a Korean page says it is Korean
+    "Korean page marked English": ("page-language", set()),
 }
 
 
@@ -392,7 +394,8 @@ def _inject_faults(site: Path) -> dict[str, str]:
     placed = {"console error": "index.html", "search term missing from the index": "search.html",
               "search summaries from the whole page": "search.html",
               "missing GIF": gif_page, "missing image": image_page,
-              "missing image, on the Korean page": f"notebooks/ko/{Path(image_page).name}"}
+              "missing image, on the Korean page": f"notebooks/ko/{Path(image_page).name}",
+              "Korean page marked English": f"notebooks/ko/{Path(gif_page).name}"}
     for number, name in enumerate(n for n in FAULTS if n not in placed):
         placed[name] = others[number % len(others)]
 
@@ -445,6 +448,10 @@ def _inject_faults(site: Path) -> dict[str, str]:
     _append(site / placed["shell block without a copy button"],  # added after site-fixes.js ran
             '<script>addEventListener("load", () => document.querySelector("article").insertAdjacentHTML("beforeend", '
             '\'<div class="highlight-bash notranslate"><div class="highlight"><pre>git clone x</pre></div></div>\'))</script>')
+    file = site / placed["Korean page marked English"]
+    html, count = re.subn(r'<html lang="ko"', '<html lang="en"', file.read_text(), count=1)
+    assert count
+    file.write_text(html)
     _in_article(site / placed["alt text that only numbers the figure"],
                 '<img src="data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2710%27 height=%2710%27/%3E" '
                 'alt="Figure 3 in \'Results\'">')

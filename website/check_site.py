@@ -37,6 +37,7 @@ and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.ht
   branch main of the repository (on other pages, a Colab link must open some lesson on main);
 - language-switch: no link to the same lesson in the other language (notebooks/<name>.html <->
   notebooks/ko/<name>.html, the Korean edition);
+- page-language: a lesson's <html lang> is not its language ("ko" for notebooks/ko/, else "en");
 and on the search page:
 - search: a search for "ShiftViT" does not list every lesson whose notebook mentions it, or a search
   for "시프트" every Korean lesson that uses the word;
@@ -170,7 +171,11 @@ def korean_lessons(notebooks: Path, term: str = SEARCH_TERM) -> list[Expected]:
 
 def _check_language_switch(page: str, lesson: Expected, audit: dict, origin: str, korean: list[Expected],
                            report: Report) -> None:
-    """Every lesson page links to the same lesson in the other language (when both exist)."""
+    """Every lesson page links to the same lesson in the other language (when both exist), and says
+    which language it is in (<html lang="ko"> on the Korean pages, issue 38)."""
+    language = "ko" if lesson.stem.startswith("ko/") else "en"
+    if audit.get("lang") != language:
+        report.problems.append(Problem(page, "page-language", f'<html lang="{audit.get("lang")}">, not "{language}"'))
     stems = {k.stem for k in korean}
     if lesson.stem.startswith("ko/"):
         other = f"notebooks/{lesson.stem[3:]}.html"
@@ -329,6 +334,7 @@ AUDIT = r"""
     launch: [...document.querySelectorAll('a[href]')].filter(a => a.querySelector('img')).map(a => a.href),
     ids: [...document.querySelectorAll('[id]')].map(e => e.id)
            .concat([...document.querySelectorAll('a[name]')].map(a => a.name)),
+    lang: document.documentElement.lang,
     scrollWidth: document.documentElement.scrollWidth,
     innerWidth: window.innerWidth,
   };

@@ -50,6 +50,8 @@ def _orphans(app, doctree) -> None:
 def _switch(app, pagename, templatename, context, doctree) -> None:
     """The language switch, on every page (issue 37): to the same page in the other language, or,
     for a page without one (results, search), to the other language's home page."""
+    if pagename.startswith(KO_PREFIX):  # <html lang="ko">: screen readers, fonts and line breaking
+        context["language"] = "ko"
     other = counterpart(pagename)
     if other is None:
         other = ("notebooks/ko/index", "ko", "한국어")
