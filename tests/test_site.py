@@ -360,8 +360,10 @@ FAULTS = {
     "copy button over the code": ("copy-overlap", set()),
     "shell block without a copy button": ("copy-missing", set()),
     "alt text that only numbers the figure": ("alt-text", set()),
-    # issue 38: a Korean page says it is Korean
+    # issue 38: the Korean site stands on its own
     "Korean page marked English": ("page-language", set()),
+    "English link in a Korean sidebar": ("navigation-language", set()),
+    "search mixes the languages": ("search-language", set()),
 }
 
 
@@ -395,7 +397,8 @@ def _inject_faults(site: Path) -> dict[str, str]:
               "search summaries from the whole page": "search.html",
               "missing GIF": gif_page, "missing image": image_page,
               "missing image, on the Korean page": f"notebooks/ko/{Path(image_page).name}",
-              "Korean page marked English": f"notebooks/ko/{Path(gif_page).name}"}
+              "Korean page marked English": f"notebooks/ko/{Path(gif_page).name}",
+              "search mixes the languages": "search.html"}
     for number, name in enumerate(n for n in FAULTS if n not in placed):
         placed[name] = others[number % len(others)]
 
@@ -448,6 +451,17 @@ def _inject_faults(site: Path) -> dict[str, str]:
     _append(site / placed["shell block without a copy button"],  # added after site-fixes.js ran
             '<script>addEventListener("load", () => document.querySelector("article").insertAdjacentHTML("beforeend", '
             '\'<div class="highlight-bash notranslate"><div class="highlight"><pre>git clone x</pre></div></div>\'))</script>')
+    korean_page = f"notebooks/ko/{Path(placed['English link in a Korean sidebar']).name}"
+    placed["English link in a Korean sidebar"] = korean_page
+    file = site / korean_page
+    html, count = re.subn(r'(<ul class="nav bd-sidenav"><li class="toctree-l1[^"]*"><a class="reference internal" href=")[^"]*"',
+                          r'\1../00_overview.html"', file.read_text(), count=1)
+    assert count
+    file.write_text(html)
+    script = site / "_static" / "site-fixes.js"
+    text, count = re.subn(r"// search-language:begin.*// search-language:end", "", script.read_text(), flags=re.S)
+    assert count
+    script.write_text(text)
     file = site / placed["Korean page marked English"]
     html, count = re.subn(r'<html lang="ko"', '<html lang="en"', file.read_text(), count=1)
     assert count

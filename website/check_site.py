@@ -38,9 +38,13 @@ and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.ht
 - language-switch: no link to the same lesson in the other language (notebooks/<name>.html <->
   notebooks/ko/<name>.html, the Korean edition);
 - page-language: a lesson's <html lang> is not its language ("ko" for notebooks/ko/, else "en");
+- navigation-language: a lesson's sidebar, previous / next or title link leads into the other
+  language (issue 38: the Korean site stands on its own);
 and on the search page:
 - search: a search for "ShiftViT" does not list every lesson whose notebook mentions it, or a search
-  for "시프트" every Korean lesson that uses the word;
+  for "시프트" every Korean lesson that uses the word, or "ShiftViT" from a Korean page (lang=ko) every
+  Korean lesson that mentions it;
+- search-language: a search lists a page of the other language (issue 38);
 - search-summary: a result's summary holds the theme's colour-mode menu instead of the page's text.
 
 The expectations come from the notebooks (their names, their stored GIFs, their text), not from the
@@ -176,6 +180,11 @@ def _check_language_switch(page: str, lesson: Expected, audit: dict, origin: str
     language = "ko" if lesson.stem.startswith("ko/") else "en"
     if audit.get("lang") != language:
         report.problems.append(Problem(page, "page-language", f'<html lang="{audit.get("lang")}">, not "{language}"'))
+    # The sidebar, previous / next and the site's title stay in the page's language (issue 38).
+    for href in dict.fromkeys(audit.get("navigation", [])):
+        if href.startswith(origin) and href[len(origin):].startswith("notebooks/ko/") != (language == "ko"):
+            report.problems.append(Problem(page, "navigation-language", f"{href[len(origin):]}: a link of the "
+                                           "sidebar or previous / next into the other language"))
     stems = {k.stem for k in korean}
     if lesson.stem.startswith("ko/"):
         other = f"notebooks/{lesson.stem[3:]}.html"
@@ -335,6 +344,8 @@ AUDIT = r"""
     ids: [...document.querySelectorAll('[id]')].map(e => e.id)
            .concat([...document.querySelectorAll('a[name]')].map(a => a.name)),
     lang: document.documentElement.lang,
+    navigation: [...document.querySelectorAll('nav.bd-docs-nav a[href], a.left-prev, a.right-next, a.navbar-brand')]
+      .map(a => a.href).filter(href => !href.includes('#')),
     scrollWidth: document.documentElement.scrollWidth,
     innerWidth: window.innerWidth,
   };
@@ -693,9 +704,11 @@ def check_site(
                 if lesson is not None:
                     _check_gifs(page, lesson, audit["images"], site, origin, report)
                     _check_language_switch(page, lesson, audit, origin, korean, report)
-            _check_search(browser, origin, lessons, term, report)
-            if korean:
+            english = [lesson for lesson in lessons if not lesson.stem.startswith("ko/")]
+            _check_search(browser, origin, english, term, report)
+            if korean:  # a Korean word finds Korean pages; from a Korean page (lang=ko), Korean pages only
                 _check_search(browser, origin, korean_lessons(Path(notebooks), KOREAN_TERM), KOREAN_TERM, report)
+                _check_search(browser, origin, korean_lessons(Path(notebooks), term), term, report, lang="ko")
             if phone:
                 browser.call("Emulation.setDeviceMetricsOverride", PHONE)
                 for page in report.pages:
@@ -802,10 +815,13 @@ SEARCH_WAIT = r"""
 """
 
 
-def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: str, report: Report) -> None:
+def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: str, report: Report,
+                  lang: str | None = None) -> None:
+    """The search lists every lesson that mentions the term, and only pages of one language (issue
+    38): the one asked for (lang=ko from a Korean page's search box), or else the term's script."""
     page = "search.html"
     visit = PageVisit(browser, origin)
-    visit.load(f"{origin}{page}?q={quote(term)}")
+    visit.load(f"{origin}{page}?q={quote(term)}" + (f"&lang={lang}" if lang else ""))
     hits = None
     deadline = time.monotonic() + 30
     while hits is None and time.monotonic() < deadline:
@@ -826,7 +842,13 @@ def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: 
     for lesson in expected:
         if lesson.page not in found:
             report.problems.append(Problem(page, "search", f"a search for {term!r} does not list {lesson.page}"))
-    _check_search_summaries(browser, origin, report)
+    korean = lang == "ko" if lang else re.search("[\uac00-\ud7a3]", term) is not None
+    for hit in sorted(found):
+        if hit.startswith("notebooks/ko/") != korean:
+            report.problems.append(Problem(page, "search-language", f"a search for {term!r}"
+                                           f"{f' (lang={lang})' if lang else ''} lists {hit}, a page in the other language"))
+    if lang is None and term == SEARCH_TERM:
+        _check_search_summaries(browser, origin, report)
 
 
 def _check_search_summaries(browser: Browser, origin: str, report: Report, word: str = "shift") -> None:
@@ -844,6 +866,11 @@ def _check_search_summaries(browser: Browser, origin: str, report: Report, word:
     for summary in summaries:
         if re.search(r"\bLight\s+Dark\b|\bSettings\s+Light\b", summary):
             report.problems.append(Problem("search.html", "search-summary", f"the colour-mode menu in a summary: {summary[:120]}"))
+    # An English word, searched for on its own, lists English pages only (issue 38).
+    hits = browser.evaluate(SEARCH_WAIT) or []
+    for hit in sorted({urlsplit(h).path.lstrip("/") for h in hits if h.startswith(origin)}):
+        if hit.startswith("notebooks/ko/"):
+            report.problems.append(Problem("search.html", "search-language", f"a search for {word!r} lists {hit}, a Korean page"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,3 +32,32 @@ document.addEventListener("DOMContentLoaded", () => {
     box.appendChild(button);
   });
 });
+
+// search-language:begin (issue 38) A search stays in the reader's language: a search box on a
+// Korean page (<html lang="ko">) asks for Korean pages (lang=ko), and the search page lists only the
+// pages of the language asked for, or else of the query's script (Hangul: Korean; otherwise English).
+document.addEventListener("DOMContentLoaded", () => {
+  if (document.documentElement.lang !== "ko") return;
+  document.querySelectorAll("form.bd-search, form[action$='search.html']").forEach((form) => {
+    if (form.querySelector("input[name='lang']")) return;
+    const input = document.createElement("input");
+    Object.assign(input, { type: "hidden", name: "lang", value: "ko" });
+    form.appendChild(input);
+  });
+});
+(() => {
+  const params = new URLSearchParams(window.location.search);
+  if (!params.has("q")) return;
+  const asked = params.get("lang");
+  const korean = asked ? asked === "ko" : /[\uac00-\ud7a3]/.test(params.get("q"));
+  const patch = () => {
+    if (typeof Search === "undefined" || Search._shiftvitLanguage) return;
+    const search = Search._performSearch;
+    Search._performSearch = (...args) =>
+      search(...args).filter((result) => String(result[0]).startsWith("notebooks/ko/") === korean);
+    Search._shiftvitLanguage = true;
+  };
+  patch();
+  document.addEventListener("DOMContentLoaded", patch);
+})();
+// search-language:end
