@@ -17,6 +17,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 
 SECTION_TEXT_LIMIT = 360  # characters of a section's prose kept for its search summary
 _FA_CLASS = re.compile(r"\bfa-([a-z0-9-]+)")
@@ -49,7 +50,12 @@ def subset_icon_fonts(outdir: Path) -> None:
         if js.name != "fontawesome.js":
             names |= set(_FA_CLASS.findall(js.read_text(encoding="utf-8", errors="replace")))
     codepoints = icon_codepoints(css_file.read_text(encoding="utf-8"), names)
-    from fontTools import subset
+    try:
+        import brotli  # noqa: F401  (fontTools writes woff2 with it)
+        from fontTools import subset
+    except ImportError as error:
+        raise ExtensionError(f"cutting the icon fonts needs fontTools and brotli ({error}): "
+                             "pip install -e '.[site]'") from error
 
     for font_file in fonts:
         options = subset.Options()
