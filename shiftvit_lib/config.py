@@ -37,7 +37,7 @@ def check_positive_int(value: Any, name: str) -> int:
 
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 ShiftKind = Literal["official", "keras_io", "none"]
 ShiftImplementation = Literal["slice", "roll"]
