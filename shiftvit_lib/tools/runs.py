@@ -416,6 +416,16 @@ class ThroughputMeter(keras.callbacks.Callback):
             logs["images_per_second"] = self.images_per_epoch / max(training_seconds, 1e-9)
 
 
+def steady_images_per_second(speeds: Sequence[float]) -> float | None:
+    """A run's training rate: the median of its epochs' ``images_per_second``, the first left out.
+
+    The first epoch includes compilation, so it is left out when there is another;
+    ``benchmarks/benchmark.py`` reports its figure by the same rule.
+    """
+    speeds = list(speeds)
+    return round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None
+
+
 def run_record(
     folder: RunFolder,
     config: TrainingRecipe,
@@ -446,8 +456,7 @@ def run_record(
         "wall_seconds_this_session": round(wall_seconds, 2),
         # Over all sessions of a resumed run: every epoch's time, validation included.
         "train_seconds": round(float(sum(history.get("epoch_seconds", []))), 2),
-        # The first epoch includes compilation, so it is left out when possible.
-        "train_images_per_second": round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None,
+        "train_images_per_second": steady_images_per_second(speeds),
         "parameters": parameters,
         **settings,
         "machine": machine,
