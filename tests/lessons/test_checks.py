@@ -458,7 +458,7 @@ def _ece_unweighted(confidence, correct, bins=10):
 def _shapes_floor_division(config):
     side, channels = config.image_size // config.patch_size, config.projected_dim
     shapes = [(side, channels)]
-    for index in range(len(config.depths) - 1):
+    for _index in range(len(config.depths) - 1):
         side, channels = side // 2, 2 * channels
         shapes.append((side, channels))
     return shapes + [shapes[-1]]
@@ -696,3 +696,16 @@ def test_lessons_02_to_05_ship_their_blanks_empty():
                     if line and not line.startswith("#"):
                         assert line in _solution_lines(), f"{name}: {line!r} is not in solutions.py"
     assert blanks >= 6, blanks
+
+
+def test_no_exercise_check_only_prints():
+    """Every exercise's checking cell calls checks.exercise, which stops "Run all" on a wrong answer."""
+    for path in sorted(NOTEBOOKS.glob("0[0-8]_*.ipynb")):
+        cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        for index, cell in enumerate(cells):
+            text = "".join(cell["source"])
+            assert not re.search(r"Not yet|Not quite|Not answered", text), f"{path.name}: a check that only prints"
+            blank = re.search(r"#\s*your (code|answer|change)", text, flags=re.I) and "NotImplementedError" not in text
+            if blank:
+                here_or_next = text + "".join(cells[index + 1]["source"]) if index + 1 < len(cells) else text
+                assert "checks.exercise(checks.check_" in here_or_next, f"{path.name}: {text[:60]!r}"
