@@ -56,6 +56,11 @@ def link_line(name: str) -> str:
             f"[Colab](https://colab.research.google.com/github/{where})")
 
 
+def shown(path: Path) -> str:
+    """A path for a message: relative to the repository when it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def dump(notebook: dict) -> str:
     return json.dumps(notebook, ensure_ascii=False, indent=1) + "\n"
 
@@ -70,15 +75,15 @@ def main(argv: list[str] | None = None) -> int:
         target = PRACTICE / path.name
         if args.check:
             if not target.is_file() or target.read_text(encoding="utf-8") != text:
-                stale.append(f"{target.relative_to(ROOT)}: missing or out of date, run python scripts/make_practice.py")
+                stale.append(f"{shown(target)}: missing or out of date, run python scripts/make_practice.py")
             continue
         PRACTICE.mkdir(exist_ok=True)
         target.write_text(text, encoding="utf-8")
     known = {path.name for path in lessons()}
-    stale += [f"{p.relative_to(ROOT)}: no lesson of that name; delete it" for p in sorted(PRACTICE.glob("*.ipynb"))
+    stale += [f"{shown(p)}: no lesson of that name; delete it" for p in sorted(PRACTICE.glob("*.ipynb"))
               if p.name not in known]
     print("\n".join(stale) if stale else ("practice copies up to date" if args.check else
-                                           f"wrote {len(known)} practice copies to {PRACTICE.relative_to(ROOT)}/"))
+                                           f"wrote {len(known)} practice copies to {shown(PRACTICE)}/"))
     return 1 if stale else 0
 
 

@@ -476,19 +476,19 @@ class NotAnswered(Exception):
     """An exercise still blank: ``exercise`` says so in one line and the lesson goes on."""
 
 
-def exercise(check: Callable[..., None], answer: Any, *context: Any) -> bool:
-    """Check an exercise's answer: True if right; a blank one prints a note and gives False.
+def exercise(check: Callable[..., None], answer: Any, *context: Any) -> None:
+    """Check an exercise's answer and say in one line whether it is right or still blank.
 
     A wrong answer raises the check's ``AssertionError`` with a hint: "Run all" stops there.
+    (It returns nothing, so a notebook shows only that line.)
     """
     name = getattr(answer, "__name__", "your answer")
     try:
         check(answer, *context)
     except NotAnswered as note:
         print(f"{name}: not answered yet. {note}")
-        return False
+        return
     print(f"{name}: right")
-    return True
 
 
 def _blank(value: Any, what: str) -> None:

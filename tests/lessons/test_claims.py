@@ -107,6 +107,13 @@ def test_a_changed_record_breaks_a_claim(korean):
     assert missing_claims(changed, korean)
 
 
+def test_the_readme_quotes_the_gpu_record():
+    gpu = load_records()["gpu"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (f"test top-1 {_pct(gpu['test']['accuracy'])}, best validation {_pct(gpu['best_val_accuracy'])}, "
+            f"early-stopped at epoch {gpu['epochs_run']}, {gpu['train_seconds']:.1f} s of training") in readme
+
+
 def test_the_readme_quotes_lesson_05s_stored_quick_run():
     cells = json.loads((ROOT / "notebooks" / "05_training.ipynb").read_text())["cells"]
     printed = "".join(
