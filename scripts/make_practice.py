@@ -50,10 +50,8 @@ def practice_copy(lesson: dict, name: str) -> dict:
 
 
 def link_line(name: str) -> str:
-    """The line of a lesson's header that links its practice copy, on GitHub and on Colab."""
-    where = f"{REPOSITORY}/blob/main/notebooks/practice/{name}"
-    return (f"{LINK_LINE} [GitHub](https://github.com/{where}) · "
-            f"[Colab](https://colab.research.google.com/github/{where})")
+    """The line of a lesson's header that links its practice copy (which has its own Colab badge)."""
+    return f"{LINK_LINE} [GitHub](https://github.com/{REPOSITORY}/blob/main/notebooks/practice/{name})"
 
 
 def shown(path: Path) -> str:
