@@ -52,7 +52,7 @@ def _commit() -> str:
 
 def log_read(script: str, model: str, sha256: str, figures: dict, log: Path = LOG) -> dict:
     """Append one read to the log and return it."""
-    entry = {"time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    entry = {"time": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
              "commit": _commit(), "script": script, "model": model, "model_sha256": sha256, **figures}
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as file:
