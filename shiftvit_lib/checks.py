@@ -33,6 +33,9 @@ def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
 
     A wrong version raises the check's ``AssertionError``: "Run all" stops at it.
     """
+    if not getattr(check, "__name__", "").startswith("check_") and getattr(yours, "__name__", "").startswith("check_"):
+        raise TypeError(f"try_yours takes the check first: try_yours({yours.__name__}, yours, solution); "
+                        f"you passed {getattr(check, '__name__', check)!r} first")
     name = getattr(yours, "__name__", type(yours).__name__)
     try:
         check(yours)
@@ -45,7 +48,16 @@ def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
 
 
 def _numpy(x: Any) -> np.ndarray:
+    if x is None:
+        raise AssertionError("your function returned None: did you forget its `return` line?")
     return np.asarray(ops.convert_to_numpy(x))
+
+
+def _expect_class(given: Any, name: str) -> None:
+    """A check that builds layers takes the class (``DropPath``), not one layer (``DropPath(0.1)``)."""
+    if not isinstance(given, type) and isinstance(given, keras.layers.Layer):
+        raise TypeError(f"pass the class itself ({type(given).__name__}), not a layer made from it "
+                        f"({type(given).__name__}(...)); the check makes its own {name}")
 
 
 def _close(a: Any, b: Any, tol: float = 1e-4) -> bool:
@@ -101,6 +113,7 @@ def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
     samples at rate 0.25 must be all-or-nothing, about a quarter dropped, the kept
     ones scaled by 1 / 0.75, and nothing may change at inference.
     """
+    _expect_class(drop_path_class, "DropPath layers")
     rng = np.random.default_rng(1)
     x = rng.uniform(1.0, 2.0, size=(400, 3, 3, 4)).astype("float32")
     layer = drop_path_class(0.25)
@@ -135,6 +148,7 @@ def check_block(block_class: Callable[..., Any]) -> None:
     """
     num_div, rng = 6, np.random.default_rng(2)
     x = rng.normal(size=(64, 5, 5, 24)).astype("float32")
+    _expect_class(block_class, "blocks")
     block = block_class(num_div=num_div, drop_path_rate=0.5)
     block(x[:1], training=False)  # build
     _randomise(block, 3)  # random biases too: an MLP of zeros is not zero
@@ -193,6 +207,7 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
     rng = np.random.default_rng(4)
     for side in (7, 8):
         x = rng.normal(size=(2, side, side, 8)).astype("float32")
+        _expect_class(merging_class, "patch merging layers")
         mine = merging_class()
         got = _numpy(mine(x))
         half = -(-side // 2)

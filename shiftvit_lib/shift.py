@@ -25,6 +25,7 @@ difference; lesson 07 measures what it costs.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,10 @@ def _static_dims(x: Any) -> tuple[Any, ...]:
 def check_shift_arguments(shape: tuple[Any, ...], num_div: int, shift_pixel: int) -> int:
     """Validate the shift's arguments for a tensor of ``shape``; return the group size g."""
     _, height, width, channels = shape
+    for name, value in (("num_div", num_div), ("shift_pixel", shift_pixel)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be a whole number (an int such as 12), got {value!r}; "
+                            "channel groups and pixel offsets are counts")
     if num_div < 4:
         raise ValueError(f"num_div must be >= 4 because four channel groups move; got {num_div}.")
     if channels is None:

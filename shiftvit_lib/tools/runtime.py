@@ -90,8 +90,10 @@ def train_or_reuse(config: Any, data: Any, out_dir: str | os.PathLike[str], *, e
         HISTORY_CSV,
         TrainingRun,
         finished_run,
+        keras_file_problem,
         read_history_csv,
         run_spec,
+        set_aside_damaged,
         train,
     )
 
@@ -101,6 +103,10 @@ def train_or_reuse(config: Any, data: Any, out_dir: str | os.PathLike[str], *, e
     spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
                     build_model=train_kwargs.get("build_model"))
     record = None if restart else finished_run(out, config, spec)
+    problem = keras_file_problem(out / BEST_MODEL) if record is not None else None
+    if problem:  # reported by path and set aside; the run is trained again from its start
+        set_aside_damaged(out / BEST_MODEL, problem, "the run is trained again")
+        record, restart = None, True
     if record is None:
         return train(config, data, out, epochs=epochs, seed=seed, mixed_precision=mixed_precision,
                      overwrite=restart, **train_kwargs)
