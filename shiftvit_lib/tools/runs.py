@@ -326,6 +326,9 @@ def open_run_folder(out_dir: str | os.PathLike[str], spec: dict[str, Any], confi
     """
     out = Path(out_dir)
     state = check_run_folder(out, overwrite=overwrite)
+    for folder in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write
+        if folder.is_dir():
+            remove_abandoned_partials(folder)
     if state == "new":
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -345,24 +348,21 @@ def open_run_folder(out_dir: str | os.PathLike[str], spec: dict[str, Any], confi
             f"{'; '.join(differences)}. Resume it with the same settings, pass overwrite=True "
             "(--overwrite) to start afresh there, or choose another folder"
         )
-    for folder in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write
-        if folder.is_dir():
-            remove_abandoned_partials(folder)
     recovered: list[str] = []
     best = out / BEST_MODEL
-    if best.exists() or best.is_symlink():
-        problem = keras_file_problem(best)
-        if problem:
-            recovered.append(set_aside_damaged(best, problem, "the best model is saved again from the "
-                                                              "epochs still to train"))
+    problem = keras_file_problem(best) if best.exists() or best.is_symlink() else None
+    if problem:
+        recovered.append(set_aside_damaged(best, problem, "training resumes from the last readable state"))
     fit_finished = bool(saved.get("fit_finished_at"))
     point = _resume_point(out) if not fit_finished or not best.exists() else None
     recovered += point.damaged if point else []
     if fit_finished and not best.exists():
         if point is None or point.weights is None:
-            raise RunFolderError(f"{escape_name(out)} says its training finished but holds no readable "
-                                 f"{BEST_MODEL} and no backup to recover from; pass overwrite=True "
-                                 "(--overwrite) to train afresh there, or choose another folder")
+            state = (f"{BEST_MODEL} is damaged (kept as {BEST_MODEL}.damaged)" if problem
+                     else f"it holds no {BEST_MODEL}")
+            raise RunFolderError(f"{escape_name(out)} says its training finished, but {state} and no backup "
+                                 "is left to recover from; pass overwrite=True (--overwrite) to train afresh "
+                                 "there, or choose another folder")
         fit_finished = False  # evaluated from the last backup instead: record.recovered says so
     if fit_finished:
         resumed_from = len(read_history_csv(out / HISTORY_CSV).get("epoch", []))
