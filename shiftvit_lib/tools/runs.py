@@ -1,9 +1,12 @@
 """The resumable training run and its folder: what a run writes, and how it resumes or is reused.
 
 A run folder holds ``run_spec.json`` (what the run *is*, written when it starts),
-``history.csv`` and ``best.keras`` (written while it trains), ``backup/`` (Keras'
-``BackupAndRestore``, removed when it ends) and ``run.json`` (the record written when
-it ends). :func:`train` is the run, a sequence of named steps that a lesson can call or
+``history.csv`` and ``best.keras`` (written while it trains), ``backup/`` (the training
+state after each epoch, :class:`RunBackup`, removed once the record is written) and
+``run.json`` (the record written when it ends). Every file but the appended history is
+written through a temporary name and renamed (:mod:`shiftvit_lib.tools.files`), so a crash
+never leaves half a file; a file damaged otherwise is set aside by name and the run
+resumes from the last readable state. :func:`train` is the run, a sequence of named steps that a lesson can call or
 show on its own:
 
 1. :func:`open_run_folder` -- start a run folder, or resume the interrupted run in it
@@ -13,8 +16,8 @@ show on its own:
    (the asked devices), build the model in the asked precision and
    :func:`~shiftvit_lib.train.compile_for_training` it;
 4. :func:`training_callbacks` -- a throughput meter, the CSV history, the best-model
-   checkpoint ``best.keras``, ``BackupAndRestore`` (a run killed mid-way resumes
-   from its last finished epoch) and early stopping;
+   checkpoint ``best.keras``, the backup (a run killed mid-way resumes from its last
+   finished epoch) and early stopping;
 5. :func:`fit` -- ``model.fit`` over the remaining epochs, still on those devices;
 6. :func:`evaluate_best` -- the best checkpoint on the test split;
 7. :func:`run_record` -- ``run.json``: config, data, epochs, time, images/s, metrics
