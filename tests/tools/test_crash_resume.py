@@ -142,7 +142,7 @@ def test_runs_killed_at_random_points_of_their_writes_all_resume(tmp_path):
 
     rng = random.Random(35)
     ways = ["before", "after", "torn"]
-    previous, summary = None, []
+    previous, killed_at, summary = None, None, []
     for trial in range(TRIALS + 1):
         out = tmp_path / f"trial{trial:02d}" if trial < TRIALS else None
         crash_at, how = rng.randint(1, renames), ways[trial % 3]
@@ -150,10 +150,10 @@ def test_runs_killed_at_random_points_of_their_writes_all_resume(tmp_path):
         step = chain_step(script, previous, out, crash_at, how)
         if previous is not None:
             check_resumed(previous, expected, damaged, step.stderr)
-            summary.append((crash_at, how, expected, damaged))
+            summary.append((*killed_at, expected, damaged))
         if out is not None:
             assert step.returncode == -9 or "RENAMES" in step.stdout, step.stderr[-3000:]  # killed (or ran past)
-        previous = out
+        previous, killed_at = out, (crash_at, how)
     print("\n".join(f"killed at rename {at} ({how}): resumed from {expected}, damaged {damaged}"
                     for at, how, expected, damaged in summary))
     if TRIALS >= 20:  # the random points reached several states, torn files among them
