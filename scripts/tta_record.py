@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import shiftvit_lib as sv  # noqa: E402
+from shiftvit_lib.tools.files import write_json  # noqa: E402
 from shiftvit_lib.train import evaluate  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def main() -> int:
         "flip_tta": evaluate(model, data, tta=True),
         "measured_at": time.strftime("%Y-%m-%d"),
     }
-    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    write_json(Path(args.out), record)  # atomic: a crash never leaves half a record
     print(json.dumps(record, indent=2))
     return 0
 

@@ -159,3 +159,32 @@ def test_runs_killed_at_random_points_of_their_writes_all_resume(tmp_path):
     if TRIALS >= 20:  # the random points reached several states, torn files among them
         assert len({expected for _, _, expected, _ in summary}) >= 3, summary
         assert any(damaged for *_, damaged in summary), summary
+
+
+@pytest.mark.slow
+def test_a_torn_backup_is_named_and_the_run_resumes_from_the_state_before(tmp_path, capsys):
+    # Case 3: a backup torn by a crash (a kill during a non-atomic write, a disk error) made
+    # every resume stop with "Unable to synchronously open file (bad object header version
+    # number)", naming no file; the only way out was --overwrite, losing every epoch.
+    import keras
+    from fakes import tiny_splits
+
+    from shiftvit_lib.config import preset
+    from shiftvit_lib.tools.runs import train
+
+    class Disconnect(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                raise ConnectionError("simulated disconnect after the second epoch's backup")
+
+    config, data = preset("quick", batch_size=32, early_stopping_patience=None), tiny_splits()
+    with pytest.raises(ConnectionError):
+        train(config, data, tmp_path, epochs=3, extra_callbacks=[Disconnect()], verbose=0, jit_compile=False)
+    newest = max((tmp_path / BACKUP_DIR).glob("*.h5"), key=lambda path: path.stat().st_mtime_ns)
+    newest.write_bytes(newest.read_bytes()[:4096])  # torn: its first 4 kB reached the disk
+    capsys.readouterr()
+    run = train(config, data, tmp_path, epochs=3, verbose=0, jit_compile=False)
+    err = capsys.readouterr().err
+    assert re.search(rf"warning: {re.escape(str(newest))} is damaged \(.+\); it is kept as ", err), err
+    assert run.record["resumed_from_epoch"] == 1  # the backup before the torn one
+    assert run.history["epoch"] == [0, 1, 2] and run.record["recovered"]
