@@ -64,18 +64,14 @@ def output_folder(folder: Path, repo: Path = REPO) -> Path:
 
 
 def read_notebook(path: Path) -> dict:
-    """A lesson notebook, or a SiteError naming the file: cut short, or a cell without an id."""
+    """A lesson notebook, or a SiteError naming the file: cut short, or not a notebook."""
     try:
         notebook = files.read_json(path, "notebook")
     except (ValueError, OSError) as error:
         raise SiteError(" ".join(str(error).split())) from None
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
-    if not isinstance(cells, list):
+    if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
         raise SiteError(f"{path} is not a notebook (no list of cells)")
-    for index, cell in enumerate(cells):
-        if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
-            raise SiteError(f"{path}: cell {index} has no id; open and save the notebook in Jupyter "
-                            "(nbformat 4.5) to add ids")
     return notebook
 
 
