@@ -57,9 +57,8 @@ def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS,
             if expected_size is not None and image.size != tuple(expected_size):
                 raise WrongImageSizeError(image.size, tuple(expected_size))
             if image.width * image.height > max_pixels:
-                raise UnsupportedImageError(
-                    f"{image.width}x{image.height} pixels is more than the {max_pixels:,} this "
-                    "project decodes; shrink the image first")
+                raise UnsupportedImageError(f"{image.width}x{image.height} pixels is more than the "
+                                            f"{max_pixels:,} this project decodes; shrink the image first")
             image.load()  # decode everything now, so truncated data fails here
             # The EXIF orientation of photos applied (training images have none).
             return to_rgb(ImageOps.exif_transpose(image)), image_format
@@ -73,25 +72,15 @@ def decode_rgb(data: bytes, *, max_pixels: int = MAX_PIXELS,
         raise UnsupportedImageError(f"corrupt or truncated {image_format} data ({reason})") from None
 
 
-def _sixteen_bit_to_grey(image: Image.Image, rows: int = 256) -> Image.Image:
-    """16-bit grey as 8-bit, scaled (v / 257, rounded), a band of rows at a time.
-
-    ``convert("RGB")`` would clip every value above 255 to white. Converting the whole
-    image at once in floats would cost 8 bytes a pixel (a 40-megapixel PNG: gigabytes),
-    so each band is converted in integers, into one 8-bit output.
-    """
-    grey = np.empty((image.height, image.width), dtype=np.uint8)
-    for top in range(0, image.height, rows):
-        band = np.asarray(image.crop((0, top, image.width, min(top + rows, image.height))))
-        band = np.clip(band, 0, 65535).astype(np.uint32)
-        grey[top:top + len(band)] = (band + 128) // 257  # round(v / 257): no ties for integers
-    return Image.fromarray(grey, mode="L")
-
-
 def to_rgb(image: Image.Image) -> Image.Image:
     """Any Pillow mode as 8-bit RGB: 16-bit scaled (not clipped), transparency composited on white."""
     if image.mode in ("I", "I;16", "I;16B", "I;16L"):
-        image = _sixteen_bit_to_grey(image)
+        # 16-bit grey, scaled in bands of rows, no wide float copy: round(v / 257) is (v + 128) // 257.
+        grey = np.empty((image.height, image.width), dtype=np.uint8)
+        for top in range(0, image.height, 256):
+            band = np.asarray(image.crop((0, top, image.width, min(top + 256, image.height))))
+            grey[top:top + len(band)] = (np.clip(band, 0, 65535).astype(np.uint32) + 128) // 257
+        image = Image.fromarray(grey, mode="L")
     has_alpha = "A" in image.getbands() or "a" in image.getbands()
     if has_alpha or (image.mode == "P" and "transparency" in image.info):
         rgba = image.convert("RGBA")

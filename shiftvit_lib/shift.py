@@ -25,7 +25,6 @@ difference; lesson 07 measures what it costs.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -38,37 +37,29 @@ SHIFT_DIRECTIONS = ("left", "right", "up", "down")
 def _static_dims(x: Any) -> tuple[Any, ...]:
     shape = tuple(x.shape)
     if len(shape) != 4:
-        raise ValueError(
-            f"shift expects a 4-D NHWC tensor (batch, height, width, channels); "
-            f"got shape {shape}. Add a batch axis with x[None] for a single image."
-        )
+        raise ValueError(f"shift expects a 4-D NHWC tensor (batch, height, width, channels); got shape "
+                         f"{shape}. Add a batch axis with x[None] for a single image.")
     return shape
 
 
 def check_shift_arguments(shape: tuple[Any, ...], num_div: int, shift_pixel: int) -> int:
     """Validate the shift's arguments for a tensor of ``shape``; return the group size g."""
     _, height, width, channels = shape
-    for name, value in (("num_div", num_div), ("shift_pixel", shift_pixel)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"{name} must be a whole number (an int such as 12), got {value!r}; "
-                            "channel groups and pixel offsets are counts")
+    if isinstance(num_div, (bool, float)) or isinstance(shift_pixel, (bool, float)):
+        raise TypeError(f"num_div and shift_pixel must be whole numbers, got {num_div!r} and {shift_pixel!r}")
     if num_div < 4:
         raise ValueError(f"num_div must be >= 4 because four channel groups move; got {num_div}.")
     if channels is None:
         raise ValueError("the channel axis must have a known size to split it into groups.")
     if channels < num_div:
-        raise ValueError(
-            f"the input has {channels} channels but num_div is {num_div}: each group would be "
-            f"empty. Use num_div <= {channels} or more channels."
-        )
+        raise ValueError(f"the input has {channels} channels but num_div is {num_div}: each group would be "
+                         f"empty. Use num_div <= {channels} or more channels.")
     if shift_pixel < 1:
         raise ValueError(f"shift_pixel must be >= 1, got {shift_pixel}.")
     for name, size in (("height", height), ("width", width)):
         if size is not None and shift_pixel >= size:
-            raise ValueError(
-                f"shift_pixel ({shift_pixel}) must be smaller than the feature map's {name} "
-                f"({size}), otherwise a moving group would be all zeros."
-            )
+            raise ValueError(f"shift_pixel ({shift_pixel}) must be smaller than the feature map's {name} "
+                             f"({size}), otherwise a moving group would be all zeros.")
     return channels // num_div
 
 
