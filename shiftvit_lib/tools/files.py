@@ -35,6 +35,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import zipfile
@@ -275,19 +276,20 @@ def atomic_output(path: PathLike, suffix: str | None = None) -> Iterator[Path]:
     _fsync_folder(path.parent)
 
 
+_PARTIAL = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.partial(\..*)?")
+_LEGACY_PARTIAL = re.compile(r"cifar10-[0-9a-f]+\.(\d+)\.tmp\..*")  # cache files of earlier versions
+
+
 def is_partial_name(name: str) -> bool:
     """Whether ``name`` is a temporary file of :func:`atomic_write_bytes` / :func:`atomic_output`."""
-    return name.startswith(".") and ".partial" in name
+    return _PARTIAL.fullmatch(name) is not None
 
 
 def partial_owner(name: str) -> int | None:
     """The process id in a temporary file's name, or None if it holds no plausible one."""
-    parts = name.split(".")
-    for index, part in enumerate(parts[:-2]):
-        if part.isdigit() and parts[index + 2].startswith("partial"):
-            pid = int(part)
-            return pid if 0 < pid < 2**31 else None
-    return None
+    match = _PARTIAL.fullmatch(name) or _LEGACY_PARTIAL.fullmatch(name)
+    pid = int(match.group(1)) if match else 0
+    return pid if 0 < pid < 2**31 else None
 
 
 def process_alive(pid: int) -> bool:
@@ -306,16 +308,16 @@ def process_alive(pid: int) -> bool:
 
 
 def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path]:
-    """Remove the temporary files, matching ``pattern``, of processes that died while writing."""
+    """Remove the temporary files, matching ``pattern``, of processes that died while writing.
+
+    Only names this module makes count (and the cache's of earlier versions); a pid no
+    system gives out (a forged or damaged name) belongs to no live process.
+    """
     removed = []
     for leftover in Path(folder).glob(pattern):
-        if not is_partial_name(leftover.name) and ".tmp." not in leftover.name:
+        if not (is_partial_name(leftover.name) or _LEGACY_PARTIAL.fullmatch(leftover.name)):
             continue
         pid = partial_owner(leftover.name)
-        if pid is None:
-            # Older partial names: "<stem>.<pid>.tmp.<suffix>" (cache files of earlier versions).
-            parts = leftover.name.split(".")
-            pid = next((int(p) for p in parts if p.isdigit() and len(p) < 11), None)
         if pid is not None and process_alive(pid):
             continue
         if special_file_kind(leftover) is None:
