@@ -323,10 +323,12 @@ def stage_sources(stage: Path, repo: Path = REPO) -> list[Lesson]:
 
 def build(out: Path, stage: Path, repo: Path = REPO, jobs: str = "1", quiet: bool = True) -> list[Lesson]:
     """Stage the sources and run Sphinx (-W); raises CalledProcessError when Sphinx fails."""
-    found = stage_sources(stage, repo)
     doctrees = stage.parent / (stage.name + "-doctrees")
+    for folder in (stage, out, doctrees):  # all checked before any is cleared or made
+        files.check_output_folder(folder, tool="website/build.py", protect=(REPO, repo))
     for folder in (out, doctrees):
         output_folder(folder, repo)  # clears only a folder this tool made
+    found = stage_sources(stage, repo)
     command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-j", jobs,
                "-c", str(WEBSITE), "-d", str(doctrees), str(stage), str(out)]
     if quiet:

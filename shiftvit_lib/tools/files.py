@@ -470,13 +470,10 @@ def _forbidden_output(folder: Path, protect: Iterable[PathLike]) -> str | None:
     return None
 
 
-def prepare_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLike] = ()) -> Path:
-    """An empty output folder for ``tool`` at ``folder`` (resolved), with its marker file.
+def check_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLike] = ()) -> Path:
+    """``folder`` resolved, if :func:`prepare_output_folder` may clear it; else its one-line refusal.
 
-    A folder is cleared only if it holds :data:`OUTPUT_MARKER` (this project made it) or is
-    empty. Anything else -- a folder of the user's, a file, the file system's root, a home
-    directory, a ``protect``-ed folder or one that holds it -- is refused with an
-    :class:`UnsafeFileError` (a ``ValueError``) in one line, before anything is removed.
+    Writes nothing: a tool that clears several folders checks them all first.
     """
     folder = Path(folder).expanduser().resolve()
     forbidden = _forbidden_output(folder, protect)
@@ -494,6 +491,19 @@ def prepare_output_folder(folder: PathLike, *, tool: str, protect: Iterable[Path
             raise UnsafeFileError(
                 f"{tool} will not clear {escape_name(folder)}: it exists and was not made by this project "
                 f"(no {OUTPUT_MARKER} file in it); choose a new folder, or empty it yourself")
+    return folder
+
+
+def prepare_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLike] = ()) -> Path:
+    """An empty output folder for ``tool`` at ``folder`` (resolved), with its marker file.
+
+    A folder is cleared only if it holds :data:`OUTPUT_MARKER` (this project made it) or is
+    empty. Anything else -- a folder of the user's, a file, the file system's root, a home
+    directory, a ``protect``-ed folder or one that holds it -- is refused with an
+    :class:`UnsafeFileError` (a ``ValueError``) in one line, before anything is removed.
+    """
+    folder = check_output_folder(folder, tool=tool, protect=protect)
+    if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     atomic_write_text(folder / OUTPUT_MARKER, f"made by {tool}; it clears and rewrites this folder\n")
