@@ -125,7 +125,8 @@ print(f"    Python {sys.version.split()[0]}, TensorFlow {v('tensorflow')}, Keras
       f"JAX {v('jax')}, NumPy {v('numpy')}, IPython {v('ipython')}")
 PY
   # Slow tests ran in the first environment; the tests marked `colab` (lesson 06's SavedModel
-  # path, a training run) run here even when slow, and so does every lesson (nbval).
+  # path, a training run, the GPU path's mixed precision/XLA/data-parallel checks on both
+  # backends) run here even when slow, and so does every lesson (nbval).
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -m "not slow or colab" \
     --random-order -p no:cacheprovider "$@"
 }

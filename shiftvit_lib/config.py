@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from shiftvit_lib.data import is_positive_int
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 ShiftKind = Literal["official", "keras_io", "none"]
 ShiftImplementation = Literal["slice", "roll"]

@@ -53,10 +53,36 @@ def _model(precision: str | None = None, jit_compile: bool | str = "auto", steps
     return model
 
 
+def _step_loss(model: keras.Model, x: np.ndarray, y: np.ndarray) -> float:
+    """One training step on ``(x, y)`` and the loss of that step alone.
+
+    ``train_on_batch`` reports the loss tracker's mean, and Keras before 3.15 (Colab's 3.13.2
+    among them) never resets it between calls: the n-th call returned the mean of the first n
+    steps' losses, so a loss that fell fast looked as if it barely moved (keras-team/keras#22617
+    added the reset in 3.15). Resetting first gives each step's own loss on every version.
+    """
+    model.reset_metrics()
+    return float(model.train_on_batch(x, y, return_dict=True)["loss"])
+
+
 def _losses(model: keras.Model, images: np.ndarray, labels: np.ndarray, steps: int) -> list[float]:
     """The loss of each of ``steps`` training steps on the same batch (the model learns it)."""
     x, y = images[:BATCH], labels[:BATCH]
-    return [float(model.train_on_batch(x, y, return_dict=True)["loss"]) for _ in range(steps)]
+    return [_step_loss(model, x, y) for _ in range(steps)]
+
+
+def step_loss() -> dict:
+    """What ``_step_loss`` reports for a second batch, and that batch's loss computed directly.
+
+    The direct loss is the compiled loss of the model's training-mode logits before the step
+    (the configuration has no random layers); a running mean of two steps would differ from it.
+    """
+    images, labels = _batches(2)
+    model = _model(steps=2)
+    first = _step_loss(model, images[:BATCH], labels[:BATCH])
+    x, y = images[BATCH:], labels[BATCH:]
+    direct = float(keras.ops.convert_to_numpy(model.loss(y, model(x, training=True))))
+    return {"first": first, "direct": direct, "reported": _step_loss(model, x, y)}
 
 
 def mixed_precision(policy: str, steps: int = 12) -> dict:
@@ -115,11 +141,12 @@ def data_parallel(steps: int = 3) -> dict:
 
 
 def main() -> None:
-    report = {"backend": keras.backend.backend()}
+    report = {"backend": keras.backend.backend(), "keras": keras.__version__}
     if BACKEND == "jax":
         import jax
 
         report["devices"] = len(jax.devices())
+    report["step_loss"] = step_loss()
     report["mixed_float16"] = mixed_precision("mixed_float16")
     report["mixed_bfloat16"] = mixed_precision("mixed_bfloat16")
     report["xla"] = xla()

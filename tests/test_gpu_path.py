@@ -41,8 +41,11 @@ def _run_checks(backend: str) -> dict:
 
 # Function-scoped, with the reports kept above: a module-scoped parametrised fixture is set up
 # again each time a random test order alternates between the backends (8 runs of a minute, not 2).
-@pytest.fixture(params=[pytest.param("tensorflow", marks=pytest.mark.slow),
-                        pytest.param("jax", marks=pytest.mark.slow)])
+# Marked `colab` too: CI's second environment (Colab's Keras 3.13.2, TensorFlow 2.20, JAX 0.7.2)
+# runs them although they are slow: about 170 CPU-seconds for both backends (measured in .venv-colab,
+# 2026-11-26, on the shared 2-core machine).
+@pytest.fixture(params=[pytest.param("tensorflow", marks=[pytest.mark.slow, pytest.mark.colab]),
+                        pytest.param("jax", marks=[pytest.mark.slow, pytest.mark.colab])])
 def report(request):
     backend = request.param
     if backend == "jax":
@@ -56,6 +59,14 @@ def report(request):
 
 def _falls(losses, by=0.8):
     return all(math.isfinite(v) for v in losses) and losses[-1] < by * losses[0]
+
+
+def test_each_step_reports_its_own_loss(report):
+    # The other checks read one loss per step; Keras before 3.15 returned from train_on_batch the
+    # mean over all calls so far unless the metrics are reset (gpu_path_checks._step_loss).
+    run = report["step_loss"]
+    assert abs(run["first"] - run["direct"]) > 1e-3 * run["direct"], run  # two batches, two losses
+    assert math.isclose(run["reported"], run["direct"], rel_tol=1e-4), (report["keras"], run)
 
 
 def test_mixed_float16_scales_the_loss_and_learns(report):
@@ -93,7 +104,8 @@ def test_two_devices_reach_the_weights_of_one(report):
 
 # A report as the checks print it (shortened), and mistakes each test must catch.
 GOOD = {
-    "backend": "jax", "devices": 2,
+    "backend": "jax", "keras": "3.13.2", "devices": 2,
+    "step_loss": {"first": 2.91, "direct": 2.62, "reported": 2.62},
     "mixed_float16": {"optimizer": "LossScaleOptimizer", "loss_scale": 32768.0, "compute_dtype": "float16",
                       "variable_dtype": "float32", "logits_dtype": "float32", "losses": [2.8, 2.3, 1.7]},
     "mixed_bfloat16": {"optimizer": "AdamW", "loss_scale": None, "compute_dtype": "bfloat16",
@@ -102,6 +114,9 @@ GOOD = {
     "data_parallel": {"replicas": 2, "moved": 4e-3, "two_vs_one": 4e-6, "other_vs_one": 8e-3},
 }
 MISTAKES = [
+    # the running mean of the two steps, what Keras 3.13 reports without the reset
+    (test_each_step_reports_its_own_loss, "step_loss", "reported", (2.91 + 2.62) / 2),
+    (test_each_step_reports_its_own_loss, "step_loss", "first", 2.62),
     (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "optimizer", "AdamW"),
     (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "loss_scale", None),
     (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "losses", [2.8, float("nan"), 1.7]),

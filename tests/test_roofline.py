@@ -27,13 +27,56 @@ def test_toy_cost_and_roofline_arithmetic(roofline):
     assert cost.flops == 6_000_000  # 2 FLOPs per MAC, x3 for forward + backward
     assert cost.bytes_float32 == 5 * 4 * 1_000 + 10 * 4 * 100 / 10 == 20_400
     assert cost.bytes_mixed == 5 * 2 * 1_000 + 400 == 10_400
-    gpu = roofline.GPU("toy", "a toy sheet", float32_flops=1e9, mixed_flops=1e10, mixed_name="BF16", bandwidth=1e6)
+    gpu = roofline.GPU("toy", "a toy sheet", "https://example.org/toy", float32_flops=1e9, tf32_flops=None,
+                       mixed_flops=1e10, mixed_name="BF16", bandwidth=1e6)
     # float32: compute 6e6 / 1e9 = 6 ms, memory 20,400 / 1e6 = 20.4 ms per image: memory-bound.
     seconds, roof = roofline.epoch_seconds(cost, gpu, mixed=False, images=1_000)
     assert seconds == pytest.approx(20.4) and roof == "memory"
-    fast_memory = roofline.GPU("toy", "", 1e9, 1e10, "BF16", bandwidth=1e9)
+    fast_memory = roofline.GPU("toy", "", "", 1e9, None, 1e10, "BF16", bandwidth=1e9)
     seconds, roof = roofline.epoch_seconds(cost, fast_memory, mixed=True, images=1_000)
     assert seconds == pytest.approx(0.6) and roof == "compute"  # 6e6 / 1e10 x 1,000
+
+
+def test_float32_uses_tf32_where_the_gpu_has_it(roofline):
+    cost = roofline.training_cost("toy", macs=1_000_000, activations=1_000, parameters=100, batch=10)
+    with_tf32 = roofline.GPU("toy", "", "", 1e9, 4e9, 1e10, "BF16", bandwidth=1e12)  # compute-bound
+    assert roofline.epoch_seconds(cost, with_tf32, mixed=False, images=1_000)[0] == pytest.approx(1.5)  # 6e9 / 4e9
+    # PyTorch's default (no TF32 for matrix multiplications), and a GPU without TF32 (a T4): plain FP32.
+    assert roofline.epoch_seconds(cost, with_tf32, mixed=False, images=1_000, tf32=False)[0] == pytest.approx(6.0)
+    without = roofline.GPU("toy", "", "", 1e9, None, 1e10, "BF16", bandwidth=1e12)
+    assert roofline.epoch_seconds(cost, without, mixed=False, images=1_000)[0] == pytest.approx(6.0)
+
+
+def test_the_data_sheet_peaks(roofline):
+    gpus = {gpu.name: gpu for gpu in roofline.GPUS}
+    assert gpus["T4"].tf32_flops is None  # Turing: no TF32
+    assert gpus["A100"].float32_peak() == 156e12 and gpus["A100"].float32_peak(tf32=False) == 19.5e12
+    assert gpus["H100"].tf32_flops == gpus["H200"].tf32_flops == 494.5e12  # 989 with sparsity, halved
+    assert gpus["H200"].bandwidth == 4.8e12 and gpus["H200"].mixed_flops == 989.5e12
+    assert all(gpu.address.startswith("https://") for gpu in gpus.values())
+    # The estimate: the seed epoch on an A100 in float32 is about 0.45 s with TF32, not 1.28 s.
+    seed = roofline.preset_costs(["seed"])[0]
+    assert roofline.epoch_seconds(seed, gpus["A100"], mixed=False)[0] == pytest.approx(0.44, abs=0.01)
+    assert roofline.epoch_seconds(seed, gpus["A100"], mixed=False, tf32=False)[0] == pytest.approx(1.28, abs=0.01)
+
+
+H200_RECORDS = REPO.parent / "shared" / "gpu-runs" / "2026-11-26-h200"
+
+
+@pytest.mark.skipif(not H200_RECORDS.is_dir(), reason="the H200 records (../shared/gpu-runs/) are not here")
+@pytest.mark.parametrize("name", ["seed", "strong"])
+def test_the_measured_h200_figures_are_the_records(roofline, name):
+    import csv
+    import statistics
+
+    rows = list(csv.DictReader((H200_RECORDS / f"{name}_history.csv").open()))
+    later = [float(row["epoch_seconds"]) for row in rows[1:]]
+    measured = roofline.MEASURED_H200[name]
+    assert measured["first_epoch"] == pytest.approx(float(rows[0]["epoch_seconds"]), abs=0.01)
+    assert measured["median_epoch"] == pytest.approx(statistics.median(later), abs=0.01)
+    assert (measured["fastest_epoch"], measured["slowest_epoch"]) == pytest.approx((min(later), max(later)), abs=0.01)
+    rate = statistics.median(float(row["images_per_second"]) for row in rows[1:])
+    assert measured["median_images_per_second"] == pytest.approx(rate, abs=1)
 
 
 def test_activation_count_of_a_two_stage_toy(roofline):
@@ -59,5 +102,9 @@ def test_the_script_writes_its_table_labelled_as_a_model(roofline, tmp_path):
     text = out.read_text()
     assert "a model, not a measurement" in text
     assert "| seed | 11.7 M | 256 | 0.623 |" in text  # 6 x 104 MMACs per image
-    for sheet in ("NVIDIA T4 Tensor Core GPU data sheet", "NVIDIA A100", "NVIDIA H100"):
+    for sheet in ("NVIDIA T4 Tensor Core GPU data sheet", "NVIDIA A100", "NVIDIA H100", "NVIDIA H200"):
         assert sheet in text
+    assert "A100 fp32 (TF32)" in text and "| T4 fp32 |" in text  # TF32 named where it is used
+    # The H200 records beside the model, with their source.
+    assert "## Measured beside the model: one H200" in text and "gpu-runs/2026-11-26-h200" in text
+    assert "| seed | 0.08 s (m) | 42.6 s | 1.30 s (1.06-1.59 s) |" in text

@@ -39,6 +39,7 @@ GITHUB = "https://github.com/shiftvit-tutorial/shiftvit-step-by-step"
 BRANCH = "main"
 RESULTS_MARKER = "<!-- results-table -->"
 BADGE_ASSET = "_assets/colab-badge.svg"
+GIF_FOLDER = "_gifs"  # the animations, as files of the site (website/build.py copies them in)
 
 
 class SiteError(Exception):
@@ -238,6 +239,22 @@ def remote_resources(text: str) -> list[str]:
     return [next(group for group in m.groups() if group) for m in _REMOTE_IMG.finditer(text)]
 
 
+def gifs_as_files(html: str, doc_dir: str, stage: Path) -> str:
+    """An animation stored inline (data:image/gif;base64,...) becomes a file of the site, named by its
+    content, so a page does not carry it as text and two pages that show it share one download."""
+    import base64
+    import hashlib
+
+    def one(match: re.Match) -> str:
+        gif = base64.b64decode(re.sub(r"\s", "", match.group(1)))
+        name = f"{GIF_FOLDER}/{hashlib.sha256(gif).hexdigest()[:20]}.gif"
+        (stage / GIF_FOLDER).mkdir(parents=True, exist_ok=True)
+        (stage / name).write_bytes(gif)
+        return posixpath.relpath(name, doc_dir or ".")
+
+    return _GIF_DATA.sub(one, html)
+
+
 def stage_notebook(path: Path, staged: set[str], repo: Path, stage: Path) -> None:
     notebook = read_notebook(path)
     doc_dir = posixpath.dirname(path.relative_to(repo).as_posix())
@@ -248,6 +265,8 @@ def stage_notebook(path: Path, staged: set[str], repo: Path, stage: Path) -> Non
             problems += [f"cell {index}: {url}" for url in remote_resources(cell["source"])]
         for output in cell.get("outputs", []):
             html = output.get("data", {}).get("text/html")
+            if html is not None and _GIF_DATA.search(_source({"source": html})):
+                html = output["data"]["text/html"] = gifs_as_files(_source({"source": html}), doc_dir, stage)
             if html is not None:
                 problems += [f"cell {index} output: {url}" for url in remote_resources(_source({"source": html}))]
     if problems:
@@ -336,11 +355,14 @@ def build(out: Path, stage: Path, repo: Path = REPO, jobs: str = "1", quiet: boo
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     subprocess.run(command, check=True, env=env)
     # The download button offers _sources/<lesson>.ipynb: the repository's notebook itself, not the
-    # staged copy whose badge points at the site's local image (../_assets/colab-badge.svg).
-    for lesson in found:
-        download = out / "_sources" / f"{lesson.docname}.ipynb"
+    # staged copy whose badge points at the site's local image (../_assets/colab-badge.svg); the
+    # Korean lessons' too (notebooks/ko/).
+    for notebook in [lesson.path for lesson in found] + _korean_site().korean_paths(repo):
+        download = out / "_sources" / notebook.relative_to(repo).with_suffix(".ipynb")
         if download.is_file():
-            shutil.copyfile(lesson.path, download)
+            shutil.copyfile(notebook, download)
+    if (stage / GIF_FOLDER).is_dir():  # the animations (gifs_as_files)
+        shutil.copytree(stage / GIF_FOLDER, out / GIF_FOLDER, dirs_exist_ok=True)
     return found
 
 

@@ -16,7 +16,18 @@ Protocol (a websocket, with websocket-client). For every HTML page of the site i
   scrolls sideways: its scrollWidth exceeds its clientWidth, so a reader loses the line's end;
 - table-clipped: at 1280 px a table does not show every column (its wrapper scrolls, a cell clips
   its text, or the table runs past the article);
-- alt-text: an image without meaningful alt text (none, its file name, or a hash);
+- alt-text: an image without meaningful alt text (none, its file name, a hash, or only a number:
+  "Figure 2 in 'Results'");
+- code-wraps: at 1280 px a line of a code box (a lesson's cell, a shell block) takes two lines on
+  screen (issue 37: the lessons' lines are at most 88 characters, and the box holds them);
+- broken-word: at 1280 or 390 px a word (letters and digits), or a number with its decimals and its
+  "%", is split across two lines, anywhere in the article (tables, text, outputs);
+- formula-cut: a display formula wider than its box, in a box that does not scroll to show the rest
+  (or that runs past the article), at 1280 or 390 px;
+- copy-overlap / copy-missing: a code box's copy button over its text, or a code box a reader may
+  run (a cell, a shell block in the text) without one, at 1280 or 390 px;
+- weight: a page downloads more than WEIGHT_BUDGET (1 MB) on a first visit, its own figures (its
+  images and animations) left out; a search with its summaries counts as a page;
 - file-console: a console error or uncaught exception when the page is opened from file://, as a
   reader who double-clicks index.html does (a search from file:// included);
 and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.html):
@@ -26,9 +37,14 @@ and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.ht
   branch main of the repository (on other pages, a Colab link must open some lesson on main);
 - language-switch: no link to the same lesson in the other language (notebooks/<name>.html <->
   notebooks/ko/<name>.html, the Korean edition);
+- page-language: a lesson's <html lang> is not its language ("ko" for notebooks/ko/, else "en");
+- navigation-language: a lesson's sidebar, previous / next or title link leads into the other
+  language (issue 38: the Korean site stands on its own);
 and on the search page:
 - search: a search for "ShiftViT" does not list every lesson whose notebook mentions it, or a search
-  for "시프트" every Korean lesson that uses the word;
+  for "시프트" every Korean lesson that uses the word, or "ShiftViT" from a Korean page (lang=ko) every
+  Korean lesson that mentions it;
+- search-language: a search lists a page of the other language (issue 38);
 - search-summary: a result's summary holds the theme's colour-mode menu instead of the page's text.
 
 The expectations come from the notebooks (their names, their stored GIFs, their text), not from the
@@ -63,6 +79,9 @@ SEARCH_TERM = "ShiftViT"
 KOREAN_TERM = "시프트"  # the Korean search check (issue 29): a word with particles attached in the text
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
 DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+# What a page may download besides its own figures (its images and animations), issue 37.
+WEIGHT_BUDGET = 1_000_000
+FIGURE_PATH = re.compile(r"^/(?:_images|_gifs)/|\.(?:png|jpe?g|gif|webp|svg|mp4|webm)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -86,6 +105,8 @@ class Report:
     boxes_checked: int = 0  # code and output boxes measured at 1280 px
     tables_checked: int = 0
     images_checked: int = 0  # alt texts read
+    code_boxes_checked: int = 0  # code boxes whose lines were measured at 1280 px (issue 37)
+    weights: dict[str, int] = field(default_factory=dict)  # page -> bytes downloaded without its figures
     shots: list[str] = field(default_factory=list)  # screenshots written (--shots)
 
     def kinds(self, page: str) -> set[str]:
@@ -154,7 +175,16 @@ def korean_lessons(notebooks: Path, term: str = SEARCH_TERM) -> list[Expected]:
 
 def _check_language_switch(page: str, lesson: Expected, audit: dict, origin: str, korean: list[Expected],
                            report: Report) -> None:
-    """Every lesson page links to the same lesson in the other language (when both exist)."""
+    """Every lesson page links to the same lesson in the other language (when both exist), and says
+    which language it is in (<html lang="ko"> on the Korean pages, issue 38)."""
+    language = "ko" if lesson.stem.startswith("ko/") else "en"
+    if audit.get("lang") != language:
+        report.problems.append(Problem(page, "page-language", f'<html lang="{audit.get("lang")}">, not "{language}"'))
+    # The sidebar, previous / next and the site's title stay in the page's language (issue 38).
+    for href in dict.fromkeys(audit.get("navigation", [])):
+        if href.startswith(origin) and href[len(origin):].startswith("notebooks/ko/") != (language == "ko"):
+            report.problems.append(Problem(page, "navigation-language", f"{href[len(origin):]}: a link of the "
+                                           "sidebar or previous / next into the other language"))
     stems = {k.stem for k in korean}
     if lesson.stem.startswith("ko/"):
         other = f"notebooks/{lesson.stem[3:]}.html"
@@ -313,6 +343,9 @@ AUDIT = r"""
     launch: [...document.querySelectorAll('a[href]')].filter(a => a.querySelector('img')).map(a => a.href),
     ids: [...document.querySelectorAll('[id]')].map(e => e.id)
            .concat([...document.querySelectorAll('a[name]')].map(a => a.name)),
+    lang: document.documentElement.lang,
+    navigation: [...document.querySelectorAll('nav.bd-docs-nav a[href], a.left-prev, a.right-next, a.navbar-brand')]
+      .map(a => a.href).filter(href => !href.includes('#')),
     scrollWidth: document.documentElement.scrollWidth,
     innerWidth: window.innerWidth,
   };
@@ -322,7 +355,8 @@ AUDIT = r"""
 
 READABLE = r"""
 (() => {
-  const badAlt = /(?:\.(?:png|jpe?g|gif|svg|webp)$)|[0-9a-f]{16,}/i;
+  // a file name, a hash, or only a number ("Figure 2 in 'Results'"): none says what the figure shows
+  const badAlt = /(?:\.(?:png|jpe?g|gif|svg|webp)$)|[0-9a-f]{16,}|^(?:figure|fig\.?|image|img|plot|picture|chart)\s*\d+\.?(?:\s+(?:in|of|from)\s+.*)?$/i;
   const snippet = el => (el.innerText || '').trim().split('\n')[0].slice(0, 60);
   const boxes = [...new Set(document.querySelectorAll(
     'pre, div.highlight, div.cell_output, div.output'))].filter(el => el.clientWidth > 0);
@@ -349,6 +383,109 @@ READABLE = r"""
 """
 
 
+READER = r"""
+(() => {
+  // Issue 37: what a reader sees, at the current width.
+  const article = document.querySelector('article.bd-article') || document.querySelector('[role="main"]') || document.body;
+  const snippet = text => text.replace(/\s+/g, ' ').trim().slice(0, 60);
+  const lines = rects => new Set([...rects].filter(r => r.width > 0.5 && r.height > 0.5).map(r => Math.round(r.top + r.height / 2))).size;
+  const visible = el => el.offsetParent !== null || el.getClientRects().length > 0;
+  const inputs = [...document.querySelectorAll('div.highlight')]
+    .filter(box => !box.closest('div.cell_output, div.output') && box.querySelector('pre') && visible(box));
+  // Code lines that wrap: a box's text makes more lines on screen than it has.
+  const codeWraps = [];
+  for (const box of inputs) {
+    const pre = box.querySelector('pre');
+    const text = pre.textContent.replace(/\n$/, '');
+    const range = document.createRange();
+    let start = 0, node = null, offset = 0;
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const wrapped = [];
+    // one range per logical line: from its first character to its last
+    const positions = [];
+    while ((node = walker.nextNode())) for (let i = 0; i < node.data.length; i++) positions.push([node, i]);
+    let lineStart = 0;
+    for (let i = 0; i <= positions.length; i++) {
+      const ch = i < positions.length ? positions[i][0].data[positions[i][1]] : '\n';
+      if (ch !== '\n') continue;
+      if (i > lineStart) {
+        range.setStart(positions[lineStart][0], positions[lineStart][1]);
+        range.setEnd(positions[i - 1][0], positions[i - 1][1] + 1);
+        if (lines(range.getClientRects()) > 1) wrapped.push(range.toString());
+      }
+      lineStart = i + 1;
+    }
+    if (wrapped.length) codeWraps.push(`${wrapped.length} of ${text.split('\n').length} lines wrap: ${snippet(wrapped[0])}`);
+  }
+  // The rows of a printed table in an output (span.row, website/_ext/reading.py) stay in columns.
+  for (const row of document.querySelectorAll('div.cell_output span.row')) {
+    if (lines(row.getClientRects()) > 1) codeWraps.push(`a printed table's row wraps: ${snippet(row.textContent)}`);
+  }
+  // Words broken inside: a word (letters and digits, a number with its decimals and unit) on two lines.
+  const broken = [];
+  const word = /\d{4}-\d\d-\d\d|\d\d:\d\d(?::\d\d)?|\p{N}[\p{N}.,]*\p{N}(?:[\s\u00a0]?%)?|\p{N}(?:[\s\u00a0]?%)?|[\p{L}\p{M}\p{N}]{2,}/gu;
+  const skip = 'math, script, style, noscript, button, .shiftvit-copy, svg';
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  let node;
+  while ((node = walker.nextNode())) {
+    if (!node.data.trim() || !node.parentElement || node.parentElement.closest(skip)) continue;
+    range.selectNodeContents(node);
+    if (lines(range.getClientRects()) < 2) continue;  // on one line: nothing broken
+    for (const match of node.data.matchAll(word)) {
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      if (lines(range.getClientRects()) > 1) broken.push(`"${match[0]}" in: ${snippet(node.data)}`);
+    }
+  }
+  // Formulas cut: a display formula wider than its box, in a box that does not scroll to show it.
+  const cut = [];
+  for (const box of document.querySelectorAll('div.math')) {
+    const math = box.querySelector('math');
+    if (!math || !visible(box)) continue;
+    const b = box.getBoundingClientRect();
+    let left = Infinity, right = -Infinity;
+    for (const el of [math, ...math.querySelectorAll('*')]) {
+      const r = el.getBoundingClientRect();
+      if (r.width > 0) { left = Math.min(left, r.left); right = Math.max(right, r.right); }
+    }
+    const width = right - left;
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(box).overflowX) && box.scrollWidth >= width - 1;
+    const parentRight = article.getBoundingClientRect().right;
+    if (left < b.left - 1 || (right > b.right + 1 && !scrolls) || b.right > parentRight + 1 || b.right > window.innerWidth + 1)
+      cut.push(`${Math.round(width)} px of formula in a ${Math.round(box.clientWidth)} px box: ${snippet(math.textContent)}`);
+  }
+  // Copy buttons: on every code box a reader may run, and never over its text.
+  const overlap = [], missing = [];
+  for (const box of inputs) {
+    const button = box.querySelector('button.shiftvit-copy');
+    if (!button) { missing.push(snippet(box.textContent)); continue; }
+    const b = button.getBoundingClientRect();
+    const range = document.createRange();
+    range.selectNodeContents(box.querySelector('pre'));
+    const hit = [...range.getClientRects()].some(r => r.width > 0.5 && r.left < b.right && r.right > b.left && r.top < b.bottom && r.bottom > b.top);
+    if (hit) overlap.push(snippet(box.textContent));
+  }
+  return {codeBoxes: inputs.length, codeWraps, broken, cut, overlap, missing};
+})()
+"""
+
+
+def _check_reader(page: str, browser: Browser, width: int, report: Report) -> None:
+    """Issue 37 at this width: wrapping code (1280 px), broken words, cut formulas, copy buttons."""
+    found = browser.evaluate(READER)
+    if width == DESKTOP["width"]:
+        report.code_boxes_checked += found["codeBoxes"]
+        for detail in found["codeWraps"]:
+            report.problems.append(Problem(page, "code-wraps", f"at {width} px: {detail}"))
+    for kind, key in (("broken-word", "broken"), ("formula-cut", "cut"), ("copy-overlap", "overlap"),
+                      ("copy-missing", "missing")):
+        for detail in found[key][:5]:
+            report.problems.append(Problem(page, kind, f"at {width} px: {detail}"))
+        if len(found[key]) > 5:
+            report.problems.append(Problem(page, kind, f"at {width} px: and {len(found[key]) - 5} more"))
+
+
 def _check_readable(page: str, browser: Browser, report: Report) -> None:
     """At the desktop width: boxes that scroll, tables that hide columns, images without alt text."""
     found = browser.evaluate(READABLE)
@@ -364,8 +501,9 @@ def _check_readable(page: str, browser: Browser, report: Report) -> None:
 
 
 def shot_pages(pages: list[str]) -> list[str]:
-    """The pages screenshotted for a person: the home page and lessons 02, 05 and 07."""
-    return [p for p in pages if p == "index.html" or re.match(r"notebooks/0[257]_", p)]
+    """The pages screenshotted for a person: the home page, lessons 02, 05 and 07, the results page and
+    lesson 02 in Korean."""
+    return [p for p in pages if p in ("index.html", "results.html") or re.match(r"notebooks/(?:0[257]|ko/02)_", p)]
 
 
 def _shoot(browser: Browser, page: str, shots: Path, width: int, report: Report) -> None:
@@ -397,6 +535,9 @@ class PageVisit:
         self._documents: dict[str, int] = {}
         self._pending: dict[str, float] = {}
         self._last_activity = time.monotonic()
+        self._urls: dict[str, str] = {}
+        self.bytes = 0  # downloaded, figures left out (issue 37)
+        self.figure_bytes = 0
 
     def __call__(self, event: dict) -> None:
         method, params = event["method"], event.get("params", {})
@@ -416,6 +557,8 @@ class PageVisit:
             scheme = urlsplit(url).scheme
             if scheme in ("http", "https", "ws", "wss") and not url.startswith(self.origin):
                 self.external.append(url)
+            if scheme in ("http", "https", "file"):
+                self._urls[params["requestId"]] = url
             if scheme in ("http", "https"):
                 self._pending[params["requestId"]] = time.monotonic()
             self._last_activity = time.monotonic()
@@ -423,6 +566,13 @@ class PageVisit:
             if params.get("type") == "Document":  # the page's own status (its loader's request)
                 self._documents[params.get("requestId")] = params["response"]["status"]
         elif method in ("Network.loadingFinished", "Network.loadingFailed"):
+            url = self._urls.pop(params.get("requestId"), None)
+            if url is not None and method == "Network.loadingFinished":
+                size = int(params.get("encodedDataLength") or 0)
+                if FIGURE_PATH.search(urlsplit(url).path):
+                    self.figure_bytes += size
+                else:
+                    self.bytes += size
             self._pending.pop(params.get("requestId"), None)
             self._last_activity = time.monotonic()
 
@@ -542,6 +692,9 @@ def check_site(
                 audit = browser.evaluate(AUDIT)
                 _record_visit(page, visit, audit, report)
                 _check_readable(page, browser, report)
+                _check_reader(page, browser, DESKTOP["width"], report)
+                browser.pump(functools.partial(visit._quiet, 0.2), 5)  # fonts the page asked for meanwhile
+                _check_weight(page, visit, report)
                 if shots is not None and page in shot_pages(report.pages):
                     _shoot(browser, page, Path(shots), DESKTOP["width"], report)
                 ids[page] = set(audit["ids"])
@@ -551,9 +704,11 @@ def check_site(
                 if lesson is not None:
                     _check_gifs(page, lesson, audit["images"], site, origin, report)
                     _check_language_switch(page, lesson, audit, origin, korean, report)
-            _check_search(browser, origin, lessons, term, report)
-            if korean:
+            english = [lesson for lesson in lessons if not lesson.stem.startswith("ko/")]
+            _check_search(browser, origin, english, term, report)
+            if korean:  # a Korean word finds Korean pages; from a Korean page (lang=ko), Korean pages only
                 _check_search(browser, origin, korean_lessons(Path(notebooks), KOREAN_TERM), KOREAN_TERM, report)
+                _check_search(browser, origin, korean_lessons(Path(notebooks), term), term, report, lang="ko")
             if phone:
                 browser.call("Emulation.setDeviceMetricsOverride", PHONE)
                 for page in report.pages:
@@ -562,6 +717,7 @@ def check_site(
                     size = browser.evaluate("({s: document.documentElement.scrollWidth, w: window.innerWidth})")
                     if size["s"] > PHONE["width"] or size["w"] > PHONE["width"]:
                         report.problems.append(Problem(page, "phone", f"{size['s']} px wide on a {PHONE['width']} px screen"))
+                    _check_reader(page, browser, PHONE["width"], report)
                     if shots is not None and page in shot_pages(report.pages):
                         _shoot(browser, page, Path(shots), PHONE["width"], report)
             if file_urls:
@@ -586,6 +742,16 @@ def _check_file_urls(browser: Browser, site: Path, pages: list[str], term: str, 
             browser.pump(lambda: False, 1.0)
         for _kind, text in visit.errors:
             report.problems.append(Problem(page, "file-console", text[:300]))
+
+
+def _check_weight(page: str, visit: PageVisit, report: Report) -> None:
+    """What the page downloaded on a first visit (no cache), its own figures left out, within budget."""
+    if page in report.weights:  # the same search, run again for the Korean term
+        return
+    report.weights[page] = visit.bytes
+    if visit.bytes > WEIGHT_BUDGET:
+        report.problems.append(Problem(page, "weight", f"{visit.bytes / 1e6:.2f} MB without its figures "
+                                       f"({visit.figure_bytes / 1e6:.2f} MB of figures), over {WEIGHT_BUDGET / 1e6:.1f} MB"))
 
 
 def _first_visit(browser: Browser, origin: str) -> None:
@@ -649,10 +815,13 @@ SEARCH_WAIT = r"""
 """
 
 
-def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: str, report: Report) -> None:
+def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: str, report: Report,
+                  lang: str | None = None) -> None:
+    """The search lists every lesson that mentions the term, and only pages of one language (issue
+    38): the one asked for (lang=ko from a Korean page's search box), or else the term's script."""
     page = "search.html"
     visit = PageVisit(browser, origin)
-    visit.load(f"{origin}{page}?q={quote(term)}")
+    visit.load(f"{origin}{page}?q={quote(term)}" + (f"&lang={lang}" if lang else ""))
     hits = None
     deadline = time.monotonic() + 30
     while hits is None and time.monotonic() < deadline:
@@ -673,20 +842,35 @@ def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: 
     for lesson in expected:
         if lesson.page not in found:
             report.problems.append(Problem(page, "search", f"a search for {term!r} does not list {lesson.page}"))
-    _check_search_summaries(browser, origin, report)
+    korean = lang == "ko" if lang else re.search("[\uac00-\ud7a3]", term) is not None
+    for hit in sorted(found):
+        if hit.startswith("notebooks/ko/") != korean:
+            report.problems.append(Problem(page, "search-language", f"a search for {term!r}"
+                                           f"{f' (lang={lang})' if lang else ''} lists {hit}, a page in the other language"))
+    if lang is None and term == SEARCH_TERM:
+        _check_search_summaries(browser, origin, report)
 
 
 def _check_search_summaries(browser: Browser, origin: str, report: Report, word: str = "shift") -> None:
-    """A result's summary is the page's text, not the theme's colour-mode menu ("Light Dark")."""
-    PageVisit(browser, origin).load(f"{origin}search.html?q={word}")
+    """A result's summary is the page's text, not the theme's colour-mode menu ("Light Dark"), and the
+    search with its summaries downloads no more than a page may (issue 37: not every result's page)."""
+    visit = PageVisit(browser, origin)
+    visit.load(f"{origin}search.html?q={word}")
     deadline = time.monotonic() + 30
     while browser.evaluate(SEARCH_WAIT) is None and time.monotonic() < deadline:
         browser.pump(lambda: False, 0.2)
     browser.pump(lambda: False, 1.5)  # the summaries arrive one by one
+    browser.pump(lambda: visit._quiet(0.3), 10)
+    _check_weight(f"search.html?q={word}", visit, report)
     summaries = browser.evaluate("[...document.querySelectorAll('#search-results p.context')].map(p => p.innerText)") or []
     for summary in summaries:
         if re.search(r"\bLight\s+Dark\b|\bSettings\s+Light\b", summary):
             report.problems.append(Problem("search.html", "search-summary", f"the colour-mode menu in a summary: {summary[:120]}"))
+    # An English word, searched for on its own, lists English pages only (issue 38).
+    hits = browser.evaluate(SEARCH_WAIT) or []
+    for hit in sorted({urlsplit(h).path.lstrip("/") for h in hits if h.startswith(origin)}):
+        if hit.startswith("notebooks/ko/"):
+            report.problems.append(Problem("search.html", "search-language", f"a search for {word!r} lists {hit}, a Korean page"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -695,7 +879,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("site", nargs="?", type=Path, default=repo / "build" / "site")
     parser.add_argument("--notebooks", type=Path, default=repo / "notebooks")
     parser.add_argument("--shots", type=Path, nargs="?", const=repo / "build" / "site-shots", default=None,
-                        help="write screenshots at 1280 and 390 px of the home page and lessons 02, 05 and 07 "
+                        help="write screenshots at 1280 and 390 px of the home page, lessons 02, 05 and 07, the results "
+                             "page and Korean lesson 02 "
                              "(default folder: build/site-shots)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
@@ -706,6 +891,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(report.pages)} pages, {report.links_checked} internal links, {report.gifs_checked} GIFs, "
         f"{report.colab_links_checked} Colab links, {report.boxes_checked} code and output boxes, "
         f"{report.tables_checked} tables, {report.images_checked} images checked; {len(report.shots)} screenshots; search hits: {len(report.search_hits)}; "
+        f"heaviest page without its figures: {max(report.weights.values(), default=0) / 1e6:.2f} MB; "
         f"{len(report.problems)} problems; {time.perf_counter() - start:.1f} s"
     )
     return 1 if report.problems else 0

@@ -16,8 +16,9 @@ project = "ShiftViT, step by step"
 author = "ShiftViT tutorial team"
 copyright = "the ShiftViT tutorial team, Apache-2.0"
 
-# korean_edition: the Korean pages and the language switch; figure_alt: alt text from a figure's meaning
-extensions = ["myst_nb", "mathml", "korean_edition", "figure_alt"]
+# korean_edition: the Korean pages and the language switch; figure_alt: alt text from a figure's meaning;
+# reading: code, tables, numbers and figures as a reader sees them; light_pages: page weight (issue 37)
+extensions = ["myst_nb", "mathml", "korean_edition", "figure_alt", "reading", "light_pages"]
 
 # The stored outputs are the page: never run a notebook.
 nb_execution_mode = "off"
@@ -36,8 +37,9 @@ html_math_renderer = "mathml"
 html_theme = "sphinx_book_theme"
 html_title = "ShiftViT, step by step"
 html_static_path = ["_static"]
+templates_path = ["_templates"]  # search tools on the search page only; its language switch (issue 37)
 html_css_files = ["site.css", "readable.css"]  # readable.css: issue 25 (widths, wrapping)
-html_js_files = ["site-fixes.js"]  # issue 25: search from file://, clean summaries
+html_js_files = ["site-fixes.js"]  # copy buttons; search summaries: search-summaries.js (search page)
 html_favicon = "_static/favicon.svg"
 html_use_index = False  # no index entries: the page would be empty (and its theme script logs an error)
 html_copy_source = True  # the theme's download button offers the .ipynb

@@ -45,8 +45,35 @@ def describe_machine() -> dict[str, Any]:
         devices = [name for _, name in _devices()]
     except Exception as error:  # noqa: BLE001 - a description must never break training
         devices = [f"unknown ({error})"]
-    return {"backend": keras.backend.backend(), "keras": keras.__version__, "devices": devices,
-            "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+    return {"backend": keras.backend.backend(), "keras": keras.__version__, "backend_versions": backend_versions(),
+            "devices": devices, "cpu_count": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version()}
+
+
+def backend_versions() -> dict[str, str]:
+    """Versions of the packages that run the current backend: JAX with jaxlib, TensorFlow or PyTorch.
+
+    A result depends on them as much as on Keras (a compiler bug in one JAX release changes
+    what a CPU computes), so every record names them.
+    """
+    backend = keras.backend.backend()
+    try:
+        if backend == "jax":
+            import jax
+            import jaxlib.version
+
+            return {"jax": jax.__version__, "jaxlib": jaxlib.version.__version__}
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            return {"tensorflow": tf.__version__}
+        if backend == "torch":
+            import torch
+
+            return {"torch": torch.__version__}
+    except Exception as error:  # noqa: BLE001 - a description must never break training
+        return {backend: f"unknown ({error})"}
+    return {}
 
 
 def accelerator_platform() -> str | None:
@@ -67,28 +94,45 @@ def has_accelerator() -> bool:
     return accelerator_platform() is not None
 
 
+def gpu_compute_capability() -> tuple[int, int] | None:
+    """The first GPU's CUDA compute capability ``(major, minor)``, as the backend reports it.
+
+    ``None`` when the backend does not say (no GPU, or a GPU that is not NVIDIA's).
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability") if gpus else None
+    elif backend == "jax":
+        import jax
+
+        capability = getattr(jax.devices()[0], "compute_capability", None)  # a string, e.g. "7.5"
+        capability = str(capability).split(".") if capability else None
+    elif backend == "torch":
+        import torch
+
+        capability = torch.cuda.get_device_capability(0) if torch.cuda.is_available() else None
+    else:
+        capability = None
+    return (int(capability[0]), int(capability[1])) if capability else None
+
+
 def recommended_mixed_precision() -> str | None:
     """The dtype policy that speeds up training here, or ``None`` on a CPU.
 
-    bfloat16 on TPUs and on GPUs of compute capability 8.0 or newer (A100, H100,
-    RTX 30xx and later); float16 (Keras adds loss scaling) on older GPUs, which
-    have no fast bfloat16. On a CPU, keep float32.
+    bfloat16 on TPUs and on GPUs of compute capability 8.0 or newer (A100, L4, H100,
+    RTX 30xx and later); float16 (Keras adds loss scaling) on older GPUs such as the T4
+    (7.5), which have no fast bfloat16, and on a GPU whose capability the backend does not
+    report (float16 runs on every GPU). On a CPU, keep float32.
     """
     platform_kind = accelerator_platform()
     if platform_kind is None:
         return None
-    if platform_kind == "gpu" and keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        gpus = tf.config.list_physical_devices("GPU")
-        capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability", (0, 0))
-        if tuple(capability) < (8, 0):
-            return "mixed_float16"
-    if platform_kind == "gpu" and keras.backend.backend() == "jax":
-        import jax
-
-        capability = getattr(jax.devices()[0], "compute_capability", "8.0")
-        if float(capability) < 8.0:
+    if platform_kind == "gpu":
+        capability = gpu_compute_capability()
+        if capability is None or capability < (8, 0):
             return "mixed_float16"
     return "mixed_bfloat16"
 

@@ -635,6 +635,7 @@ def describe_run(record: dict[str, Any]) -> str:
     test, machine = record["test"], record.get("machine", {})
     config = record.get("config", {})
     train_seconds = record.get("train_seconds")
+    backend_versions = "".join(f", {name} {version}" for name, version in machine.get("backend_versions", {}).items())
     lines = [
         f"preset {config.get('name', '?')!r} on {record['data_source']}",
         f"split sizes {record.get('split_sizes')}",
@@ -643,7 +644,8 @@ def describe_run(record: dict[str, Any]) -> str:
         f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
         f"training images/s (median epoch) {record.get('train_images_per_second')}, "
         f"mixed precision {record.get('mixed_precision')}, XLA {record.get('jit_compile')}",
-        f"machine: backend {machine.get('backend')}, Keras {machine.get('keras')}, devices {machine.get('devices')}, "
+        f"machine: backend {machine.get('backend')}, Keras {machine.get('keras')}{backend_versions}, "
+        f"devices {machine.get('devices')}, "
         f"{machine.get('cpu_count')} CPU cores",
         f"finished {record.get('finished_at')}",
     ]

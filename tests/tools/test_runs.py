@@ -352,6 +352,9 @@ def test_load_run_reads_back_a_finished_run_and_names_a_missing_one(tmp_path):
     text = describe_run(record)
     assert "random test images" in text and f"test top-1 {run.record['test']['accuracy']:.2%}" in text
     assert "epochs run 2 of 2" in text and "test-time augmentation" not in text
+    # The record names the backend's own version beside Keras', and the summary shows it.
+    versions = record["machine"]["backend_versions"]
+    assert versions and all(f"{name} {version}" in text for name, version in versions.items())
     tta_text = describe_run({**record, "test_flip_tta": {"accuracy": 0.4321}})
     assert "test top-1 43.21%" in tta_text.split("with flip test-time augmentation:")[1]
     assert f"test top-1 {run.record['test']['accuracy']:.2%}" in tta_text  # beside, not instead

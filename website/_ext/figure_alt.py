@@ -5,14 +5,20 @@ myst-nb shows a plot stored in a notebook as an image whose alt text is its hash
 this extension writes one, from (first that exists):
 
 1. a figure's caption;
-2. the plot's titles in the cell that drew it (`set_title("…")`, `title("…")`, `suptitle("…")`,
+2. website/figure_descriptions.json: what the plot shows, written by hand, by notebook and cell id
+   (issue 37: "Figure N in <section>" tells a reader nothing);
+3. the plot's titles in the cell that drew it (`set_title("…")`, `title("…")`, `suptitle("…")`,
    `title="…"`; f-strings left out), after the section's title;
-3. the section the plot sits in: "Figure 2 in 'What the shift gives the next layer'".
+4. the section the plot sits in: "Figure 2 in 'What the shift gives the next layer'", which
+   website/check_site.py reports as alt text that only numbers the figure.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from functools import cache
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
@@ -24,6 +30,45 @@ _FILE_LIKE = re.compile(r"(?:\.(?:png|jpe?g|gif|svg|webp)$)|[0-9a-f]{16,}", re.I
 def needs_alt(alt: str | None, uri: str = "") -> bool:
     alt = (alt or "").strip()
     return not alt or alt == uri or bool(_FILE_LIKE.search(alt))
+
+
+DESCRIPTIONS = Path(__file__).resolve().parents[1] / "figure_descriptions.json"
+
+
+@cache
+def _descriptions() -> dict:
+    return json.loads(DESCRIPTIONS.read_text(encoding="utf-8")) if DESCRIPTIONS.is_file() else {}
+
+
+@cache
+def _cell_ids(source: str) -> list[str]:
+    try:
+        notebook = json.loads(Path(source).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [cell.get("id", "") for cell in notebook.get("cells", [])]
+
+
+def _cell(node: nodes.Node) -> nodes.Node | None:
+    parent = node.parent
+    while parent is not None and "cell" not in parent.get("classes", []):
+        parent = parent.parent
+    return parent
+
+
+def described(app: Sphinx, docname: str, image: nodes.image, seen: dict) -> str | None:
+    """The hand-written description of the image (website/figure_descriptions.json), if any."""
+    cell = _cell(image)
+    if cell is None or cell.get("cell_index") is None:
+        return None
+    ids = _cell_ids(str(app.env.doc2path(docname)))
+    index = cell["cell_index"]
+    if index >= len(ids):
+        return None
+    seen[index] = seen.get(index, 0) + 1
+    key = ids[index] if seen[index] == 1 else f"{ids[index]}/{seen[index]}"
+    stem = docname.rsplit("/", 1)[-1]
+    return _descriptions().get(stem, {}).get(key)
 
 
 def _cell_code(node: nodes.Node) -> str:
@@ -46,8 +91,13 @@ def _section_title(node: nodes.Node) -> str:
 
 def add_alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     counts: dict[str, int] = {}
+    seen: dict[int, int] = {}
     for image in doctree.findall(nodes.image):
         if not needs_alt(image.get("alt"), image.get("uri", "")):
+            continue
+        description = described(app, docname, image, seen)
+        if description:
+            image["alt"] = description
             continue
         titles = [m.group(2).strip() for m in _TITLE.finditer(_cell_code(image))]
         titles = list(dict.fromkeys(t for t in titles if t and "{" not in t and "\\" not in t))

@@ -1,32 +1,12 @@
-// Issue 25: search that works from file:// and summaries without the theme's menus.
-(() => {
-  // Opened from file://, fetch() cannot read the pages a summary is cut from: show titles only
-  // rather than one "Failed to fetch" error per result.
-  if (window.location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
-    DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
-  }
-  const patch = () => {
-    if (typeof Search === "undefined" || Search._issue25) return;
-    const original = Search.htmlToText;
-    Search.htmlToText = (htmlString, anchor) => {
-      const page = new DOMParser().parseFromString(htmlString, "text/html");
-      // The colour-mode menu, the header's buttons and the article's own toolbar are not content.
-      page.querySelectorAll(
-        ".theme-switch-button, .header-article, .bd-header-article, .dropdown, button, nav, .bd-sidebar-secondary, .prev-next-area, .onlyprint, .d-print-none"
-      ).forEach((el) => el.remove());
-      return original(page.documentElement.outerHTML, anchor);
-    };
-    Search._issue25 = true;
-  };
-  patch();
-  document.addEventListener("DOMContentLoaded", patch);
-})();
-
-// A copy button on every code cell (no extension, nothing loaded from outside).
+// A copy button on every code box a reader may run: the lessons' code cells and the shell and code
+// blocks in the text (`git clone ...`), never on outputs (no extension, nothing loaded from outside).
+// The button sits in a strip above the first line (readable.css: div.highlight.has-copy), so it never
+// covers code. The search's summaries: search-summaries.js (issue 37).
 document.addEventListener("DOMContentLoaded", () => {
-  document.querySelectorAll("div.cell_input div.highlight").forEach((box) => {
+  document.querySelectorAll("div.highlight").forEach((box) => {
     const pre = box.querySelector("pre");
     if (!pre || box.querySelector("button.shiftvit-copy")) return;
+    if (box.closest("div.cell_output, div.output")) return;
     const button = document.createElement("button");
     button.type = "button";
     button.className = "shiftvit-copy";
@@ -48,7 +28,36 @@ document.addEventListener("DOMContentLoaded", () => {
         select();
       }
     });
-    box.style.position = "relative";
+    box.classList.add("has-copy");
     box.appendChild(button);
   });
 });
+
+// search-language:begin (issue 38) A search stays in the reader's language: a search box on a
+// Korean page (<html lang="ko">) asks for Korean pages (lang=ko), and the search page lists only the
+// pages of the language asked for, or else of the query's script (Hangul: Korean; otherwise English).
+document.addEventListener("DOMContentLoaded", () => {
+  if (document.documentElement.lang !== "ko") return;
+  document.querySelectorAll("form.bd-search, form[action$='search.html']").forEach((form) => {
+    if (form.querySelector("input[name='lang']")) return;
+    const input = document.createElement("input");
+    Object.assign(input, { type: "hidden", name: "lang", value: "ko" });
+    form.appendChild(input);
+  });
+});
+(() => {
+  const params = new URLSearchParams(window.location.search);
+  if (!params.has("q")) return;
+  const asked = params.get("lang");
+  const korean = asked ? asked === "ko" : /[\uac00-\ud7a3]/.test(params.get("q"));
+  const patch = () => {
+    if (typeof Search === "undefined" || Search._shiftvitLanguage) return;
+    const search = Search._performSearch;
+    Search._performSearch = (...args) =>
+      search(...args).filter((result) => String(result[0]).startsWith("notebooks/ko/") === korean);
+    Search._shiftvitLanguage = true;
+  };
+  patch();
+  document.addEventListener("DOMContentLoaded", patch);
+})();
+// search-language:end

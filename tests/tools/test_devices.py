@@ -1,0 +1,88 @@
+"""tools/devices.py: the mixed precision it recommends per GPU, and the versions it records.
+
+No GPU here: each backend's device query is replaced by a fake that reports a chosen compute
+capability, so the decision is tested for a T4 (7.5), an A100 (8.0) and an H100 (9.0).
+"""
+
+import sys
+from types import SimpleNamespace
+
+import keras
+import pytest
+
+from shiftvit_lib.tools import devices
+
+T4, A100, H100 = (7, 5), (8, 0), (9, 0)
+
+
+def _fake_torch(capability):
+    cuda = SimpleNamespace(is_available=lambda: True, get_device_capability=lambda device=0: capability,
+                           get_device_name=lambda device=0: "NVIDIA fake")
+    return SimpleNamespace(cuda=cuda, __version__="0.0-fake")
+
+
+def _fake_jax(capability):
+    device = SimpleNamespace(platform="gpu", device_kind="NVIDIA fake", compute_capability=capability)
+    return SimpleNamespace(devices=lambda: [device], __version__="0.0-fake")
+
+
+@pytest.fixture
+def on_a_gpu(monkeypatch):
+    """Pretend the current backend is ``backend`` on one GPU with ``capability``."""
+
+    def pretend(backend, module_name, module):
+        monkeypatch.setattr(keras.backend, "backend", lambda: backend)
+        monkeypatch.setitem(sys.modules, module_name, module)
+        monkeypatch.setattr(devices, "accelerator_platform", lambda: "gpu")
+
+    return pretend
+
+
+@pytest.mark.parametrize("capability, expected", [(T4, "mixed_float16"), (A100, "mixed_bfloat16"),
+                                                  (H100, "mixed_bfloat16"), ((7, 0), "mixed_float16")])
+def test_pytorch_reads_the_compute_capability(on_a_gpu, capability, expected):
+    on_a_gpu("torch", "torch", _fake_torch(capability))
+    assert devices.gpu_compute_capability() == capability
+    assert devices.recommended_mixed_precision() == expected
+
+
+@pytest.mark.parametrize("capability, expected", [("7.5", "mixed_float16"), ("8.0", "mixed_bfloat16"),
+                                                  ("8.9", "mixed_bfloat16"), ("10.0", "mixed_bfloat16")])
+def test_jax_reads_the_compute_capability(on_a_gpu, capability, expected):
+    on_a_gpu("jax", "jax", _fake_jax(capability))
+    assert devices.recommended_mixed_precision() == expected
+
+
+def test_a_gpu_that_reports_no_capability_gets_float16(on_a_gpu):
+    on_a_gpu("jax", "jax", _fake_jax(None))  # e.g. a GPU that is not NVIDIA's
+    assert devices.gpu_compute_capability() is None
+    assert devices.recommended_mixed_precision() == "mixed_float16"
+
+
+def test_tpus_get_bfloat16_and_cpus_float32(monkeypatch):
+    monkeypatch.setattr(devices, "accelerator_platform", lambda: "tpu")
+    assert devices.recommended_mixed_precision() == "mixed_bfloat16"
+    monkeypatch.setattr(devices, "accelerator_platform", lambda: None)
+    assert devices.recommended_mixed_precision() is None
+
+
+def test_the_machine_description_names_the_backends_version():
+    machine = devices.describe_machine()
+    backend = keras.backend.backend()
+    versions = machine["backend_versions"]
+    if backend == "jax":
+        import jax
+        import jaxlib.version
+
+        assert versions == {"jax": jax.__version__, "jaxlib": jaxlib.version.__version__}
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        assert versions == {"tensorflow": tf.__version__}
+    assert machine["keras"] == keras.__version__
+
+
+def test_each_backend_reports_its_own_packages(monkeypatch):
+    monkeypatch.setattr(keras.backend, "backend", lambda: "torch")
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(T4))
+    assert devices.backend_versions() == {"torch": "0.0-fake"}
