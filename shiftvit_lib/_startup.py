@@ -31,8 +31,8 @@ def _configured_backend(environ) -> tuple[str, str]:
     if environ.get("KERAS_BACKEND"):
         return environ["KERAS_BACKEND"], "KERAS_BACKEND"
     home = Path(environ.get("KERAS_HOME") or Path(environ.get("HOME") or Path.home()) / ".keras")
-    try:
-        settings = json.loads((home / "keras.json").read_text())
+    try:  # only a regular file is read: a named pipe there would block the import forever
+        settings = json.loads((home / "keras.json").read_text()) if (home / "keras.json").is_file() else {}
     except (OSError, ValueError, RecursionError):
         settings = {}
     name = settings.get("backend") if isinstance(settings, dict) else settings

@@ -146,6 +146,20 @@ def test_a_keras_json_with_a_list_as_backend_is_one_line(tmp_path):
     assert problem and "keras.json" in one_line(problem) and "KERAS_BACKEND" in problem
 
 
+def test_a_keras_json_that_is_a_fifo_is_not_read(tmp_path):
+    os.mkfifo(tmp_path / "keras.json")
+    answers: list[object] = []
+    reader = threading.Thread(target=lambda: answers.append(backend_problem({"KERAS_HOME": str(tmp_path)})),
+                              daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    if reader.is_alive():
+        with open(tmp_path / "keras.json", "wb"):
+            pass
+        pytest.fail("reading a keras.json that is a named pipe hung")
+    assert answers  # Keras' default backend (no settings read)
+
+
 def test_a_batch_size_past_any_memory_is_refused_in_one_line(tmp_path, capsys):
     code = main(["evaluate", "--model", str(tmp_path / "m.keras"), "--batch-size", str(10**23)])
     err = capsys.readouterr().err.strip()
