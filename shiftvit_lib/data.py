@@ -11,6 +11,7 @@ which hands its reader to :func:`load_cifar10`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
 import os
@@ -388,6 +389,12 @@ class NumpyBatches(keras.utils.PyDataset):
         self._epoch = 0
         self._rng = np.random.default_rng(self._seed)
         self._order = self._rng.permutation(len(self.x)) if shuffle else np.arange(len(self.x))
+        # Mixed batches are made ahead in threads (NumPy frees the GIL in its loops), off a
+        # GPU step's critical path (issue 39); the others are one cheap uint8 gather.
+        mixes = num_classes is not None and (self.mixup_alpha or self.cutmix_alpha)
+        self.ahead_threads = min(4, os.cpu_count() or 1) if mixes else 0
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._ahead: dict[int, concurrent.futures.Future] = {}
 
     def __len__(self) -> int:
         if self.drop_remainder:
@@ -397,18 +404,35 @@ class NumpyBatches(keras.utils.PyDataset):
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         if not 0 <= index < len(self):
             raise IndexError(f"batch index {index} out of range for {len(self)} batches")
-        rows = self._order[index * self.batch_size:(index + 1) * self.batch_size]
+        if not self.ahead_threads:
+            return self._batch(index, self._epoch, self._order)
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.ahead_threads, thread_name_prefix="batches")
+        made = self._ahead.pop(index, None)
+        for stale in [i for i in self._ahead if i < index]:  # after a jump: not needed now
+            self._ahead.pop(stale).cancel()
+        for ahead in range(index + 1, min(index + 1 + 2 * self.ahead_threads, len(self))):
+            if ahead not in self._ahead:
+                self._ahead[ahead] = self._pool.submit(self._batch, ahead, self._epoch, self._order)
+        return made.result() if made is not None else self._batch(index, self._epoch, self._order)
+
+    def _batch(self, index: int, epoch: int, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Batch ``index`` of ``epoch``: a function of its arguments only, so any thread may make it."""
+        rows = order[index * self.batch_size:(index + 1) * self.batch_size]
         images, labels = self.x[rows], self.y[rows]
         if self.num_classes is None:
             return images, labels
         targets = one_hot(labels, self.num_classes)
         if self.mixup_alpha or self.cutmix_alpha:
-            rng = np.random.default_rng([self._seed, self._epoch, index])
+            rng = np.random.default_rng([self._seed, epoch, index])
             images, targets, _ = mix_batch(images, targets, rng, mixup_alpha=self.mixup_alpha,
                                            cutmix_alpha=self.cutmix_alpha)
         return images, targets
 
     def on_epoch_end(self) -> None:
+        for made in self._ahead.values():  # made with the old order and epoch
+            made.cancel()
+        self._ahead.clear()
         self._epoch += 1
         if self.shuffle:
             self._order = self._rng.permutation(len(self.x))

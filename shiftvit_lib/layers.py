@@ -42,6 +42,26 @@ def make_norm(kind: str, epsilon: float, name: str | None = None) -> layers.Laye
 
 
 @register
+class BranchingRandAugment(layers.RandAugment):
+    """Keras' ``RandAugment`` computing only the operations it drew (issue 39).
+
+    Keras' layer computes all its operations (11) for each of ``num_ops`` draws and keeps
+    the drawn one with ``where``: on a GPU, 22 transforms a step for 2. ``ops.switch`` runs
+    the drawn branch only; same draws, same images (tests/core/test_recipe.py).
+    """
+
+    def transform_images(self, images: Any, transformation: Any, training: bool = True) -> Any:
+        images = self.backend.cast(images, self.compute_dtype)
+        if not training:
+            return images
+        branches = [lambda x, layer=getattr(self, name), value=value: self.backend.cast(
+            layer.transform_images(x, value), self.compute_dtype) for name, value in transformation["transforms"].items()]
+        for index in range(self.num_ops):
+            images = self.backend.core.switch(transformation["layer_idxes"][index], branches, images)
+        return images
+
+
+@register
 class ImagePreprocessing(layers.Layer):
     """Resize, crop, flip and rescale images inside the model.
 
@@ -74,7 +94,7 @@ class ImagePreprocessing(layers.Layer):
         self.random_erasing = float(random_erasing)
         # Both work on [0, 255] float32 pixels (also under a mixed-precision policy),
         # before the rescale at the end of call().
-        self.rand_augment = layers.RandAugment(
+        self.rand_augment = BranchingRandAugment(
             value_range=(0, 255), num_ops=self.rand_augment_ops, factor=self.rand_augment_factor, seed=seed,
             name="rand_augment", dtype="float32") if self.rand_augment_ops else None
         if self.rand_augment is not None and keras.backend.backend() == "jax":

@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORE_LINE_LIMIT = 2400
+# 2,400 until issue 39 added the device-side RandAugment and the batches made ahead (+41).
+CORE_LINE_LIMIT = 2450
 LESSON_HELPERS = ("lesson", "plots", "checks", "solutions", "exercises")
 # The package itself (its __init__ and the start-up it runs first) and the command line.
 ENTRY_POINTS = ("__init__", "_startup", "__main__")

@@ -13,7 +13,7 @@ from keras import ops
 
 from shiftvit_lib import build_shiftvit, preset
 from shiftvit_lib.data import DataSplits, NumpyBatches, make_dataset, mix_batch, one_hot
-from shiftvit_lib.layers import ImagePreprocessing
+from shiftvit_lib.layers import BranchingRandAugment, ImagePreprocessing
 from shiftvit_lib.model import initialise_like_spach
 from shiftvit_lib.tools.devices import precision_policy
 from shiftvit_lib.train import compile_for_training, training_datasets
@@ -92,6 +92,23 @@ def test_mixed_batches_are_reproducible_whatever_order_they_are_loaded_in():
     assert not np.array_equal(first[0][0], forward[0][0])  # a new epoch mixes differently
 
 
+def test_mixed_batches_made_ahead_in_threads_equal_those_made_in_the_loop():
+    # Issue 39: threads make the mixed batches ahead; for a fixed seed every batch of
+    # every epoch must be what the loop itself would have made, in any access order.
+    x, y = np.random.default_rng(1).integers(0, 256, (200, 8, 8, 3)).astype("uint8"), np.arange(200) % 10
+    kwargs = dict(shuffle=True, seed=7, num_classes=10, mixup_alpha=0.8, cutmix_alpha=1.0, drop_remainder=True)
+    threaded, in_loop = NumpyBatches(x, y, 16, **kwargs), NumpyBatches(x, y, 16, **kwargs)
+    in_loop.ahead_threads = 0
+    assert threaded.ahead_threads >= 1
+    for epoch in range(3):
+        order = list(range(len(threaded))) if epoch != 1 else [0, 5, 1, 2, 11, 3, 4, 6, 7, 8, 9, 10]
+        for index in order:
+            (a_images, a_targets), (b_images, b_targets) = threaded[index], in_loop[index]
+            np.testing.assert_array_equal(a_images, b_images)
+            np.testing.assert_array_equal(a_targets, b_targets)
+        threaded.on_epoch_end(), in_loop.on_epoch_end()
+
+
 def test_make_dataset_one_hot_without_mixing_keeps_uint8_and_needs_classes_to_mix():
     x, y = np.zeros((5, 8, 8, 3), "uint8"), np.array([0, 1, 2, 3, 9])
     images, targets = make_dataset(x, y, 5, shuffle=False, num_classes=10)[0]
@@ -166,6 +183,28 @@ def test_rand_augment_and_erasing_act_in_training_only():
     assert not np.allclose(trained, inference)
     clone = ImagePreprocessing.from_config(strong.get_config())
     assert clone.get_config() == strong.get_config() and clone.rand_augment.num_ops == 2
+
+
+def test_branching_rand_augment_gives_keras_rand_augments_images_for_the_same_seed():
+    # Issue 39: the layer that computes only the drawn operations must augment exactly as
+    # Keras' layer, which computes all of them and keeps the drawn one. Six draws of two
+    # operations meet most of the eleven. (On JAX under jit the two agree exactly too.)
+    images = np.random.default_rng(3).integers(0, 256, (8, 16, 16, 3)).astype("float32")
+    settings = dict(value_range=(0, 255), num_ops=2, factor=0.5, seed=11, dtype="float32")
+    keras_layer, branching = keras.layers.RandAugment(**settings), BranchingRandAugment(**settings)
+    drawn = set()
+    for _ in range(6):  # the whole layers: the same draws from the same seed
+        # Equal up to float32 rounding: on JAX the chosen branch runs compiled (lax.switch).
+        np.testing.assert_allclose(ops.convert_to_numpy(branching(images, training=True)),
+                                   ops.convert_to_numpy(keras_layer(images, training=True)), rtol=0, atol=1e-3)
+    for _ in range(6):  # one draw, both ways of applying it
+        transformation = keras_layer.get_random_transformation(images)
+        drawn |= set(ops.convert_to_numpy(transformation["layer_idxes"]).tolist())
+        expected = ops.convert_to_numpy(keras_layer.transform_images(images, transformation))
+        np.testing.assert_allclose(ops.convert_to_numpy(branching.transform_images(images, transformation)),
+                                   expected, rtol=0, atol=1e-3)
+    assert len(drawn) >= 4
+    assert not np.array_equal(expected, images)
 
 
 @pytest.mark.slow

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# All of issue 39's GPU work in ONE call on a bare, offline GPU machine (JAX with CUDA, no
+# TensorFlow, no Keras, no internet), from the repository root:
+#
+#   OUT=$OUT bash scripts/gpu_runs.sh
+#
+# 1. a short benchmark (benchmarks/benchmark.py, seed preset, the CLI's defaults), while the
+#    archive is decoded once into the array cache ($SHIFTVIT_CACHE) on the CPU;
+# 2. `train --preset seed` on the full data, then `--preset strong`, then `--preset cpu`,
+#    each with the CLI's defaults (mixed_bfloat16 on a GPU, XLA) and `--verbose 2`.
+# Every stage has a time guard taken from one budget (GPU_BUDGET_S, default 540 s): a stage
+# that cannot start in what is left is skipped, and one still running when the budget ends is
+# stopped; the log says which. The records (run.json, history.csv, logs, versions) go to
+# results/gpu_<device>/ and, packed after every stage, to $OUT/records.tar.gz; the whole log
+# goes to $OUT/gpu_log.txt. Only these two files are written under $OUT.
+#
+# Needs in the git-ignored .devcarry/: the wheels of ../shared/device-wheels/ and
+# ../shared/data/cifar10-jpeg.tar.gz. A CPU smoke test (tests/test_gpu_runs_script.py):
+#   GPU_RUNS_TINY=1 GPU_RUNS_NO_INSTALL=1 PYTHON=.venv/bin/python OUT=/tmp/x bash scripts/gpu_runs.sh
+# (tiny: the `quick` preset for every stage, the bundled sample, --limit 10, one epoch).
+if [ -z "${GPU_RUNS_NO_INSTALL:-}" ]; then
+  T=$(mktemp -d) && python3 -m pip install -q --no-index --no-deps --target $T .devcarry/*.whl && export PYTHONPATH=$T:$PWD KERAS_BACKEND=jax || { echo "gpu_runs: installing .devcarry/*.whl failed: copy ../shared/device-wheels/*.whl into .devcarry/"; exit 2; }
+else
+  export PYTHONPATH=$PWD KERAS_BACKEND=${KERAS_BACKEND:-jax}
+fi
+set -uo pipefail
+export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=3
+: "${OUT:?set OUT to the folder whose files come back (the folder the device tool returns)}"
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/gpu_log.txt") 2>&1
+
+PY=${PYTHON:-python3}
+BUDGET=${GPU_BUDGET_S:-540}
+RESERVE=15  # seconds kept back for packing the records at the end
+export SHIFTVIT_CACHE=${SHIFTVIT_CACHE:-${GPU_RUNS_ROOT:-$PWD}/runs/gpu_cache}
+
+if [ -n "${GPU_RUNS_TINY:-}" ]; then
+  DATA=${GPU_RUNS_DATA:-sample}
+  TRAIN_ARGS=(--limit 10 --epochs 1)
+  declare -A PRESET_OF=([seed]=quick [strong]=quick [cpu]=quick)
+  declare -A MIN_S=([bench]=1 [seed]=1 [strong]=1 [cpu]=1)
+  # seed, not quick: the benchmark's shift-op table needs the keras-io split of >= 4 groups.
+  BENCH_ARGS=(--preset seed --variants xla_mixed --batch-size 4 --steps 1 --warmup-steps 1 --no-save)
+else
+  DATA=${GPU_RUNS_DATA:-.devcarry/cifar10-jpeg.tar.gz}
+  TRAIN_ARGS=()
+  declare -A PRESET_OF=([seed]=seed [strong]=strong [cpu]=cpu)
+  # The least time a stage needs to finish on an H200 (../shared/gpu-runs/2026-11-26-h200:
+  # seed 129 s of training incl. 43 s of compilation, then the test split; strong the same
+  # network for 100 epochs at, we expect, about seed's rate; cpu 30 epochs of a smaller model).
+  declare -A MIN_S=([bench]=40 [seed]=150 [strong]=200 [cpu]=90)
+  BENCH_ARGS=(--preset seed --variants xla_mixed --batch-size 256 --steps 50 --warmup-steps 5 --no-save)
+fi
+
+left() { echo $((BUDGET - SECONDS - RESERVE)); }
+say() { echo "[gpu_runs $(date -u +%H:%M:%S) +${SECONDS}s, $(left) s left] $*"; }
+
+if command -v nvidia-smi >/dev/null 2>&1; then
+  GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+else
+  GPU_NAME=${GPU_RUNS_DEVICE:-cpu}
+fi
+DEVICE=$(echo "$GPU_NAME" | tr 'A-Z' 'a-z' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\{1,\}/_/g' -e 's/^_//' -e 's/_$//')
+ROOT=${GPU_RUNS_ROOT:-$PWD}  # the test points this at a temporary folder
+RECORDS=$ROOT/results/gpu_${DEVICE}${GPU_RUNS_TINY:+_tiny}
+RUNS=$ROOT/runs/gpu_${DEVICE}
+mkdir -p "$RECORDS" "$RUNS"
+
+pack() {  # the records folder as ONE file under $OUT, replaced atomically
+  tar -czf "$OUT/records.tar.gz.part" -C "$(dirname "$RECORDS")" "$(basename "$RECORDS")" \
+    && mv -f "$OUT/records.tar.gz.part" "$OUT/records.tar.gz"
+}
+
+say "device: $GPU_NAME -> records in $RECORDS; budget ${BUDGET} s"
+{
+  echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "data: $DATA"
+  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  echo "cpu cores: $(nproc)"
+  "$PY" -c "import sys, numpy, jax, keras; print('python', sys.version.split()[0], '| numpy', numpy.__version__, '| jax', jax.__version__, '| keras', keras.__version__, '| devices', jax.devices())"
+} > "$RECORDS/machine.txt" 2>&1
+cat "$RECORDS/machine.txt"
+pack
+
+# The archive is decoded on the CPU (JAX kept off the GPU) while the benchmark uses the GPU.
+say "decoding $DATA into the array cache in the background"
+JAX_PLATFORMS=cpu "$PY" -c "import sys; from shiftvit_lib import load_cifar10; print(load_cifar10(sys.argv[1]).summary())" "$DATA" \
+  > "$RECORDS/data_load.log" 2>&1 &
+LOADER=$!
+
+stage() {  # stage NAME CAP_S LOGFILE COMMAND...: run under the time guard (at most CAP_S), then pack
+  local name=$1 cap=$2 log=$3; shift 3
+  local budget; budget=$(left)
+  [ "$budget" -gt "$cap" ] && budget=$cap
+  if [ "$budget" -lt "${MIN_S[$name]}" ]; then
+    say "SKIPPED $name: $budget s left, it needs at least ${MIN_S[$name]} s"
+    echo "skipped: $budget s left of the budget, at least ${MIN_S[$name]} s needed" > "$RECORDS/${name}_skipped.txt"
+    return 0
+  fi
+  say "START $name (time guard $budget s): $*"
+  local start=$SECONDS status=0
+  timeout --signal=TERM --kill-after=5 "$budget" "$@" > >(tee "$log") 2>&1 || status=$?
+  if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+    say "STOPPED $name by the time guard after $((SECONDS - start)) s (what it wrote is kept)"
+  else
+    say "END $name: exit status $status after $((SECONDS - start)) s"
+  fi
+  pack
+}
+
+stage bench 90 "$RECORDS/bench.txt" "$PY" benchmarks/benchmark.py "${BENCH_ARGS[@]}"
+
+say "waiting for the array cache"
+if wait "$LOADER"; then
+  say "data ready: $(head -1 "$RECORDS/data_load.log")"
+else
+  say "FAILED to load $DATA (see data_load.log); no training"
+  pack; exit 1
+fi
+
+for name in seed strong cpu; do
+  preset=${PRESET_OF[$name]}
+  stage "$name" "$BUDGET" "$RECORDS/${name}_train.log" "$PY" -m shiftvit_lib train --preset "$preset" --data "$DATA" \
+    --out "$RUNS/$name" --verbose 2 "${TRAIN_ARGS[@]}"
+  for file in run.json history.csv; do
+    [ -f "$RUNS/$name/$file" ] && cp "$RUNS/$name/$file" "$RECORDS/${name}_$file"
+  done
+  pack
+done
+say "done; records: $RECORDS (packed in \$OUT/records.tar.gz), log: \$OUT/gpu_log.txt"
+sleep 1  # let tee write the last lines
