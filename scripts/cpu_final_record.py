@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from shiftvit_lib.recipe import evaluate  # noqa: E402
 from shiftvit_lib.tools.data_sources import load_cifar10  # noqa: E402
+from shiftvit_lib.tools.files import write_json  # noqa: E402
 from shiftvit_lib.tools.inference import load_model  # noqa: E402
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None, log: Path = test_split_log.LOG) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES[1:]:
         shutil.copy2(args.run / name, args.out / name)
-    (args.out / "run.json").write_text(json.dumps(record, indent=2))
+    write_json(args.out / "run.json", record)  # atomic: a crash never leaves half a record
     print(f"{data.source}\ntest top-1 {record['test']['accuracy']:.2%} "
           f"(flip TTA {record['test_flip_tta']['accuracy']:.2%}), "
           f"best validation top-1 {record['best_val_accuracy']:.2%}, {record['train_seconds']:.0f} s of training")

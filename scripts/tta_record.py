@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import shiftvit_lib as sv  # noqa: E402
 from shiftvit_lib.recipe import evaluate  # noqa: E402
+from shiftvit_lib.tools.files import write_json  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_split_log  # noqa: E402
@@ -43,7 +44,7 @@ def main() -> int:
         "flip_tta": evaluate(model, data, tta=True),
         "measured_at": time.strftime("%Y-%m-%d"),
     }
-    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    write_json(Path(args.out), record)  # atomic: a crash never leaves half a record
     test_split_log.log_read("scripts/tta_record.py", 'sv.pretrained("cpu")', weights_sha256,
                             {"test_top1": record["plain"]["accuracy"],
                              "test_top1_flip_tta": record["flip_tta"]["accuracy"], "out": args.out})

@@ -33,6 +33,13 @@ def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
 
     A wrong version raises the check's ``AssertionError``: "Run all" stops at it.
     """
+    if not getattr(check, "__name__", "").startswith("check_") and getattr(yours, "__name__", "").startswith(
+        "check_"
+    ):
+        raise TypeError(
+            f"try_yours takes the check first: try_yours({yours.__name__}, yours, solution); "
+            f"you passed {getattr(check, '__name__', check)!r} first"
+        )
     name = getattr(yours, "__name__", type(yours).__name__)
     try:
         check(yours)
@@ -45,7 +52,18 @@ def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
 
 
 def _numpy(x: Any) -> np.ndarray:
+    if x is None:
+        raise AssertionError("your function returned None: did you forget its `return` line?")
     return np.asarray(ops.convert_to_numpy(x))
+
+
+def _expect_class(given: Any, name: str) -> None:
+    """A check that builds layers takes the class (``DropPath``), not one layer (``DropPath(0.1)``)."""
+    if not isinstance(given, type) and isinstance(given, keras.layers.Layer):
+        raise TypeError(
+            f"pass the class itself ({type(given).__name__}), not a layer made from it "
+            f"({type(given).__name__}(...)); the check makes its own {name}"
+        )
 
 
 def _close(a: Any, b: Any, tol: float = 1e-4) -> bool:
@@ -183,6 +201,7 @@ def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
     ones scaled by 1 / 0.75, other samples dropped at the next call, and nothing
     may change at inference.
     """
+    _expect_class(drop_path_class, "DropPath layers")
     rng = np.random.default_rng(1)
     x = rng.uniform(1.0, 2.0, size=(400, 3, 3, 4)).astype("float32")
     layer = drop_path_class(0.25)
@@ -225,6 +244,7 @@ def check_block(block_class: Callable[..., Any]) -> None:
     Its output must be ``s + DropPath(mlp(norm(s)))`` with ``s = shift(x)``, at
     inference and in training, with drop path at rate 0.5 on 64 samples.
     """
+    _expect_class(block_class, "blocks")
     num_div, rng = 6, np.random.default_rng(2)
     x = rng.normal(size=(64, 5, 5, 24)).astype("float32")
     block = block_class(num_div=num_div, drop_path_rate=0.5)
@@ -282,6 +302,7 @@ def _weights_by_role(layer: keras.layers.Layer) -> dict[str, Any]:
 def check_patch_merging(merging_class: Callable[[], Any]) -> None:
     """``merging_class()``: LayerNorm, then a 2x2 stride-2 convolution without bias,
     ``C -> 2C`` channels, on odd maps too (7x7 -> 4x4)."""
+    _expect_class(merging_class, "patch merging layers")
     rng = np.random.default_rng(4)
     for side in (8, 7):  # an even map first: what differs only on 7x7 is the padding
         x = rng.normal(size=(2, side, side, 8)).astype("float32")
