@@ -5,4 +5,4 @@ code cells are the English code with translated comments and its outputs are the
 does not run it again; tests/lessons/test_korean.py proves the code is the same.
 """
 
-collect_ignore = ["ko"]
+collect_ignore = ["ko", "practice"]  # practice: the lessons without outputs

@@ -39,6 +39,7 @@ from korean_catalog import (  # noqa: E402
     ROOT,
     cell_source,
     english_hash,
+    files,
     load_catalog,
     measured_text,
     save_catalog,
@@ -56,7 +57,16 @@ def english_notebooks() -> list[Path]:
 
 
 def load_notebook(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A notebook, or a one-line ``ValueError`` naming the file: cut short, or a cell without an id."""
+    nb = files.read_json(path, "notebook")
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise ValueError(f"{path} is not a notebook (no list of cells); restore it from version control")
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict) or not isinstance(cell.get("id"), str) or "cell_type" not in cell:
+            raise ValueError(f"{path}: cell {index} has no id (or no cell_type); the Korean edition matches "
+                             "cells by id: open and save the notebook in Jupyter (nbformat 4.5) to add ids")
+    return nb
 
 
 def dump_notebook(nb: dict) -> str:
@@ -190,7 +200,7 @@ def build_all(write: bool) -> list[str]:
         target = KOREAN_DIR / path.name
         if write:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            files.atomic_write_text(target, text)
         elif not target.exists() or target.read_text(encoding="utf-8") != text:
             report.append(f"notebooks/ko/{path.name}: out of date, run python scripts/build_korean.py")
     return report
@@ -231,7 +241,9 @@ def todo(stems: list[str], as_json: bool) -> int:
 def import_translations(stem: str, file: Path) -> int:
     nb = load_notebook(ENGLISH_DIR / f"{stem}.ipynb")
     by_id = {cell["id"]: cell for cell in nb["cells"]}
-    new = json.loads(file.read_text(encoding="utf-8"))
+    new = files.read_json(file, "translation file")
+    if not isinstance(new, dict):
+        raise ValueError(f"{file} must hold a JSON object of cell id -> translation")
     catalog = load_catalog(stem)
     for cell_id, value in new.items():
         if cell_id not in by_id:
@@ -317,6 +329,14 @@ def refresh(stems: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except (ValueError, OSError) as error:  # a damaged file: one line naming it
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "todo":
         parser = argparse.ArgumentParser(prog="build_korean.py todo")

@@ -8,8 +8,10 @@ records' "test" figures are the validation split's. Once the choice is made on t
 script evaluates the chosen run's best checkpoint on the 10,000 test images, plain and with
 flip test-time augmentation (reported beside it, never instead), and writes a finished run
 folder (``run.json`` with the real test figures, ``history.csv``, ``best.keras``) that
-``scripts/publish_pretrained.py`` publishes. It refuses to write over an existing record, so
-a second look at the test set has to be a deliberate act.
+``scripts/publish_pretrained.py`` publishes. It refuses to write over an existing record and to
+read the test split again for a model it was read for (``results/test_split_reads.jsonl``, where
+every read is appended: time, commit, model, figure), so a second look at the test set cannot
+happen by accident.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ sys.path.insert(0, str(REPO))
 
 from shiftvit_lib.recipe import evaluate  # noqa: E402
 from shiftvit_lib.tools.data_sources import load_cifar10  # noqa: E402
+from shiftvit_lib.tools.files import write_json  # noqa: E402
 from shiftvit_lib.tools.inference import load_model  # noqa: E402
+
+sys.path.insert(0, str(REPO / "scripts"))
+import test_split_log  # noqa: E402
 
 RUN_FILES = ("run.json", "history.csv", "best.keras")
 
@@ -47,7 +53,7 @@ def final_record(search_record: dict, model, data) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, log: Path = test_split_log.LOG) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="the chosen candidate's finished training folder")
     parser.add_argument("--data", required=True, help="the CIFAR-10 archive or class-folder directory")
@@ -61,13 +67,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.out / 'run.json'} exists: the test set was read for it already; "
                      "choose another --out")
 
+    sha256 = test_split_log.model_sha256(args.run / "best.keras")
+    test_split_log.refuse_a_second_read(sha256, log)
     data = load_cifar10(args.data, seed=args.seed)
     record = final_record(json.loads((args.run / "run.json").read_text()),
                           load_model(args.run / "best.keras"), data)
+    test_split_log.log_read("scripts/cpu_final_record.py", str(args.run / "best.keras"), sha256,
+                            {"test_top1": record["test"]["accuracy"],
+                             "test_top1_flip_tta": record["test_flip_tta"]["accuracy"],
+                             "images": record["test"]["images"], "out": str(args.out)}, log)
     args.out.mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES[1:]:
         shutil.copy2(args.run / name, args.out / name)
-    (args.out / "run.json").write_text(json.dumps(record, indent=2))
+    write_json(args.out / "run.json", record)  # atomic: a crash never leaves half a record
     print(f"{data.source}\ntest top-1 {record['test']['accuracy']:.2%} "
           f"(flip TTA {record['test_flip_tta']['accuracy']:.2%}), "
           f"best validation top-1 {record['best_val_accuracy']:.2%}, {record['train_seconds']:.0f} s of training")

@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 from shiftvit_lib.config import preset  # noqa: E402
 from shiftvit_lib.data import DataSplits  # noqa: E402
 from shiftvit_lib.tools.data_sources import load_cifar10  # noqa: E402
+from shiftvit_lib.tools.files import write_json  # noqa: E402
 from shiftvit_lib.tools.runs import train  # noqa: E402
 
 # The recipe the search started from: the cpu preset before issue 26 added its stem.
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             "wall_seconds_this_session": round(time.time() - started, 1),
         }
         out.mkdir(parents=True, exist_ok=True)
-        summary_path.write_text(json.dumps(summary, indent=2))
+        write_json(summary_path, summary)  # atomic: a crash never leaves half a summary
         print(f"{key}: best validation top-1 {record['best_val_accuracy']:.2%} "
               f"in {record['train_seconds']:.0f} s", flush=True)
     return 0

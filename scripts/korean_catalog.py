@@ -20,9 +20,22 @@ time card, write ``{measured}`` where the measured text goes; the builder fills 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 from pathlib import Path
+
+
+def _file_safety():
+    """shiftvit_lib/tools/files.py on its own (standard library only): a script needs no Keras."""
+    path = Path(__file__).resolve().parents[1] / "shiftvit_lib" / "tools" / "files.py"
+    spec = importlib.util.spec_from_file_location("shiftvit_lib_files", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+files = _file_safety()
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG_DIR = ROOT / "i18n" / "ko" / "catalog"
@@ -57,14 +70,18 @@ def load_catalog(stem: str) -> dict:
     path = catalog_path(stem)
     if not path.exists():
         return {"lesson": stem, "cells": {}}
-    return json.loads(path.read_text(encoding="utf-8"))
+    catalog = files.read_json(path, "translation catalogue")
+    if not isinstance(catalog, dict) or not isinstance(catalog.get("cells"), dict):
+        raise ValueError(f"{path} is not a translation catalogue (no \"cells\" object); restore it "
+                         "from version control")
+    return catalog
 
 
 def save_catalog(catalog: dict) -> None:
     path = catalog_path(catalog["lesson"])
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(catalog, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
-    path.write_text(text, encoding="utf-8")
+    files.atomic_write_text(path, text)  # a full disk or a crash leaves the old catalogue whole
 
 
 def set_translation(stem: str, cell_id: str, english_source: str, korean_source: str) -> None:

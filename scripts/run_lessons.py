@@ -145,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
             destination.with_suffix(".html").write_text(html, encoding="utf-8")
         print(f"ok     {path.stem:28} {seconds:6.1f} s  -> {destination}{card}", flush=True)
 
+    if args.inplace:  # the practice copies follow the lessons (their time cards included)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import make_practice
+
+        make_practice.main([])
     if failures:
         print(f"{len(failures)} lesson(s) failed: {', '.join(failures)}", file=sys.stderr)
         return 1

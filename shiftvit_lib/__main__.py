@@ -38,14 +38,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"error: {message} (see: {self.prog} --help)\n")
 
 
-def _positive_int(text: str) -> int:
+MAX_COUNT = 2**31 - 1  # epochs, images per class: far beyond any run, within every library's ints
+MAX_BATCH_SIZE = 1 << 20  # a million images at once is beyond any accelerator's memory
+
+
+def _positive_int(text: str, most: int = MAX_COUNT) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text[:40]!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value > most:
+        shown = f"{value:,}" if value < 10**15 else f"about 10**{len(str(value)) - 1}"
+        raise argparse.ArgumentTypeError(f"must be at most {most:,}, got {shown}")
     return value
+
+
+def _batch_size(text: str) -> int:
+    return _positive_int(text, MAX_BATCH_SIZE)
 
 
 def _seed(text: str) -> int:
@@ -71,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         "--epochs", type=_positive_int, default=None, help="override the preset's number of epochs"
     )
     train.add_argument(
-        "--batch-size", type=_positive_int, default=None, help="override the preset's batch size"
+        "--batch-size", type=_batch_size, default=None, help="override the preset's batch size"
     )
     train.add_argument(
         "--out",
@@ -141,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
         "--model", required=True, help="a .keras file (or a SavedModel directory, see below)"
     )
     evaluate.add_argument("--data", default="auto")
-    evaluate.add_argument("--batch-size", type=_positive_int, default=256)
+    evaluate.add_argument("--batch-size", type=_batch_size, default=256)
     evaluate.add_argument("--trust-saved-model", action="store_true", help=trust_help)
     evaluate.add_argument(
         "--tta",
@@ -187,6 +198,11 @@ def _check_output_file(path: Path) -> None:
     """A JSON record can be written at ``path`` (checked before a long run, writing nothing)."""
     if path.is_dir():
         raise UserError(f"--out {path} is a folder; give the path of a .json file")
+    from shiftvit_lib.tools.files import special_file_kind
+
+    kind = special_file_kind(path)
+    if kind not in (None, "missing") and not path.is_symlink():
+        raise UserError(f"--out {_escaped(path)} is {kind}; give the path of a .json file")
     existing = path.parent
     while not existing.exists():
         existing = existing.parent
@@ -266,8 +282,10 @@ def _compare(args: argparse.Namespace) -> int:
     if args.models:
         note += f" Only {', '.join(configs)} (--models)."
     record = ex.comparison_record(rows, configs, data, epochs=epochs, seed=args.seed, mode=mode, note=note)
+    from shiftvit_lib.tools.files import write_json
+
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2, default=str))
+    write_json(out, record)  # atomic: a full disk or a crash never leaves half a record
     print(ex.format_table(rows))
     print(f"saved {out}")
     return 0
@@ -312,7 +330,7 @@ def _predict(args: argparse.Namespace) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
         raise UserError(
-            f"{folder} is not a folder"
+            f"{_escaped(folder)} is not a folder"
             + (" (it is a file; put it in a folder)" if folder.exists() else " (it does not exist)")
         )
     model = _load_classifier(args)
@@ -323,10 +341,16 @@ def _predict(args: argparse.Namespace) -> int:
         print(result.format())
     if not result.predictions:
         raise UserError(
-            f"no image in {folder} could be classified ({len(result.failures)} unreadable file(s), "
+            f"no image in {_escaped(folder)} could be classified ({len(result.failures)} unreadable file(s), "
             "listed above)"
         )
     return 0
+
+
+def _escaped(name: object) -> str:
+    from shiftvit_lib.tools.files import escape_name
+
+    return escape_name(name)
 
 
 def _presets(_: argparse.Namespace) -> int:
@@ -353,7 +377,11 @@ def _one_line(error: BaseException) -> str:
         text = f"{reason}: {where}" if where and str(where) not in reason else reason
     else:
         text = str(error) or type(error).__name__
-    return " ".join(text.split())
+    text = " ".join(text.split())
+    # Escape what is left unprintable: a file name's escape codes never reach the terminal.
+    return "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text
+    )
 
 
 def _tolerate_unencodable_output() -> None:

@@ -45,12 +45,15 @@ def _configured_backend(environ) -> tuple[str, str]:
     if environ.get("KERAS_BACKEND"):
         return environ["KERAS_BACKEND"], "KERAS_BACKEND"
     home = Path(environ.get("KERAS_HOME") or Path(environ.get("HOME") or Path.home()) / ".keras")
-    try:
-        name = json.loads((home / "keras.json").read_text()).get("backend")
-    except (OSError, ValueError, AttributeError):
-        name = None
+    try:  # only a regular file is read: a named pipe there would block the import forever
+        settings = json.loads((home / "keras.json").read_text()) if (home / "keras.json").is_file() else {}
+    except (OSError, ValueError, RecursionError):
+        settings = {}
+    name = settings.get("backend") if isinstance(settings, dict) else settings
     if isinstance(name, str) and name:
         return name, str(home / "keras.json")
+    if name is not None:  # a list, a number...: Keras would fail on it with a traceback
+        return " ".join(repr(name).split())[:60], str(home / "keras.json")
     return "tensorflow", "Keras' default (KERAS_BACKEND is not set)"
 
 

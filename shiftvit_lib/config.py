@@ -171,13 +171,22 @@ class TrainingRecipe(InputPipeline):
         problems = []
         if not is_positive_int(self.batch_size):
             problems.append(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not 0 <= self.lr_start <= self.lr_max:
+        if not 0 < self.lr_max < float("inf"):  # a negative rate trains uphill, zero never moves
+            problems.append(
+                f"lr_max must be positive and finite, such as 1e-3, got {self.lr_max} (a minus sign?)"
+            )
+        elif not 0 <= self.lr_start <= self.lr_max:
             problems.append(
                 f"the learning rates must satisfy 0 <= lr_start <= lr_max, "
                 f"got lr_start {self.lr_start}, lr_max {self.lr_max}"
             )
-        if self.weight_decay < 0:
-            problems.append(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if not 0 <= self.weight_decay < float("inf"):
+            problems.append(f"weight_decay must be >= 0 and finite, got {self.weight_decay}")
+        if not is_positive_int(self.epochs) or not is_positive_int(self.early_stopping_patience or 1):
+            problems.append(
+                f"epochs and early_stopping_patience (None: no early stopping) must be positive "
+                f"integers, got {self.epochs!r} and {self.early_stopping_patience!r}"
+            )
         if not 0.0 <= self.label_smoothing < 1.0:
             problems.append(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
         if not 0.0 <= self.warmup_fraction < 1.0:

@@ -60,8 +60,8 @@ def decode_rgb(
                 raise WrongImageSizeError(image.size, tuple(expected_size))
             if image.width * image.height > max_pixels:
                 raise UnsupportedImageError(
-                    f"{image.width}x{image.height} pixels is more than the {max_pixels:,} this "
-                    "project decodes; shrink the image first"
+                    f"{image.width}x{image.height} pixels is more than the "
+                    f"{max_pixels:,} this project decodes; shrink the image first"
                 )
             image.load()  # decode everything now, so truncated data fails here
             # The EXIF orientation of photos applied (training images have none).
@@ -80,9 +80,12 @@ def decode_rgb(
 def to_rgb(image: Image.Image) -> Image.Image:
     """Any Pillow mode as 8-bit RGB: 16-bit scaled (not clipped), transparency composited on white."""
     if image.mode in ("I", "I;16", "I;16B", "I;16L"):
-        # 16-bit grayscale: convert("RGB") would clip every value above 255 to white.
-        values = np.asarray(image, dtype=np.float64) / 257.0
-        image = Image.fromarray(np.clip(values, 0, 255).round().astype(np.uint8), mode="L")
+        # 16-bit grey, scaled in bands of rows, no wide float copy: round(v / 257) is (v + 128) // 257.
+        grey = np.empty((image.height, image.width), dtype=np.uint8)
+        for top in range(0, image.height, 256):
+            band = np.asarray(image.crop((0, top, image.width, min(top + 256, image.height))))
+            grey[top : top + len(band)] = (np.clip(band, 0, 65535).astype(np.uint32) + 128) // 257
+        image = Image.fromarray(grey, mode="L")
     has_alpha = "A" in image.getbands() or "a" in image.getbands()
     if has_alpha or (image.mode == "P" and "transparency" in image.info):
         rgba = image.convert("RGBA")

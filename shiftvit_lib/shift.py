@@ -38,8 +38,8 @@ def _static_dims(x: Any) -> tuple[Any, ...]:
     shape = tuple(x.shape)
     if len(shape) != 4:
         raise ValueError(
-            f"shift expects a 4-D NHWC tensor (batch, height, width, channels); "
-            f"got shape {shape}. Add a batch axis with x[None] for a single image."
+            f"shift expects a 4-D NHWC tensor (batch, height, width, channels); got shape "
+            f"{shape}. Add a batch axis with x[None] for a single image."
         )
     return shape
 
@@ -47,6 +47,8 @@ def _static_dims(x: Any) -> tuple[Any, ...]:
 def check_shift_arguments(shape: tuple[Any, ...], num_div: int, shift_pixel: int) -> int:
     """Validate the shift's arguments for a tensor of ``shape``; return the group size g."""
     _, height, width, channels = shape
+    if isinstance(num_div, (bool, float)) or isinstance(shift_pixel, (bool, float)):
+        raise TypeError(f"num_div and shift_pixel must be whole numbers, got {num_div!r} and {shift_pixel!r}")
     if num_div < 4:
         raise ValueError(f"num_div must be >= 4 because four channel groups move; got {num_div}.")
     if channels is None:

@@ -46,6 +46,36 @@ class SiteError(Exception):
     """A problem in the sources that would make a broken or online-only site."""
 
 
+def _file_safety():
+    """shiftvit_lib/tools/files.py on its own (standard library only): the site needs no Keras."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("shiftvit_lib_files", REPO / "shiftvit_lib/tools/files.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+files = _file_safety()
+
+
+def output_folder(folder: Path, repo: Path = REPO) -> Path:
+    """``folder`` emptied for this build: only a folder this tool made (its marker) or an empty one."""
+    return files.prepare_output_folder(folder, tool="website/build.py", protect=(REPO, repo))
+
+
+def read_notebook(path: Path) -> dict:
+    """A lesson notebook, or a SiteError naming the file: cut short, or not a notebook."""
+    try:
+        notebook = files.read_json(path, "notebook")
+    except (ValueError, OSError) as error:
+        raise SiteError(" ".join(str(error).split())) from None
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
+        raise SiteError(f"{path} is not a notebook (no list of cells)")
+    return notebook
+
+
 @dataclass
 class Lesson:
     path: Path  # notebooks/<stem>.ipynb in the repository
@@ -146,7 +176,7 @@ def lessons(repo: Path = REPO) -> list[Lesson]:
     summaries = readme_summaries(readme)
     found = []
     for path in notebook_paths(repo):
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+        notebook = read_notebook(path)
         found.append(
             Lesson(path, _title(notebook, path.stem), summaries.get(path.name, ""), stored_gifs(notebook))
         )
@@ -226,7 +256,7 @@ def gifs_as_files(html: str, doc_dir: str, stage: Path) -> str:
 
 
 def stage_notebook(path: Path, staged: set[str], repo: Path, stage: Path) -> None:
-    notebook = json.loads(path.read_text(encoding="utf-8"))
+    notebook = read_notebook(path)
     doc_dir = posixpath.dirname(path.relative_to(repo).as_posix())
     problems = []
     for index, cell in enumerate(notebook.get("cells", [])):
@@ -295,9 +325,7 @@ def _korean_site():
 
 
 def stage_sources(stage: Path, repo: Path = REPO) -> list[Lesson]:
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
+    stage = output_folder(stage, repo)  # clears only a folder this tool made
     found = lessons(repo)
     if not found:
         raise SiteError(f"no notebooks in {repo / 'notebooks'}")
@@ -314,11 +342,12 @@ def stage_sources(stage: Path, repo: Path = REPO) -> list[Lesson]:
 
 def build(out: Path, stage: Path, repo: Path = REPO, jobs: str = "1", quiet: bool = True) -> list[Lesson]:
     """Stage the sources and run Sphinx (-W); raises CalledProcessError when Sphinx fails."""
-    found = stage_sources(stage, repo)
     doctrees = stage.parent / (stage.name + "-doctrees")
+    for folder in (stage, out, doctrees):  # all checked before any is cleared or made
+        files.check_output_folder(folder, tool="website/build.py", protect=(REPO, repo))
     for folder in (out, doctrees):
-        if folder.exists():
-            shutil.rmtree(folder)
+        output_folder(folder, repo)  # clears only a folder this tool made
+    found = stage_sources(stage, repo)
     command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-j", jobs,
                "-c", str(WEBSITE), "-d", str(doctrees), str(stage), str(out)]
     if quiet:
@@ -346,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         found = build(args.out.resolve(), args.stage.resolve(), jobs=args.jobs)
-    except SiteError as error:
+    except (SiteError, ValueError) as error:  # ValueError: an output folder it must not clear
         print(f"error: {error}", file=sys.stderr)
         return 1
     except subprocess.CalledProcessError:

@@ -33,6 +33,13 @@ def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
 
     A wrong version raises the check's ``AssertionError``: "Run all" stops at it.
     """
+    if not getattr(check, "__name__", "").startswith("check_") and getattr(yours, "__name__", "").startswith(
+        "check_"
+    ):
+        raise TypeError(
+            f"try_yours takes the check first: try_yours({yours.__name__}, yours, solution); "
+            f"you passed {getattr(check, '__name__', check)!r} first"
+        )
     name = getattr(yours, "__name__", type(yours).__name__)
     try:
         check(yours)
@@ -45,7 +52,18 @@ def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
 
 
 def _numpy(x: Any) -> np.ndarray:
+    if x is None:
+        raise AssertionError("your function returned None: did you forget its `return` line?")
     return np.asarray(ops.convert_to_numpy(x))
+
+
+def _expect_class(given: Any, name: str) -> None:
+    """A check that builds layers takes the class (``DropPath``), not one layer (``DropPath(0.1)``)."""
+    if not isinstance(given, type) and isinstance(given, keras.layers.Layer):
+        raise TypeError(
+            f"pass the class itself ({type(given).__name__}), not a layer made from it "
+            f"({type(given).__name__}(...)); the check makes its own {name}"
+        )
 
 
 def _close(a: Any, b: Any, tol: float = 1e-4) -> bool:
@@ -94,6 +112,22 @@ def check_shift(shift: Callable[..., Any]) -> None:
                     raise AssertionError(
                         f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {other} {where}"
                     )
+            if (
+                len(x) > 1
+                and np.array_equal(got[:1, ..., part], expected[:1, ..., part])
+                and np.array_equal(got[1:, ..., part], x[1:, ..., part])
+            ):
+                raise AssertionError(
+                    f"only the first image moved: slice every image of the batch (x[:, ...]) {where}"
+                )
+            for other_s in range(1, 4):
+                if other_s != s and np.array_equal(
+                    got[..., part], _numpy(shift_channels(x, num_div, other_s))[..., part]
+                ):
+                    raise AssertionError(
+                        f"the {direction} group moved {other_s} pixel(s), not s = {s}: every slice "
+                        f"offset must be s {where}"
+                    )
             assert np.array_equal(got[..., part] != 0, expected[..., part] != 0), (
                 f"moving {direction}, what falls over the border is lost and zeros fill the emptied "
                 f"side, {s} pixel(s) wide {where}"
@@ -104,14 +138,70 @@ def check_shift(shift: Callable[..., Any]) -> None:
         )
 
 
+# The MLP (lesson 03) -------------------------------------------------------
+def _dense_kernels(layer: keras.layers.Layer) -> list[Any]:
+    return [w for w in layer.weights if w.path.split("/")[-1] == "kernel"]
+
+
+def check_mlp(mlp_class: Callable[..., Any]) -> None:
+    """``mlp_class(ratio)``: Dense(ratio * C, GELU) then Dense(C), equal to ``sv.MLP``
+    with the same weights (outside training, where its dropout does nothing)."""
+    from shiftvit_lib.layers import MLP
+
+    rng = np.random.default_rng(8)
+    for channels, ratio in [(8, 2.0), (6, 3.0)]:
+        x = rng.normal(size=(2, 4, 4, channels)).astype("float32")
+        mine, library = mlp_class(ratio), MLP(mlp_ratio=ratio, dropout=0.2)
+        got = _numpy(mine(x))
+        library(x)
+        assert got.shape == x.shape, f"the MLP must give back C = {channels} channels, got {got.shape[-1]}"
+        kernels = _dense_kernels(mine)
+        hidden = int(ratio * channels)
+        assert len(kernels) == 2, f"the MLP needs two Dense layers, it has {len(kernels)}"
+        assert tuple(kernels[0].shape) == (channels, hidden), (
+            f"the hidden layer must have ratio * C = {ratio:g} * {channels} = {hidden} units, "
+            f"got {tuple(kernels[0].shape)[-1]}"
+        )
+        _randomise(library, 9)
+        library_weights = [_numpy(w) for w in library.trainable_weights]
+        for weight, value in zip(mine.trainable_weights, library_weights):
+            weight.assign(value)
+        got, expected = _numpy(mine(x, training=False)), _numpy(library(x, training=False))
+        if _close(got, expected):
+            continue
+        (w1, b1, w2, b2), gelu = library_weights, keras.activations.gelu
+        hidden_values = _numpy(gelu(x @ w1 + b1))
+        hints = {
+            "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
+            "GELU goes between the two Dense layers, not after the second (no activation on the first)": _numpy(
+                gelu((x @ w1 + b1) @ w2 + b2)
+            ),
+            "GELU goes between the two Dense layers, not after the second": _numpy(
+                gelu(hidden_values @ w2 + b2)
+            ),
+            "the MLP returns the second Dense's output without adding x (the block adds the residual)": hidden_values
+            @ w2
+            + b2
+            + x,
+        }
+        for hint, value in hints.items():
+            if _close(got, value):
+                raise AssertionError(hint)
+        raise AssertionError(
+            "with sv.MLP's weights the output differs: Dense(ratio * C, gelu), then Dense(C)"
+        )
+
+
 # DropPath (lesson 03) -----------------------------------------------------
 def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
     """``drop_path_class(rate)`` must drop whole samples, with any random numbers.
 
     The check is statistical, so a correct layer passes whatever its seed: 400
     samples at rate 0.25 must be all-or-nothing, about a quarter dropped, the kept
-    ones scaled by 1 / 0.75, and nothing may change at inference.
+    ones scaled by 1 / 0.75, other samples dropped at the next call, and nothing
+    may change at inference.
     """
+    _expect_class(drop_path_class, "DropPath layers")
     rng = np.random.default_rng(1)
     x = rng.uniform(1.0, 2.0, size=(400, 3, 3, 4)).astype("float32")
     layer = drop_path_class(0.25)
@@ -132,6 +222,13 @@ def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
     assert 0.15 <= dropped.mean() <= 0.35, (
         f"at rate 0.25 about a quarter of the samples must be dropped, got {dropped.mean():.0%}"
     )
+    masks = [dropped] + [
+        np.isclose(_numpy(layer(x, training=True))[:, 0, 0, 0], 0.0, atol=1e-6) for _ in range(3)
+    ]
+    assert any(not np.array_equal(masks[0], mask) for mask in masks[1:]), (
+        "four training calls dropped the same samples: draw new numbers at every call "
+        "(keep a keras.random.SeedGenerator in __init__ and pass it as seed)"
+    )
 
 
 # The block (lesson 03) ----------------------------------------------------
@@ -147,6 +244,7 @@ def check_block(block_class: Callable[..., Any]) -> None:
     Its output must be ``s + DropPath(mlp(norm(s)))`` with ``s = shift(x)``, at
     inference and in training, with drop path at rate 0.5 on 64 samples.
     """
+    _expect_class(block_class, "blocks")
     num_div, rng = 6, np.random.default_rng(2)
     x = rng.normal(size=(64, 5, 5, 24)).astype("float32")
     block = block_class(num_div=num_div, drop_path_rate=0.5)
@@ -202,10 +300,11 @@ def _weights_by_role(layer: keras.layers.Layer) -> dict[str, Any]:
 
 
 def check_patch_merging(merging_class: Callable[[], Any]) -> None:
-    """``merging_class()``: norm, then a 2x2 stride-2 convolution without bias,
+    """``merging_class()``: LayerNorm, then a 2x2 stride-2 convolution without bias,
     ``C -> 2C`` channels, on odd maps too (7x7 -> 4x4)."""
+    _expect_class(merging_class, "patch merging layers")
     rng = np.random.default_rng(4)
-    for side in (7, 8):
+    for side in (8, 7):  # an even map first: what differs only on 7x7 is the padding
         x = rng.normal(size=(2, side, side, 8)).astype("float32")
         mine = merging_class()
         got = _numpy(mine(x))
@@ -225,6 +324,14 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
         _randomise(library, 5)
         mine_roles, library_roles = _weights_by_role(mine), _weights_by_role(library)
         assert "bias" not in mine_roles, "the merging convolution must have no bias (use_bias=False)"
+        assert "moving_mean" not in mine_roles, (
+            "normalise each position over its channels (LayerNormalization), not over the batch "
+            "(BatchNormalization)"
+        )
+        assert not _layers_of(mine, keras.layers.GroupNormalization), (
+            "use LayerNormalization (each position over its channels), as the library: GroupNormalization "
+            "normalises over the whole map"
+        )
         assert {"gamma", "beta"} <= set(mine_roles), "patch merging must normalise (a LayerNormalization)"
         assert tuple(mine_roles["gamma"].shape) == (8,), (
             "the norm goes before the convolution: it normalises the C input channels"
@@ -236,9 +343,24 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
         for role, weight in library_roles.items():
             mine_roles[role].assign(_numpy(weight))
         expected, got = _numpy(library(x)), _numpy(mine(x))
-        assert _close(got, expected), (
+        if _close(got, expected):
+            continue
+        for activation in ("gelu", "relu"):
+            if _close(got, keras.activations.get(activation)(expected)):
+                raise AssertionError(f"no activation after the merging convolution (found {activation})")
+        epsilons = {norm.epsilon for norm in _layers_of(mine, keras.layers.LayerNormalization)}
+        assert epsilons <= {1e-5}, f"LayerNormalization(epsilon=1e-5), as the library, not {sorted(epsilons)}"
+        assert side % 2 == 0, (
+            f"even maps match, the {side}x{side} map differs: pad odd maps at the bottom and right, as "
+            "padding='same' does"
+        )
+        raise AssertionError(
             "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution"
         )
+
+
+def _layers_of(layer: keras.layers.Layer, kind: type) -> list[Any]:
+    return [sub for sub in layer._flatten_layers() if isinstance(sub, kind)]
 
 
 # The builder (lesson 04) --------------------------------------------------
@@ -371,6 +493,9 @@ def check_schedule(schedule: Callable[..., float]) -> None:
 
 
 # One training step (lesson 05) --------------------------------------------
+STEP_LEARNING_RATE = 0.01
+
+
 class DoubledInTraining(keras.layers.Layer):
     """Doubles its input in training, identity at inference: a deterministic
     stand-in for a layer such as dropout that behaves differently in training."""
@@ -389,8 +514,9 @@ def _step_model(seed: int = 0) -> keras.Model:
 
 def check_train_step(step: Callable[..., float]) -> None:
     """``step(model, optimizer, loss_fn, images, labels)`` must return the loss of
-    the model in training mode and take one optimizer step along its gradient.
-    Needs the TensorFlow backend (the reference step uses ``GradientTape``)."""
+    the model in training mode and take one step of the optimizer it is given (Adam
+    here) along the gradient. Needs the TensorFlow backend (the reference step uses
+    ``GradientTape``)."""
     import tensorflow as tf
 
     rng = np.random.default_rng(7)
@@ -402,11 +528,12 @@ def check_train_step(step: Callable[..., float]) -> None:
     before = [w.copy() for w in model.get_weights()]
     training_loss = float(loss_fn(labels, model(images, training=True)))
     inference_loss = float(loss_fn(labels, model(images, training=False)))
-    loss = step(model, keras.optimizers.SGD(0.1), loss_fn, images, labels)
+    loss = step(model, keras.optimizers.Adam(STEP_LEARNING_RATE), loss_fn, images, labels)
     with tf.GradientTape() as tape:
         reference_loss = loss_fn(labels, reference(images, training=True))
     gradients = tape.gradient(reference_loss, reference.trainable_variables)
-    keras.optimizers.SGD(0.1).apply_gradients(zip(gradients, reference.trainable_variables))
+    plain_sgd_moves = [-STEP_LEARNING_RATE * _numpy(g) for g in gradients]
+    keras.optimizers.Adam(STEP_LEARNING_RATE).apply_gradients(zip(gradients, reference.trainable_variables))
     if not np.isclose(float(loss), training_loss, rtol=1e-5):
         assert not np.isclose(float(loss), inference_loss, rtol=1e-5), (
             "the step must run the model with training=True (the loss is the inference loss)"
@@ -428,7 +555,12 @@ def check_train_step(step: Callable[..., float]) -> None:
         raise AssertionError(
             "the weights moved uphill: the optimizer needs the gradients, not their negatives"
         )
-    if all(np.allclose(m, 2 * w, atol=1e-6) for m, w in zip(moves, wanted_moves)):
+    if all(np.allclose(m, sgd, atol=1e-6) for m, sgd in zip(moves, plain_sgd_moves)):
+        raise AssertionError(
+            "the weights moved by -lr * gradient, a plain SGD step: let the optimizer "
+            "apply the gradients (optimizer.apply_gradients), Adam steps differently"
+        )
+    if all(np.allclose(m, 2 * w, rtol=1e-3, atol=1e-6) for m, w in zip(moves, wanted_moves)):
         raise AssertionError("the weights moved twice as far: apply the gradients once per step")
     assert all(np.allclose(a, w, atol=1e-6) for a, w in zip(after, wanted)), (
         "after one step the weights differ from one optimizer step along the loss's gradient "
@@ -436,9 +568,268 @@ def check_train_step(step: Callable[..., float]) -> None:
     )
 
 
+# The exercises (lessons 00-07) ----------------------------------------------
+class NotAnswered(Exception):
+    """An exercise still blank: ``exercise`` says so in one line and the lesson goes on."""
+
+
+def exercise(check: Callable[..., None], answer: Any, *context: Any) -> None:
+    """Check an exercise's answer and say in one line whether it is right or still blank.
+
+    A wrong answer raises the check's ``AssertionError`` with a hint: "Run all" stops there.
+    (It returns nothing, so a notebook shows only that line.)
+    """
+    name = getattr(answer, "__name__", "your answer")
+    try:
+        check(answer, *context)
+    except NotAnswered as note:
+        print(f"{name}: not answered yet. {note}")
+        return
+    print(f"{name}: right")
+
+
+def _blank(value: Any, what: str) -> None:
+    if value is None or (isinstance(value, list | tuple) and not value):
+        raise NotAnswered(what)
+
+
+def check_moved_channels(moved_channels: Callable[[int, int], int]) -> None:
+    """Lesson 00: ``moved_channels(C, num_div)`` equals what ``shift_channels`` moves."""
+    _blank(moved_channels(96, 12), "Write moved_channels, then run both cells again.")
+    rng = np.random.default_rng(0)
+    for channels, num_div in [(96, 12), (192, 12), (50, 8), (13, 4)]:
+        x = rng.uniform(1.0, 2.0, size=(1, 6, 6, channels)).astype("float32")
+        moved = int((_numpy(shift_channels(x, num_div=num_div)) != x).any(axis=(0, 1, 2)).sum())
+        got = moved_channels(channels, num_div)
+        if got == moved:
+            continue
+        assert got != channels // num_div, "C // num_div is one group: four groups move"
+        assert got != 4 * channels / num_div, (
+            f"with C = {channels}, num_div = {num_div} the groups hold C // num_div channels (integer "
+            f"division): the leftover C % num_div channels stay"
+        )
+        raise AssertionError(f"moved_channels({channels}, {num_div}) = {got}, the shift moved {moved}")
+
+
+def check_val_counts(counts: Any, data: Any) -> None:
+    """Lesson 01: the number of validation images per class."""
+    _blank(counts, "Fill in my_val_counts and run the cell again.")
+    counts, wanted = np.asarray(counts), np.asarray(data.class_counts()["val"])
+    assert counts.shape == wanted.shape, f"one count per class: {len(wanted)} numbers, got {counts.shape}"
+    assert not np.array_equal(counts, data.class_counts()["train"]), (
+        "those are the training counts: count data.y_val"
+    )
+    assert np.array_equal(counts, wanted), "count how often each class occurs in data.y_val (np.bincount)"
+
+
+def check_centre_crop(centre_crop: Callable[[np.ndarray, int], np.ndarray]) -> None:
+    """Lesson 01: ``centre_crop(images, crop)`` equals the layer's inference crop."""
+    from shiftvit_lib.layers import ImagePreprocessing
+
+    images = np.random.default_rng(10).integers(0, 256, size=(2, 32, 32, 3), dtype="uint8")
+    resized = _numpy(ops.image.resize(images.astype("float32"), (52, 52)))
+    _blank(centre_crop(resized, 40), "Write centre_crop, then run both cells again.")
+    for crop in (40, 46):
+        got = np.asarray(centre_crop(resized, crop))
+        assert got.shape == (2, crop, crop, 3), (
+            f"the crop must be (batch, {crop}, {crop}, 3), got {got.shape}"
+        )
+        layer = ImagePreprocessing(resize_to=52, crop_size=crop, augment=False)
+        expected = _numpy(layer(images, training=False)) * 255.0
+        if np.allclose(got, expected, atol=1e-3):
+            continue
+        assert not np.allclose(got, resized[:, :crop, :crop], atol=1e-3), (
+            "that is the top-left corner: the window starts at (size - crop) // 2"
+        )
+        raise AssertionError(
+            f"the {crop}x{crop} window is off centre: start at (size - crop) // 2 on both axes"
+        )
+
+
+def check_pad_shift(pad_shift: Callable[..., Any]) -> None:
+    """Lesson 02: the shift built from slices and padding equals ``shift_channels``."""
+    x = np.random.default_rng(11).normal(size=(2, 7, 9, 30)).astype("float32")
+    answer = pad_shift(x, num_div=6, s=2)
+    _blank(answer, "Fill in `up` and `down`, then run both cells again.")
+    got, expected, g = _numpy(answer), _numpy(shift_channels(x, num_div=6, shift_pixel=2)), 30 // 6
+    assert got.shape == x.shape, f"the shift must keep the shape {x.shape}, got {got.shape}"
+    for k, direction in [(2, "up"), (3, "down")]:
+        part = slice(k * g, (k + 1) * g)
+        if np.array_equal(got[..., part], expected[..., part]):
+            continue
+        other = 5 - k  # up <-> down, as groups of a four-group stack of this part
+        wrong_way = _numpy(shift_channels(np.concatenate([x[..., part]] * 4, -1), 4, 2))
+        assert not np.array_equal(got[..., part], wrong_way[..., other * g : (other + 1) * g]), (
+            f"the {direction} channels moved the other way: swap the slice and the padded side"
+        )
+        raise AssertionError(
+            f"the {direction} channels differ: keep the rows that survive the move, then "
+            "pad s zero rows on the side the content left"
+        )
+    assert np.array_equal(got, expected), "the left, right and unmoved channels must stay as given"
+
+
+def check_inside_block(inside_block: Callable[..., Any]) -> None:
+    """Lesson 03: the block with the shift inside the residual branch."""
+    from shiftvit_lib.layers import ShiftViTBlock
+
+    block = ShiftViTBlock(num_div=12)
+    x = np.random.default_rng(12).normal(size=(2, 6, 6, 24)).astype("float32")
+    answer = inside_block(block, x)
+    _blank(answer, "Write inside_block, then run both cells again.")
+    shifted = _numpy(shift_channels(x, num_div=12))
+    branch = _numpy(block.mlp(block.norm(shifted)))
+    got = _numpy(answer)
+    if _close(got, x + branch):
+        return
+    assert not _close(got, shifted + branch), (
+        "that is the library's block: here the skip carries x and only the branch sees the shift"
+    )
+    assert not _close(got, x + _numpy(block.mlp(block.norm(x)))), "the branch must see the shifted x"
+    raise AssertionError("inside_block must return x + mlp(norm(shift(x)))")
+
+
+def check_block_parameters(answer: Any, channels: int = 384) -> None:
+    """Lesson 03: the parameters of one block with ``channels`` channels and MLP ratio 2."""
+    _blank(answer, "Replace None with your number, then run the cell.")
+    c = channels
+    assert answer != 4 * c * c, f"{answer:,} counts the kernels only: add the MLP's biases and the norm's 2C"
+    assert answer != 4 * c * c + 3 * c, (
+        f"{answer:,} leaves out the norm: it has 2C parameters (scale, offset)"
+    )
+    assert answer != 2 * c * c + 3 * c, f"{answer:,} counts one Dense: the MLP has two (C -> 2C -> C)"
+    assert answer == 4 * c * c + 5 * c, (
+        f"{answer:,} is not the count: C·2C + 2C and 2C·C + C for the MLP, 2C for the norm"
+    )
+
+
+def check_shapes(my_shapes: Callable[[Any], list]) -> None:
+    """Lesson 04: ``my_shapes(config)`` lists (side, channels) after the projection and each stage."""
+    from shiftvit_lib.config import preset
+    from shiftvit_lib.model import stage_table
+
+    _blank(my_shapes(preset("seed")), "Fill in my_shapes, run its cell, then run this cell again.")
+    for name in ["quick", "seed", "cpu", "shiftvit_light_tiny"]:
+        config = preset(name)
+        rows = stage_table(build_shiftvit(config))
+        built = [
+            (row["output_shape"][1], row["output_shape"][3])
+            for row in rows
+            if row["layer"] == "patch_projection" or row["layer"].startswith("stage_")
+        ]
+        got = [tuple(pair) for pair in my_shapes(config)]
+        if got == built:
+            continue
+        assert len(got) == len(built), (
+            f"{name}: one (side, channels) after the projection and one after each of the "
+            f"{len(config.depths)} stages: {len(built)} entries, got {len(got)}"
+        )
+        assert got[0] == built[0], (
+            f"{name}: after the projection the side is image_size / patch_size, {built[0]}"
+        )
+        assert [c for _, c in got] == [c for _, c in built], (
+            f"{name}: every stage but the last doubles the channels at its merging: {built}"
+        )
+        raise AssertionError(
+            f"{name}: a merging halves the side rounding up, -(-side // 2): {built}, got {got}"
+        )
+
+
+FLOOR_ARGS = dict(lr_start=1e-5, lr_max=1e-3, warmup_steps=100, total_steps=1100, lr_min=1e-4)
+
+
+def check_floor_schedule(floor: Callable[..., float]) -> None:
+    """Lesson 05: warm-up as before, then half a cosine from lr_max to lr_min, then lr_min."""
+    a = FLOOR_ARGS
+    _blank(floor(0, **a), "Write warmup_cosine_floor, then run both cells again.")
+    w, t, low, high = a["warmup_steps"], a["total_steps"], a["lr_min"], a["lr_max"]
+
+    def wanted(step: int) -> float:
+        if step < w:
+            return a["lr_start"] + (high - a["lr_start"]) * step / w
+        progress = min(1.0, (step - w) / (t - w))
+        return low + 0.5 * (high - low) * (1 + np.cos(np.pi * progress))
+
+    def same(step: int) -> bool:
+        return bool(np.isclose(float(floor(step, **a)), wanted(step), rtol=1e-6, atol=1e-12))
+
+    assert all(same(step) for step in (0, 50, 99)), "the warm-up stays as it was: lr_start up to lr_max"
+    assert same(w), f"at the end of the warm-up (step {w}) the rate must be lr_max"
+    assert same(t), f"at the last step ({t}) the rate must be lr_min, got {float(floor(t, **a)):.2e}"
+    quarter, three_quarters = w + (t - w) // 4, w + 3 * (t - w) // 4
+    line = high - (high - low) * 0.25
+    if not same(quarter) and np.isclose(float(floor(quarter, **a)), line, rtol=1e-6):
+        raise AssertionError(
+            "the decay is a straight line: it must follow half a cosine (check a quarter of the way down)"
+        )
+    for step in (quarter, (w + t) // 2, three_quarters, t + 50):
+        assert same(step), (
+            f"at step {step} the rate must be {wanted(step):.3e}, got "
+            f"{float(floor(step, **a)):.3e}: lr_min + (lr_max - lr_min) / 2 * (1 + cos(pi p))"
+        )
+
+
+def ece_probe() -> tuple[np.ndarray, np.ndarray]:
+    """Confidences over every bin, a few of exactly 1.0 and 0.1 (bin edges), and their correctness."""
+    rng = np.random.default_rng(13)
+    confidence = np.concatenate([rng.uniform(0.1, 1.0, 200), [1.0] * 12, [0.1, 0.5, 0.9]])
+    correct = rng.uniform(size=confidence.size) < confidence
+    correct[200:212] = [True, False, True, True, False, True, True, True, False, True, True, True]
+    return confidence, correct
+
+
+def check_ece(my_ece: Callable[..., float]) -> None:
+    """Lesson 06: ``my_ece(confidence, correct, bins)`` equals the library's ECE,
+    with confidences of exactly 1.0 among the inputs."""
+    from shiftvit_lib.notebook.plots import reliability_table
+
+    confidence, correct = ece_probe()
+    answer = my_ece(confidence, correct, bins=10)
+    _blank(answer, "Write my_ece, run its cell, then run this cell again.")
+    for bins in (10, 5):
+        got, expected = (
+            float(my_ece(confidence, correct, bins=bins)),
+            reliability_table(confidence, correct, bins)["ece"],
+        )
+        if np.isclose(got, expected, rtol=1e-6):
+            continue
+        kept = confidence < 1.0
+        without_ones = reliability_table(confidence[kept], correct[kept], bins)["ece"]
+        assert not np.isclose(got, without_ones * kept.mean(), rtol=1e-6) and not np.isclose(
+            got, without_ones, rtol=1e-6
+        ), (
+            "the confidences of exactly 1.0 went missing: they belong in the last bin "
+            "(np.minimum(group, bins - 1))"
+        )
+        raise AssertionError(
+            f"with bins={bins} the ECE is {expected:.4f}, got {got:.4f}: weight each bin's "
+            "|accuracy - mean confidence| by its share of the images"
+        )
+
+
+def check_attention_macs(attention_matmul_macs: Callable[[int, int, int], int]) -> None:
+    """Lesson 07: multiply-accumulates of one block's two attention products."""
+    from shiftvit_lib.vit import count_vit_macs, vit_preset
+
+    _blank(attention_matmul_macs(16, 4, 32), "Write attention_matmul_macs, then run both cells again.")
+    n, heads, k = 10, 3, 7  # all different, so each mistake gives its own number
+    got = attention_matmul_macs(n, heads, k)
+    assert got != heads * n * n * k, "that is one product: Q·Kᵀ and weights·V cost n·n·k each, per head"
+    assert got != 2 * n * n * k, "each head does its own two products: multiply by heads"
+    assert got != 2 * heads * n * k * k, "each product is (n x k) by (k x n) or (n x n) by (n x k): n·n·k"
+    for name in ["vit_quick", "vit_cifar"]:
+        config = vit_preset(name)
+        expected = count_vit_macs(config)["attention_matmuls"] // config.depth
+        got = attention_matmul_macs(config.num_tokens, config.num_heads, config.head_key_dim)
+        assert got == expected, f"{name}: {expected:,} MACs per block, got {got:,}"
+
+
 __all__ = [
     "try_yours",
+    "exercise",
+    "NotAnswered",
     "check_shift",
+    "check_mlp",
     "check_drop_path",
     "check_block",
     "check_patch_merging",
@@ -447,4 +838,14 @@ __all__ = [
     "check_schedule",
     "check_train_step",
     "DoubledInTraining",
+    "check_moved_channels",
+    "check_val_counts",
+    "check_centre_crop",
+    "check_pad_shift",
+    "check_inside_block",
+    "check_block_parameters",
+    "check_shapes",
+    "check_floor_schedule",
+    "check_ece",
+    "check_attention_macs",
 ]

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import json
 import os
 import socket
 import stat
@@ -36,6 +34,18 @@ import numpy as np
 from shiftvit_lib import data
 from shiftvit_lib.data import CIFAR10_CLASSES, NAMED_SOURCES, RawData, cap_per_class
 from shiftvit_lib.images import UnsupportedImageError, WrongImageSizeError, decode_rgb
+from shiftvit_lib.tools.files import (  # noqa: F401 - describe_file_mode, sha256_of: this module's API too
+    atomic_output,
+    describe_file_mode,
+    escape_name,
+    open_regular,
+    process_alive,
+    read_json,
+    remove_abandoned_partials,
+    sha256_of,
+    special_file_kind,
+    write_json,
+)
 
 CIFAR10_IMAGE_SHAPE = (32, 32, 3)
 SPLIT_FOLDERS = ("train", "test")
@@ -131,6 +141,12 @@ def load_path_source(source: Any, limit: int | None, rng: np.random.Generator) -
     path = _existing_source_path(source)
     if path.is_dir():
         return _load_class_folders(_scan_directory(path), str(path), f"directory {path}", limit, rng)
+    kind = special_file_kind(path, follow_links=True)
+    if kind is not None:  # a named pipe called x.tar.gz would block the reader forever
+        raise ValueError(
+            f"data source {escape_name(path)} is {kind}, not a regular file; give a "
+            "class-folder directory or an archive file"
+        )
     if _is_archive(path):
         if limit is None:
             return _load_archive_cached(path)
@@ -282,26 +298,13 @@ def _scan_directory(root: Path) -> _ClassFolderListing:
         )
 
     def read(name: str) -> bytes:
-        with (root / name).open("rb") as handle:
+        with open_regular(root / name, "image file", follow_links=False) as handle:  # no pipe swapped in
             data = handle.read(MAX_IMAGE_FILE_BYTES + 1)
         if len(data) > MAX_IMAGE_FILE_BYTES:  # it grew since it was listed
             budget.check_entry(name, len(data))
         return data
 
     return _ClassFolderListing(file_names, dir_names, read)
-
-
-def describe_file_mode(mode: int) -> str:
-    """What a file that is not a regular file is, from its ``st_mode`` (for error messages)."""
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
 
 
 def _wanted_entry(name: str) -> bool:
@@ -359,7 +362,7 @@ def _scan_archive(path: Path) -> _ClassFolderListing:
             ) from None
     else:
         try:
-            with tarfile.open(path, "r:*") as tar:
+            with tarfile.open(path, "r:*", tarinfo=CappedTarInfo) as tar:
                 for member in tar:
                     name = member.name.removeprefix("./").rstrip("/")
                     if not _wanted_entry(name):
@@ -403,18 +406,41 @@ def _scan_archive(path: Path) -> _ClassFolderListing:
     )
 
 
+# A tar member's own header may carry a long name or PAX attributes; tarfile reads such a
+# header whole into memory, so one that claims 512 MiB costs 512 MiB. Real ones take a few
+# hundred bytes.
+MAX_TAR_HEADER_BYTES = 64 * 2**10
+
+
+class CappedTarInfo(tarfile.TarInfo):
+    """tarfile's member header, refusing a long-name or PAX header larger than any real one."""
+
+    def _check_header_size(self) -> None:
+        if self.size > MAX_TAR_HEADER_BYTES:
+            raise tarfile.HeaderError(
+                f"a member header claims {self.size:,} bytes, more than the "
+                f"{MAX_TAR_HEADER_BYTES:,} any real one takes"
+            )
+
+    def _proc_gnulong(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        self._check_header_size()
+        return super()._proc_gnulong(tarfile_)
+
+    def _proc_pax(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        self._check_header_size()
+        return super()._proc_pax(tarfile_)
+
+
 def array_cache_dir() -> Path:
     """Where decoded archives are kept: ``$SHIFTVIT_CACHE`` or ``~/.cache/shiftvit_lib``."""
-    return Path(os.environ.get("SHIFTVIT_CACHE") or Path.home() / ".cache" / "shiftvit_lib")
-
-
-def sha256_of(path: Path) -> str:
-    """The hex sha256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    folder = Path(os.environ.get("SHIFTVIT_CACHE") or Path.home() / ".cache" / "shiftvit_lib")
+    kind = special_file_kind(folder, follow_links=True)
+    if kind not in ("missing", "a folder"):
+        raise ValueError(
+            f"SHIFTVIT_CACHE (or ~/.cache/shiftvit_lib) is {escape_name(folder)}, which is "
+            f"{kind or 'a file'}; point SHIFTVIT_CACHE at a folder"
+        )
+    return folder
 
 
 def _load_archive_cached(path: Path) -> RawData:
@@ -445,7 +471,7 @@ def _cache_record(cache: Path) -> Path:
 def _read_cache(cache: Path) -> RawData | None:
     """The arrays in ``cache`` if it matches its record (size, then sha256), else None."""
     try:
-        record = json.loads(_cache_record(cache).read_text())
+        record = read_json(_cache_record(cache))
         if cache.stat().st_size != record["bytes"] or sha256_of(cache) != record["sha256"]:
             return None  # truncated or altered since it was written: decode again
         with np.load(cache, allow_pickle=False) as arrays:
@@ -463,47 +489,29 @@ def _read_cache(cache: Path) -> RawData | None:
 
 def _write_cache(cache: Path, raw: RawData) -> None:
     """Write ``cache`` and its record atomically; a failed write (a full disk) leaves no partial file."""
-    partial = cache.with_name(f"{cache.stem}.{os.getpid()}.tmp.npz")
-    partial_record = partial.with_suffix(".json")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        _remove_abandoned_partials(cache.parent)
-        np.savez(
-            partial,
-            x_train=raw.x_train,
-            y_train=raw.y_train,
-            x_test=raw.x_test,
-            y_test=raw.y_test,
-            description=np.array(raw.description),
-            image_formats=np.array(raw.image_formats),
-        )
-        record = {"bytes": partial.stat().st_size, "sha256": sha256_of(partial)}
-        partial_record.write_text(json.dumps(record))
-        partial.replace(cache)  # atomic: a reader never sees half a file
-        partial_record.replace(_cache_record(cache))  # until this lands, the cache is not trusted
+        remove_abandoned_partials(cache.parent, "*cifar10-*")
+        _cache_record(cache).unlink(missing_ok=True)  # the old record no longer vouches for the file
+        with atomic_output(cache) as partial:  # a reader never sees half a file
+            np.savez(
+                partial,
+                x_train=raw.x_train,
+                y_train=raw.y_train,
+                x_test=raw.x_test,
+                y_test=raw.y_test,
+                description=np.array(raw.description),
+                image_formats=np.array(raw.image_formats),
+            )
+        # Until this lands, the cache is not trusted.
+        write_json(_cache_record(cache), {"bytes": cache.stat().st_size, "sha256": sha256_of(cache)})
     except OSError:
         pass  # no writable cache (or no space): the next run decodes again, nothing else changes
-    finally:
-        partial.unlink(missing_ok=True)
-        partial_record.unlink(missing_ok=True)
-
-
-def _remove_abandoned_partials(folder: Path) -> None:
-    """Remove partial cache files of processes that died while writing them (killed mid-write)."""
-    for leftover in folder.glob("cifar10-*.*.tmp.*"):
-        pid = leftover.name.split(".")[1]
-        if pid.isdigit() and not _process_alive(int(pid)):
-            leftover.unlink(missing_ok=True)
 
 
 def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # alive, another user's
-    return True
+    """Whether a process with this id exists (kept for callers of earlier versions)."""
+    return process_alive(pid)
 
 
 def _archive_root_prefix(names: Sequence[str]) -> str:

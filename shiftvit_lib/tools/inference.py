@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import stat
 import warnings
 import zipfile
 from collections.abc import Sequence
@@ -26,11 +24,21 @@ import keras
 import numpy as np
 from PIL import Image
 
-from shiftvit_lib.config import is_positive_int
+from shiftvit_lib.config import check_positive_int, is_positive_int
 from shiftvit_lib.data import CIFAR10_CLASSES
 from shiftvit_lib.images import UnsupportedImageError, decode_rgb, sniff_format
 from shiftvit_lib.recipe import flip_tta_logits
-from shiftvit_lib.tools.data_sources import describe_file_mode
+from shiftvit_lib.tools.files import (  # noqa: F401 - the .keras caps are part of this module's API
+    KERAS_MAX_UNPACKED_BYTES,
+    KERAS_MEMBER_MAX_EXPANSION,
+    KERAS_MEMBER_SLACK_BYTES,
+    FileTooLargeError,
+    atomic_output,
+    check_keras_archive,
+    escape_name,
+    read_bounded,
+    special_file_kind,
+)
 
 Fit = Literal["crop", "stretch"]
 # Modules that register custom Keras objects; imported before loading .keras files.
@@ -43,7 +51,7 @@ class ImageReadError(ValueError):
     """A file exists but is not a readable image; ``reason`` says why."""
 
     def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"cannot read {path}: {reason}")
+        super().__init__(f"cannot read {escape_name(path)}: {reason}")
         self.path = path
         self.reason = reason
 
@@ -73,7 +81,7 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
         raise ValueError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
     kind = special_file_kind(path, follow_links=True)  # a path given explicitly may be a link
     if kind == "missing":
-        raise FileNotFoundError(f"no image file at {path}")
+        raise FileNotFoundError(f"no image file at {escape_name(path)}")
     if kind is not None:
         raise ImageReadError(path, f"not a regular file: {kind}; not opened")
     data = _read_bounded(path, MAX_IMAGE_BYTES)
@@ -92,40 +100,16 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
 MAX_IMAGE_BYTES = 64 * 2**20
 
 
-def special_file_kind(path: Path, *, follow_links: bool = False) -> str | None:
-    """``None`` for a regular file; else what it is, without opening it.
-
-    ``"missing"``, ``"a folder"``, ``"a symbolic link"``, ``"a named pipe"``,
-    ``"a socket"``, ``"a device"``. Reading a pipe or a device can block forever or
-    never end, so callers report these instead of reading them. With
-    ``follow_links`` a link to a regular file counts as a regular file.
-    """
-    try:
-        mode = (os.stat if follow_links else os.lstat)(path).st_mode
-    except FileNotFoundError:
-        return "missing"
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISLNK(mode):
-        return "a symbolic link (links are not followed; copy the file itself here)"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return describe_file_mode(mode)
-
-
 def _read_bounded(path: Path, limit: int) -> bytes:
     """The bytes of a regular file, refusing one larger than ``limit`` before reading it."""
-    with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > limit:
-            raise ImageReadError(
-                path,
-                f"file too large ({size / 2**20:.1f} MiB; the limit for an image is {limit / 2**20:.0f} MiB)",
-            )
-        data = handle.read(limit + 1)
-    if len(data) > limit:  # it grew while we read it
-        raise ImageReadError(path, f"file too large (over {limit / 2**20:.0f} MiB)")
-    return data
+    try:
+        return read_bounded(path, limit, "an image")
+    except FileTooLargeError as error:
+        raise ImageReadError(
+            path,
+            f"file too large ({error.size / 2**20:.1f} MiB; the limit for an "
+            f"image is {limit / 2**20:.0f} MiB)",
+        ) from None
 
 
 def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
@@ -235,17 +219,23 @@ class FolderPredictions:
 
     def format(self) -> str:
         """A plain-text table of predictions, followed by the unreadable files."""
-        lines = [f"{len(self.predictions)} image(s) classified in {self.folder}"]
+        lines = [f"{len(self.predictions)} image(s) classified in {escape_name(self.folder)}"]
         if self.predictions:
-            width = max(len(p.filename) for p in self.predictions)
+            # Names are escaped: a newline in a file name cannot forge a row, nor an escape code
+            # reach the terminal.
+            width = max(len(escape_name(p.filename)) for p in self.predictions)
             label_width = max(len(s.label) for p in self.predictions for s in p.top_k)
             for p in self.predictions:
-                scores = "  ".join(f"{s.label:<{label_width}} {s.confidence:6.1%}" for s in p.top_k)
-                lines.append(f"  {p.filename:<{width}}  {scores}")
+                scores = "  ".join(
+                    f"{escape_name(s.label):<{label_width}} {s.confidence:6.1%}" for s in p.top_k
+                )
+                lines.append(f"  {escape_name(p.filename):<{width}}  {scores}")
         if self.failures:
             lines.append(f"{len(self.failures)} file(s) could not be read:")
-            width = max(len(f.path.name) for f in self.failures)
-            lines += [f"  {f.path.name:<{width}}  {f.reason}" for f in self.failures]
+            width = max(len(escape_name(f.path.name)) for f in self.failures)
+            lines += [
+                f"  {escape_name(f.path.name):<{width}}  {escape_name(f.reason)}" for f in self.failures
+            ]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -335,6 +325,7 @@ def predict_images(
     :class:`ClassScore` per image, most likely first.
     """
     _check_top_k(top_k, len(class_names))
+    check_positive_int(batch_size, "batch_size")
     probabilities = predict_probabilities(model, images, batch_size, tta=tta)
     if probabilities.shape[1] != len(class_names):
         raise ValueError(
@@ -356,11 +347,22 @@ def predict_probabilities(
     ``tta=True`` averages the logits of each image and of its mirror image first
     (:func:`shiftvit_lib.recipe.flip_tta_logits`).
     """
+    check_positive_int(batch_size, "batch_size")
     images = np.asarray(images)
+    if images.ndim == 3 and images.shape[-1] != 3:
+        raise ValueError(
+            f"images have shape {images.shape}: no colour axis. For a batch of grey images "
+            "repeat them to 3 channels: np.repeat(images[..., None], 3, axis=-1)"
+        )
     if images.ndim == 3:
         images = images[np.newaxis]  # a single image
     if images.ndim != 4 or images.shape[-1] != 3 or len(images) == 0:
         raise ValueError(f"images must have shape (N, height, width, 3) with N >= 1; got {images.shape}")
+    if np.issubdtype(images.dtype, np.integer) and images.size and (images.max() > 255 or images.min() < 0):
+        raise ValueError(
+            f"pixel values must lie in [0, 255], got {images.min()}..{images.max()} "
+            f"({images.dtype}); 16-bit images: divide by 257 (or load them with load_image)"
+        )
     expected = _fixed_input_size(model)
     if expected and images.shape[1:3] != expected:
         raise ValueError(
@@ -443,7 +445,8 @@ def save_model(model: keras.Model, path: str | Path) -> Path:
             f"got {path.name}. For a TensorFlow SavedModel use export_saved_model()."
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    model.save(path)
+    with atomic_output(path) as partial:  # never half a file, never written through a link
+        model.save(partial)
     return path
 
 
@@ -470,46 +473,12 @@ class ModelLoadError(ValueError):
     """
 
     def __init__(self, path: Path, reason: str, cause: BaseException) -> None:
-        super().__init__(f"could not load {path} ({type(cause).__name__}: {cause}). {reason}")
+        # Keras' message may quote whole weight arrays: its first 300 characters, on one line.
+        said = " ".join(str(cause).split())
+        said = said if len(said) <= 300 else said[:300] + " ..."
+        super().__init__(f"could not load {escape_name(path)} ({type(cause).__name__}: {said}). {reason}")
         self.path = path
         self.reason = reason
-
-
-# A .keras file is a zip of a small config and the weights, and weights barely compress. A member
-# that would unpack to many times its stored size is a decompression bomb: Keras (before 3.14)
-# unpacks the weights into memory or a temporary folder without asking.
-KERAS_MEMBER_MAX_EXPANSION = 16
-KERAS_MEMBER_SLACK_BYTES = 1 << 20  # small members (the JSON config) may compress better
-KERAS_MAX_UNPACKED_BYTES = 4 << 30
-
-
-def check_keras_archive(path: Path) -> None:
-    """Raise ``ValueError`` for a ``.keras`` zip whose members would unpack to far more than they store.
-
-    Checked on the sizes the zip declares, before anything is unpacked; Python's zip reader never
-    returns more than a member declares (a member that holds more fails its checksum instead).
-    """
-    try:
-        with zipfile.ZipFile(path) as archive:
-            infos = archive.infolist()
-    except (zipfile.BadZipFile, OSError) as error:
-        raise ValueError(
-            f"{path} is not a valid .keras file ({error}); it is corrupt or truncated. "
-            "Save it again with save_model()."
-        ) from None
-    for info in infos:
-        if info.file_size > KERAS_MEMBER_MAX_EXPANSION * info.compress_size + KERAS_MEMBER_SLACK_BYTES:
-            raise ValueError(
-                f"{path} is not a model file this library loads: its member {info.filename} would unpack "
-                f"from {info.compress_size:,} to {info.file_size:,} bytes (model weights barely "
-                "compress), as a decompression bomb does. Use a .keras file saved by Keras."
-            )
-    total = sum(info.file_size for info in infos)
-    if total > KERAS_MAX_UNPACKED_BYTES:
-        raise ValueError(
-            f"{path} would unpack to {total / 2**30:.1f} GiB, more than the "
-            f"{KERAS_MAX_UNPACKED_BYTES >> 30} GiB this library loads"
-        )
 
 
 class UntrustedModelError(ValueError):
@@ -549,8 +518,9 @@ def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Mo
         )
     if path.suffix != ".keras":
         raise ValueError(f"expected a .keras file or a SavedModel directory; got {path.name}")
-    if not path.is_file():
-        raise ValueError(f"{path} is not a regular file (a pipe or a device?); expected a .keras file")
+    kind = special_file_kind(path, follow_links=True)
+    if kind is not None:
+        raise ValueError(f"{escape_name(path)} is {kind}, not a regular file; expected a .keras file")
     if not zipfile.is_zipfile(path):
         raise ValueError(
             f"{path} is not a valid .keras file (a .keras file is a zip archive); "
@@ -559,7 +529,7 @@ def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Mo
     check_keras_archive(path)
     # The custom layers are registered (importing this module imported the package's core);
     # safe_mode refuses to run code embedded in the file (e.g. lambdas).
-    failures = (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile)
+    failures = (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile, RecursionError)
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except failures as error:

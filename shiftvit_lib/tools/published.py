@@ -30,11 +30,13 @@ import keras
 import numpy as np
 
 from shiftvit_lib.config import FAMILIES, ModelFamily, TrainingRecipe
-from shiftvit_lib.tools.data_sources import sha256_of
+from shiftvit_lib.tools.files import atomic_output, read_bounded, sha256_of
 from shiftvit_lib.tools.runs import read_history_csv
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 RECORDS = ASSETS / "records"
+
+MAX_WEIGHTS_BYTES = 1 << 30  # the shipped cpu model takes a few MB
 
 # Presets with no published weights yet, and how to get a model of them.
 UNPUBLISHED_HINT = (
@@ -72,7 +74,7 @@ def _verified_bytes(name: str) -> bytes:
         raise FileNotFoundError(
             f"the weights of {name!r} are missing ({path}); reinstall shiftvit_lib to restore them"
         )
-    data = path.read_bytes()
+    data = read_bounded(path, MAX_WEIGHTS_BYTES, "published weights")
     actual = hashlib.sha256(data).hexdigest()
     if actual != entry["sha256"]:
         raise ValueError(
@@ -120,7 +122,7 @@ def save_weights_npz(model: keras.Model, config: TrainingRecipe, path: str | Pat
     arrays: dict[str, Any] = {f"w{i:04d}": np.asarray(v.numpy()) for i, v in enumerate(model.weights)}
     arrays["paths"] = np.array([v.path for v in model.weights])
     arrays["config"] = np.array(json.dumps(config.to_dict(), sort_keys=True))
-    with path.open("wb") as handle:
+    with atomic_output(path) as partial, partial.open("wb") as handle:
         np.savez_compressed(handle, **arrays)
     return sha256_of(path)
 

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from shiftvit_lib.tools.files import escape_name, open_lock_file
+
 try:
     import fcntl
 except ImportError:  # Windows
@@ -37,14 +39,15 @@ def run_folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
         yield
         return
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_lock_file(folder / LOCK_FILE)  # no link followed, no pipe or device opened
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            holder = escape_name(os.pread(fd, 200, 0).decode("utf-8", "replace").strip()) or "another process"
             raise RunFolderInUseError(
-                f"{folder} is in use by {holder}; wait for that training to end, or choose another folder"
+                f"{escape_name(folder)} is in use by {holder}; wait for that training to end, "
+                "or choose another folder"
             ) from None
         started = datetime.datetime.now().isoformat(timespec="seconds")
         os.ftruncate(fd, 0)

@@ -1,9 +1,12 @@
 """The resumable training run and its folder: what a run writes, and how it resumes or is reused.
 
 A run folder holds ``run_spec.json`` (what the run *is*, written when it starts),
-``history.csv`` and ``best.keras`` (written while it trains), ``backup/`` (Keras'
-``BackupAndRestore``, removed when it ends) and ``run.json`` (the record written when
-it ends). :func:`train` is the run, a sequence of named steps that a lesson can call or
+``history.csv`` and ``best.keras`` (written while it trains), ``backup/`` (the training
+state after each epoch, :class:`RunBackup`, removed once the record is written) and
+``run.json`` (the record written when it ends). Every file but the appended history is
+written through a temporary name and renamed (:mod:`shiftvit_lib.tools.files`), so a crash
+never leaves half a file; a file damaged otherwise is set aside by name and the run
+resumes from the last readable state. :func:`train` is the run, a sequence of named steps that a lesson can call or
 show on its own:
 
 1. :func:`open_run_folder` -- start a run folder, or resume the interrupted run in it
@@ -13,8 +16,8 @@ show on its own:
    :func:`~shiftvit_lib.recipe.compile_for_training` it (under a ``keras.distribution``
    a lesson has set, on the devices it names);
 4. :func:`training_callbacks` -- a throughput meter, the CSV history, the best-model
-   checkpoint ``best.keras``, ``BackupAndRestore`` (a run killed mid-way resumes
-   from its last finished epoch) and early stopping;
+   checkpoint ``best.keras``, the backup (a run killed mid-way resumes from its last
+   finished epoch) and early stopping;
 5. :func:`fit` -- ``model.fit`` over the remaining epochs;
 6. :func:`evaluate_best` -- the best checkpoint on the test split;
 7. :func:`run_record` -- ``run.json``: config, data, epochs, time, images/s, metrics
@@ -27,9 +30,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
+import re
 import shutil
+import sys
 import time
 import zipfile
 from collections.abc import Callable, Sequence
@@ -48,6 +54,15 @@ from shiftvit_lib.tools.devices import (
     precision_policy,
     recommended_mixed_precision,
 )
+from shiftvit_lib.tools.files import (
+    atomic_output,
+    atomic_write_text,
+    check_keras_archive,
+    escape_name,
+    read_json,
+    remove_abandoned_partials,
+)
+from shiftvit_lib.tools.files import write_json as _write_json
 from shiftvit_lib.tools.inference import load_model
 from shiftvit_lib.tools.run_lock import run_folder_lock
 
@@ -73,10 +88,8 @@ def now() -> str:
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON atomically: a reader never sees half a file."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(payload, indent=2, default=str))
-    partial.replace(path)
+    """Write JSON atomically (:func:`shiftvit_lib.tools.files.write_json`): never half a file."""
+    _write_json(path, payload)
 
 
 def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
@@ -175,13 +188,16 @@ def spec_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str
 def read_run_spec(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``run_spec.json`` of a run folder, or ``None`` if it has none."""
     path = Path(folder) / RUN_SPEC
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return None
     try:
-        return json.loads(path.read_text())
+        spec = read_json(path, RUN_SPEC)
+        if not isinstance(spec, dict):
+            raise ValueError(f"{escape_name(path)} holds no settings (a JSON {type(spec).__name__})")
+        return spec
     except (OSError, ValueError) as error:
         raise RunFolderError(
-            f"{path} is unreadable ({error}); pass overwrite=True (--overwrite) to start "
+            f"{escape_name(path)} is unreadable ({' '.join(str(error).split())}); pass overwrite=True (--overwrite) to start "
             "the run afresh there, or choose another folder"
         ) from error
 
@@ -196,7 +212,13 @@ def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) ->
     record_path = out_dir / RUN_RECORD
     if not record_path.exists():
         return None
-    record = json.loads(record_path.read_text())
+    try:
+        record = read_json(record_path, RUN_RECORD)
+    except (OSError, ValueError) as error:
+        raise RunFolderError(
+            f"{' '.join(str(error).split())}; pass overwrite=True (--overwrite) to train "
+            "afresh there, or choose another folder"
+        ) from None
     saved = read_run_spec(out_dir)
     if saved is None:
         saved = {"config": record.get("config"), "epochs": record.get("epochs_requested")}
@@ -299,6 +321,8 @@ class RunFolder:
     resumed_from: int  # the first epoch this session trains (0: a fresh run)
     fit_finished: bool  # a previous session trained to the end and died before run.json
     best_val_accuracy: float | None  # the best epoch so far (a resumed run must beat it)
+    restore_from: Path | None = None  # the backup weights the resumed fit starts from
+    recovered: list[str] = field(default_factory=list)  # damaged files set aside, one line each
 
     def mark_fit_finished(self) -> None:
         """Record that fitting ended, so a session that dies before run.json does not train again."""
@@ -317,6 +341,9 @@ def open_run_folder(
     """
     out = Path(out_dir)
     state = check_run_folder(out, overwrite=overwrite)
+    for folder in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write
+        if folder.is_dir():
+            remove_abandoned_partials(folder)
     if state == "new":
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -338,33 +365,196 @@ def open_run_folder(
             f"{'; '.join(differences)}. Resume it with the same settings, pass overwrite=True "
             "(--overwrite) to start afresh there, or choose another folder"
         )
+    recovered: list[str] = []
+    best = out / BEST_MODEL
+    problem = keras_file_problem(best) if best.exists() or best.is_symlink() else None
+    if problem:
+        recovered.append(set_aside_damaged(best, problem, "training resumes from the last readable state"))
     fit_finished = bool(saved.get("fit_finished_at"))
-    if fit_finished and not (out / BEST_MODEL).exists():
-        raise RunFolderError(
-            f"{out} says its training finished but holds no {BEST_MODEL}; pass "
-            "overwrite=True (--overwrite) to train afresh there, or choose another folder"
-        )
+    point = _resume_point(out) if not fit_finished or not best.exists() else None
+    recovered += point.damaged if point else []
+    if fit_finished and not best.exists():
+        if point is None or point.weights is None:
+            state = (
+                f"{BEST_MODEL} is damaged (kept as {BEST_MODEL}.damaged)"
+                if problem
+                else f"it holds no {BEST_MODEL}"
+            )
+            raise RunFolderError(
+                f"{escape_name(out)} says its training finished, but {state} and no backup "
+                "is left to recover from; pass overwrite=True (--overwrite) to train afresh "
+                "there, or choose another folder"
+            )
+        fit_finished = False  # evaluated from the last backup instead: record.recovered says so
     if fit_finished:
         resumed_from = len(read_history_csv(out / HISTORY_CSV).get("epoch", []))
     else:
         # Rows of epochs after the last backup would be trained again: drop them, so
         # history.csv never holds an epoch twice. Nothing backed up: start over.
-        resumed_from = _resume_point(out)
+        resumed_from = point.epoch
         _keep_history_rows(out / HISTORY_CSV, resumed_from)
         if resumed_from == 0:
             clear_run(out)
             write_json(out / RUN_SPEC, saved)
-    val_accuracy = read_history_csv(out / HISTORY_CSV).get("val_accuracy")
-    return RunFolder(out, saved, resumed_from, fit_finished, max(val_accuracy) if val_accuracy else None)
+    val_accuracy = read_history_csv(out / HISTORY_CSV).get("val_accuracy") if best.exists() else None
+    return RunFolder(
+        out,
+        saved,
+        resumed_from,
+        fit_finished,
+        max(val_accuracy) if val_accuracy else None,
+        restore_from=None if fit_finished else point.weights,
+        recovered=recovered,
+    )
 
 
-def _resume_point(out: Path) -> int:
-    """The epoch a resumed fit starts at: the last one ``BackupAndRestore`` saved, else 0."""
-    metadata = out / BACKUP_DIR / "training_metadata.json"
+# --------------------------------------------------------------------------- the backup
+BACKUP_METADATA = "training_metadata.json"
+LEGACY_BACKUP_WEIGHTS = "latest.weights.h5"  # Keras' BackupAndRestore, in runs of earlier versions
+_BACKUP_WEIGHTS = re.compile(r"epoch-(\d+)\.weights\.h5")
+
+
+def backup_weights_path(folder: Path, epoch: int) -> Path:
+    """The backup of the training state after ``epoch`` epochs."""
+    return folder / BACKUP_DIR / f"epoch-{epoch:04d}.weights.h5"
+
+
+def weights_file_problem(path: Path) -> str | None:
+    """Why an HDF5 weights file cannot be read back (cut short, overwritten...), or None."""
+    import h5py
+
     try:
-        return int(json.loads(metadata.read_text())["epoch"])
+        with h5py.File(path, "r") as handle:
+            datasets: list[Any] = []
+            handle.visititems(
+                lambda _, item: datasets.append(item) if isinstance(item, h5py.Dataset) else None
+            )
+            for dataset in datasets:
+                dataset[()]  # reads every value: a cut-short file fails here
+    except Exception as error:  # noqa: BLE001 - h5py raises OSError, KeyError, RuntimeError... alike
+        return " ".join(str(error).split()) or type(error).__name__
+    return None
+
+
+def keras_file_problem(path: Path) -> str | None:
+    """Why a ``.keras`` file cannot be loaded back (cut short, overwritten...), or None."""
+    try:
+        check_keras_archive(path)
+        with zipfile.ZipFile(path) as archive:
+            failed = archive.testzip()  # every member's checksum
+            if failed:
+                return f"its member {escape_name(failed)} fails its checksum"
+            if "model.weights.h5" in archive.namelist():
+                with archive.open("model.weights.h5") as member:
+                    return weights_file_problem(io.BytesIO(member.read()))  # type: ignore[arg-type]
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
+        return " ".join(str(error).split())
+    return None
+
+
+def set_aside_damaged(path: Path, problem: str, what_next: str) -> str:
+    """Rename a damaged run file to ``<name>.damaged`` (kept, never deleted); return the line reported."""
+    target = path.with_name(f"{path.name}.damaged")
+    number = 1
+    while target.exists() or target.is_symlink():
+        number += 1
+        target = path.with_name(f"{path.name}.damaged{number}")
+    os.replace(path, target)
+    line = (
+        f"{escape_name(path)} is damaged ({problem[:200]}); it is kept as {escape_name(target.name)} "
+        f"and {what_next}"
+    )
+    print(f"warning: {line}", file=sys.stderr, flush=True)
+    return line
+
+
+@dataclass
+class ResumePoint:
+    """Where a resumed fit starts: ``epoch`` epochs done, the weights to load, what was damaged."""
+
+    epoch: int
+    weights: Path | None
+    damaged: list[str]
+
+
+def _resume_point(out: Path) -> ResumePoint:
+    """The last readable backup: the epoch its metadata names, else an earlier one kept, else 0.
+
+    Backups are written atomically (:class:`RunBackup`), so a crash never tears one; a file
+    damaged otherwise (a disk error, a copy cut short, an earlier version's torn write) is
+    set aside by name and the run resumes from the one before it.
+    """
+    backup = out / BACKUP_DIR
+    try:
+        recorded: int | None = int(read_json(backup / BACKUP_METADATA)["epoch"])
     except (OSError, ValueError, KeyError, TypeError):
-        return 0
+        recorded = None
+    files = {
+        int(match.group(1)): path
+        for path in (backup.glob("epoch-*.weights.h5") if backup.is_dir() else [])
+        if (match := _BACKUP_WEIGHTS.fullmatch(path.name))
+    }
+    if recorded is not None and recorded not in files and (backup / LEGACY_BACKUP_WEIGHTS).is_file():
+        files[recorded] = backup / LEGACY_BACKUP_WEIGHTS
+    damaged = []
+    for epoch in sorted(files, reverse=True):
+        if recorded is not None and epoch > recorded:
+            continue  # written, but its history row may not be: train that epoch again
+        problem = weights_file_problem(files[epoch])
+        if problem is None:
+            return ResumePoint(epoch, files[epoch], damaged)
+        damaged.append(set_aside_damaged(files[epoch], problem, "the run resumes from the backup before it"))
+    return ResumePoint(0, None, damaged)
+
+
+class RunBackup(keras.callbacks.Callback):
+    """After every epoch, the training state (weights and optimizer) in ``backup/``.
+
+    Each epoch's state is a file of its own, ``epoch-<n>.weights.h5``, written through a
+    temporary name and renamed, and only then named in ``training_metadata.json``
+    (written the same way): a crash at any moment leaves the previous state whole. The
+    state before the last is kept too, the fall-back if the last is damaged.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        done = epoch + 1
+        path = backup_weights_path(self.folder, done)
+        path.parent.mkdir(exist_ok=True)
+        with atomic_output(path) as partial:
+            self.model.save_weights(partial)
+        write_json(path.parent / BACKUP_METADATA, {"epoch": done, "batch": 0})
+        for old in path.parent.glob("epoch-*.weights.h5"):
+            match = _BACKUP_WEIGHTS.fullmatch(old.name)
+            if match and int(match.group(1)) < done - 1:
+                old.unlink(missing_ok=True)
+
+
+def restore_backup(model: keras.Model, weights: Path) -> None:
+    """Load a backup's weights and optimizer state into a compiled ``model`` (as Keras' own does)."""
+    if model.optimizer is not None and not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)
+    model.load_weights(weights)
+
+
+class BestModelCheckpoint(keras.callbacks.Callback):
+    """``best.keras``: the model of the best validation accuracy so far, written atomically."""
+
+    def __init__(self, path: Path, best: float | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.best = best
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        value = (logs or {}).get("val_accuracy")
+        if value is None or not np.isfinite(value) or (self.best is not None and not value > self.best):
+            return
+        with atomic_output(self.path) as partial:
+            self.model.save(partial)
+        self.best = float(value)
 
 
 def _keep_history_rows(path: Path, before_epoch: int) -> None:
@@ -377,13 +567,20 @@ def _keep_history_rows(path: Path, before_epoch: int) -> None:
         return
     header, body = rows[0], rows[1:]
     column = header.index("epoch") if "epoch" in header else 0
-    kept = [row for row in body if row and int(float(row[column])) < before_epoch]
+    kept = [row for row in body if row and _epoch_of(row, column) < before_epoch]
     if len(kept) == len(body):
         return
-    partial = path.with_name(f".{path.name}.tmp")
-    with partial.open("w", newline="") as handle:
-        csv.writer(handle).writerows([header, *kept])
-    partial.replace(path)
+    text = io.StringIO(newline="")
+    csv.writer(text).writerows([header, *kept])
+    atomic_write_text(path, text.getvalue())
+
+
+def _epoch_of(row: list[str], column: int) -> float:
+    """The epoch of a history row; a row cut short by a crash counts as after every epoch."""
+    try:
+        return int(float(row[column]))
+    except (IndexError, ValueError):
+        return float("inf")
 
 
 # --------------------------------------------------------------------------- the record
@@ -462,6 +659,8 @@ def run_record(
         "machine": machine,
         "finished_at": now(),
     }
+    if folder.recovered:  # damaged files set aside on the way: the record says so
+        record["recovered"] = list(folder.recovered)
     write_json(folder.path / RUN_RECORD, record)
     return record
 
@@ -540,17 +739,13 @@ def training_callbacks(
     The history row and the best model are written before the backup: if the process
     dies in between, the resumed run redoes that epoch and replaces its row.
     """
-    checkpoint = keras.callbacks.ModelCheckpoint(
-        folder.path / BEST_MODEL, monitor="val_accuracy", mode="max", save_best_only=True
-    )
-    if folder.best_val_accuracy is not None:
-        # After a resume, only a better epoch than any seen before may overwrite best.keras.
-        checkpoint.best = folder.best_val_accuracy
+    # After a resume, only a better epoch than any seen before may overwrite best.keras.
+    checkpoint = BestModelCheckpoint(folder.path / BEST_MODEL, folder.best_val_accuracy)
     callbacks: list[keras.callbacks.Callback] = [
         ThroughputMeter(images_per_epoch),
         keras.callbacks.CSVLogger(str(folder.path / HISTORY_CSV), append=True),
         checkpoint,
-        keras.callbacks.BackupAndRestore(str(folder.path / BACKUP_DIR)),
+        RunBackup(folder.path),
     ]
     if config.early_stopping_patience:
         callbacks.append(
@@ -576,15 +771,19 @@ def fit(
     """Train the epochs the folder has not trained yet; returns the wall seconds it took."""
     started = time.perf_counter()
     if not folder.fit_finished:
-        # The datasets shuffle themselves (seeded), so fit must not try to.
-        model.fit(
-            train_ds,
-            validation_data=val_ds,
-            epochs=epochs,
-            callbacks=list(callbacks),
-            verbose=verbose,
-            shuffle=False,
-        )
+        if folder.restore_from is not None:
+            restore_backup(model, folder.restore_from)
+        if folder.resumed_from < epochs:
+            # The datasets shuffle themselves (seeded), so fit must not try to.
+            model.fit(
+                train_ds,
+                validation_data=val_ds,
+                epochs=epochs,
+                initial_epoch=folder.resumed_from,
+                callbacks=list(callbacks),
+                verbose=verbose,
+                shuffle=False,
+            )
         folder.mark_fit_finished()
     return time.perf_counter() - started
 
@@ -602,7 +801,7 @@ def evaluate_best(
         # Not even a zip archive: cut short or overwritten (a full disk, a copy that stopped).
         state = "is damaged and " if not zipfile.is_zipfile(path) else ""
         raise RunFolderError(
-            f"{path} {state}cannot be loaded ({' '.join(str(error).split())}); "
+            f"{escape_name(path)} {state}cannot be loaded ({' '.join(str(error).split())[:300]}); "
             "restore it, or pass overwrite=True (--overwrite) to train afresh"
         ) from error
     return best, evaluate(best, data, batch_size=batch_size)
@@ -677,8 +876,12 @@ def train(
         config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision, build_model=build_model
     )
     record = finished_run(Path(out_dir), config, spec) if reuse and not overwrite else None
+    out = Path(out_dir)
+    problem = keras_file_problem(out / BEST_MODEL) if record is not None else None
+    if problem:  # reported by path and set aside (kept); the run is trained again from its start
+        set_aside_damaged(out / BEST_MODEL, problem, "the run is trained again")
+        record, overwrite = None, True
     if record is not None:
-        out = Path(out_dir)
         return TrainingRun(
             model=load_model(out / BEST_MODEL),
             history=read_history_csv(out / HISTORY_CSV),
@@ -742,6 +945,7 @@ def _train_locked(
         settings=settings,
         machine=describe_machine(),
     )
+    shutil.rmtree(folder.path / BACKUP_DIR, ignore_errors=True)  # the record is written: nothing to resume
     return TrainingRun(
         model=best, history=read_history_csv(folder.path / HISTORY_CSV), out_dir=folder.path, record=record
     )

@@ -81,9 +81,18 @@ def test_keras_io_shift_needs_widths_its_split_can_divide():
     ({"num_div": 4.5}, "num_div must be a whole number"),
     ({"epochs": True}, "epochs must be a whole number"),
     ({"mlp_ratio": "2"}, "mlp_ratio must be a number"),
-    ({"lr_max": -1e-3}, "0 <= lr_start <= lr_max"),
+    ({"lr_max": -1e-3}, "lr_max must be positive and finite, such as 1e-3, got -0.001 (a minus sign?)"),
+    # Issue 35, case 9: impossible values that were accepted (lr_max 0 or inf, epochs 0,
+    # a negative patience, an infinite or NaN weight decay).
+    ({"lr_max": 0.0, "lr_start": 0.0}, "lr_max must be positive and finite"),
+    ({"lr_max": float("inf")}, "lr_max must be positive and finite"),
+    ({"epochs": 0}, "epochs and early_stopping_patience"),
+    ({"early_stopping_patience": -1}, "early_stopping_patience (None: no early stopping) must be positive"),
+    ({"weight_decay": float("nan")}, "weight_decay must be >= 0 and finite"),
+    ({"weight_decay": float("inf")}, "weight_decay must be >= 0 and finite"),
     ({"lr_start": 1e-2}, "lr_start <= lr_max"),
     ({"weight_decay": -1.0}, "weight_decay must be >= 0"),
+    ({"lr_max": float("nan")}, "lr_max must be positive and finite"),
 ])
 def test_a_config_of_the_wrong_type_or_sign_is_refused_in_one_line(change, message):
     with pytest.raises(ValueError, match=re.escape(message)) as caught:

@@ -71,7 +71,20 @@ def _off_by_one_slice(s):
     return rules
 
 
+def _first_image_only(x, num_div=12, s=1):
+    x = np.asarray(x)
+    out = x.copy()
+    out[:1] = sol.my_shift(x[:1], num_div, s)
+    return out
+
+
+def _every_group_two_pixels(x, num_div=12, s=1):
+    return sol.my_shift(x, num_div, s + 1)
+
+
 SHIFT_MISTAKES = {
+    "only the first image of the batch moved": _first_image_only,
+    "every group moved s + 1 pixels": _every_group_two_pixels,
     "left and right swapped": _shift_with(_swap(0, 1)),
     "up and down swapped": _shift_with(_swap(2, 3)),
     "left and up swapped (rows for columns)": _shift_with(_swap(0, 2)),
@@ -129,20 +142,63 @@ class DropsWithKeepProbability(_DropPathVariant):
         return x / (1.0 - self.rate) * ops.floor(self.rate + u)
 
 
+class FixedIntegerSeed(_DropPathVariant):
+    """Draws with a fixed integer seed: the same samples are dropped at every call."""
+
+    def call(self, x, training=False):
+        if not training or self.rate == 0.0:
+            return x
+        keep = 1.0 - self.rate
+        shape = (ops.shape(x)[0],) + (1,) * (len(x.shape) - 1)
+        u = keras.random.uniform(shape, seed=7)
+        return x / keep * ops.floor(keep + u)
+
+
 class OtherRandomNumbers(_DropPathVariant):
     """Correct, but draws its numbers its own way: it must pass."""
+
+    def __init__(self, rate=0.0, seed=None, **kwargs):
+        super().__init__(rate, seed, **kwargs)
+        self.own_generator = keras.random.SeedGenerator(99)
 
     def call(self, x, training=False):
         if not training or self.rate == 0.0:
             return x
         shape = (ops.shape(x)[0],) + (1,) * (len(x.shape) - 1)
-        u = keras.random.uniform(shape, seed=keras.random.SeedGenerator(99))
+        u = keras.random.uniform(shape, seed=self.own_generator)
         return ops.where(u >= self.rate, x / (1.0 - self.rate), 0.0)
 
 
 DROP_PATH_MISTAKES = {"kept samples not rescaled": NoScaling, "one random number per element": PerElement,
                       "drops at inference too": AlsoAtInference, "drops with the keep probability":
-                      DropsWithKeepProbability}
+                      DropsWithKeepProbability, "a fixed integer seed (same mask every call)": FixedIntegerSeed}
+
+
+# The MLP (lesson 03) ------------------------------------------------------
+def _mlp(width=lambda ratio, c: int(ratio * c), activation="gelu", out_activation=None, residual=False):
+    class Mlp(layers.Layer):
+        def __init__(self, ratio=2.0, **kwargs):
+            super().__init__(**kwargs)
+            self.ratio = ratio
+
+        def build(self, input_shape):
+            channels = input_shape[-1]
+            self.expand = layers.Dense(width(self.ratio, channels), activation=activation)
+            self.project = layers.Dense(channels, activation=out_activation)
+
+        def call(self, x):
+            return self.project(self.expand(x)) + (x if residual else 0.0)
+
+    return Mlp
+
+
+MLP_MISTAKES = {
+    "hidden width C (ratio ignored)": _mlp(width=lambda ratio, c: c),
+    "hidden width always 2C": _mlp(width=lambda ratio, c: 2 * c),
+    "no GELU": _mlp(activation=None),
+    "GELU after the second Dense": _mlp(activation=None, out_activation="gelu"),
+    "adds the residual inside the MLP": _mlp(residual=True),
+}
 
 
 # The block (lesson 03) ----------------------------------------------------
@@ -205,14 +261,20 @@ BLOCK_MISTAKES = {f.__name__: _block(f) for f in [
 
 
 # Patch merging (lesson 03) ------------------------------------------------
-def _merging(padding="same", norm=True, norm_after=False, bias=False, channels=2, kernel=2, strides=2):
+def _merging(padding="same", norm=True, norm_after=False, bias=False, channels=2, kernel=2, strides=2,
+             norm_layer=lambda: layers.LayerNormalization(epsilon=1e-5), activation=None, pad_top_left=False):
     class Merging(layers.Layer):
         def build(self, input_shape):
-            self.norm = layers.LayerNormalization(epsilon=1e-5)
+            self.norm = norm_layer()
             self.reduction = layers.Conv2D(channels * input_shape[-1], kernel, strides=strides,
-                                           padding=padding, use_bias=bias)
+                                           padding="valid" if pad_top_left else padding, use_bias=bias,
+                                           activation=activation)
 
         def call(self, x):
+            if pad_top_left:  # pads odd maps on the top and left instead of the bottom and right
+                odd = x.shape[1] % 2
+                x = ops.pad(self.norm(x), [(0, 0), (odd, 0), (odd, 0), (0, 0)])
+                return self.reduction(x)
             if not norm:
                 return self.reduction(x)
             return self.norm(self.reduction(x)) if norm_after else self.reduction(self.norm(x))
@@ -228,6 +290,12 @@ MERGING_MISTAKES = {
     "channels not doubled": _merging(channels=1),
     "stride 1 (the map does not shrink)": _merging(strides=1),
     "3x3 kernel": _merging(kernel=3),
+    "BatchNormalization instead of LayerNormalization": _merging(norm_layer=layers.BatchNormalization),
+    "GroupNormalization(1) instead of LayerNormalization": _merging(
+        norm_layer=lambda: layers.GroupNormalization(groups=1)),
+    "GELU after the convolution": _merging(activation="gelu"),
+    "odd maps padded at the top and left": _merging(pad_top_left=True),
+    "LayerNormalization with Keras' default epsilon": _merging(norm_layer=layers.LayerNormalization),
 }
 
 
@@ -322,7 +390,7 @@ SCHEDULE_MISTAKES = {f.__name__: f for f in [
 
 # One training step (lesson 05) --------------------------------------------
 def _step(training=True, apply=True, variables=lambda m: m.trainable_variables, sign=1.0, times=1,
-          loss_after=False):
+          loss_after=False, plain_sgd=False):
     def step(model, optimizer, loss_fn, images, labels):
         import tensorflow as tf
 
@@ -331,7 +399,10 @@ def _step(training=True, apply=True, variables=lambda m: m.trainable_variables, 
             loss = loss_fn(labels, logits)
         chosen = variables(model)
         gradients = tape.gradient(loss, chosen)
-        for _ in range(times if apply else 0):
+        if plain_sgd:  # ignores the optimizer it was given
+            for variable, gradient in zip(chosen, gradients):
+                variable.assign_sub(float(optimizer.learning_rate) * gradient)
+        for _ in range(times if apply and not plain_sgd else 0):
             optimizer.apply_gradients(zip([sign * g for g in gradients], chosen))
         if loss_after:
             loss = loss_fn(labels, model(images, training=True))
@@ -348,12 +419,145 @@ STEP_MISTAKES = {
     "gradient ascent": _step(sign=-1.0),
     "updates twice": _step(times=2),
     "returns the loss after the update": _step(loss_after=True),
+    "ignores the optimizer: v.assign_sub(lr * g)": _step(plain_sgd=True),
 }
+
+
+# The exercises (lessons 00-07) ----------------------------------------------
+class _Splits:
+    """What check_val_counts reads of a DataSplits."""
+
+    y_val = np.repeat(np.arange(10), 4)
+
+    @staticmethod
+    def class_counts():
+        return {"train": np.full(10, 16), "val": np.full(10, 4), "test": np.full(10, 5)}
+
+
+def _floor_variant(decay):
+    def floor(step, lr_start, lr_max, warmup_steps, total_steps, lr_min):
+        if step < warmup_steps:
+            return lr_start + (lr_max - lr_start) * step / warmup_steps
+        progress = min(1.0, (step - warmup_steps) / (total_steps - warmup_steps))
+        return decay(progress, lr_max, lr_min)
+    return floor
+
+
+def _ece_without_ones(confidence, correct, bins=10):
+    kept = confidence < 1.0
+    return sol.my_ece(confidence[kept], correct[kept], bins)
+
+
+def _ece_unweighted(confidence, correct, bins=10):
+    group = np.minimum((confidence * bins).astype(int), bins - 1)
+    gaps = [abs(correct[group == g].mean() - confidence[group == g].mean()) for g in range(bins)
+            if (group == g).any()]
+    return float(np.mean(gaps))
+
+
+def _shapes_floor_division(config):
+    side, channels = config.image_size // config.patch_size, config.projected_dim
+    shapes = [(side, channels)]
+    for _index in range(len(config.depths) - 1):
+        side, channels = side // 2, 2 * channels
+        shapes.append((side, channels))
+    return shapes + [shapes[-1]]
+
+
+# name -> (check, reference answer, extra arguments of the check, {mistake: answer})
+EXERCISES = {
+    "moved_channels": (checks.check_moved_channels, sol.moved_channels, (), {
+        "one group": lambda c, n: c // n,
+        "no integer division": lambda c, n: 4 * c / n,
+        "a third of the channels": lambda c, n: c // 3,
+    }),
+    "val_counts": (checks.check_val_counts, sol.val_counts(_Splits), (_Splits,), {
+        "the training counts": np.full(10, 16),
+        "the test counts": np.full(10, 5),
+        "nine classes": np.full(9, 4),
+    }),
+    "centre_crop": (checks.check_centre_crop, sol.centre_crop, (), {
+        "top-left corner": lambda images, crop: images[:, :crop, :crop],
+        "one pixel off centre": lambda images, crop: images[:, (images.shape[1] - crop) // 2 + 1:][
+            :, :crop, (images.shape[1] - crop) // 2 + 1:][:, :, :crop],
+        "crop minus one": lambda images, crop: sol.centre_crop(images, crop - 1),
+    }),
+    "pad_shift": (checks.check_pad_shift, sol.pad_shift, (), {
+        "up and down swapped": lambda x, num_div=12, s=1: ops.concatenate(
+            [sol.pad_shift(x, num_div, s)[..., i * (x.shape[-1] // num_div):(i + 1) * (x.shape[-1] // num_div)]
+             for i in (0, 1, 3, 2)] + [x[..., 4 * (x.shape[-1] // num_div):]], axis=-1),
+        "down padded on the wrong side": lambda x, num_div=12, s=1: ops.concatenate(
+            [sol.pad_shift(x, num_div, s)[..., :3 * (x.shape[-1] // num_div)],
+             ops.pad(x[:, :-s, :, 3 * (x.shape[-1] // num_div):4 * (x.shape[-1] // num_div)],
+                     [(0, 0), (0, s), (0, 0), (0, 0)]),
+             x[..., 4 * (x.shape[-1] // num_div):]], axis=-1),
+    }),
+    "inside_block": (checks.check_inside_block, sol.inside_block, (), {
+        "the library's block": lambda block, x: block(x),
+        "no shift": lambda block, x: x + block.mlp(block.norm(x)),
+        "no skip": lambda block, x: block.mlp(block.norm(sv.shift_channels(x, num_div=12))),
+    }),
+    "block_parameters": (checks.check_block_parameters, sol.BLOCK_PARAMETERS_384, (), {
+        "kernels only": 4 * 384**2,
+        "no norm": 4 * 384**2 + 3 * 384,
+        "one Dense": 2 * 384**2 + 3 * 384,
+        "ratio 4": 8 * 384**2 + 7 * 384,
+    }),
+    "shapes": (checks.check_shapes, sol.my_shapes, (), {
+        "side rounded down": _shapes_floor_division,
+        "no entry for the projection": lambda config: sol.my_shapes(config)[1:],
+        "channels never doubled": lambda config: [(side, config.projected_dim) for side, _ in
+                                                  sol.my_shapes(config)],
+    }),
+    "floor_schedule": (checks.check_floor_schedule, sol.warmup_cosine_floor, (), {
+        "ends at 0 (the blank's warmup_cosine)": lambda step, lr_min, **a: sol.warmup_cosine(step, **a),
+        "a straight line to lr_min": _floor_variant(lambda p, high, low: high - (high - low) * p),
+        "cosine to 0, clipped at lr_min": _floor_variant(
+            lambda p, high, low: max(low, 0.5 * high * (1 + math.cos(math.pi * p)))),
+        "warm-up from lr_min": lambda step, lr_start, lr_min, **a: sol.warmup_cosine_floor(
+            step, lr_min, lr_min=lr_min, **a),
+    }),
+    "ece": (checks.check_ece, sol.my_ece, (), {
+        "confidences of exactly 1.0 dropped": _ece_without_ones,
+        "bins not weighted by their size": _ece_unweighted,
+        "overall accuracy minus mean confidence": lambda conf, corr, bins=10: abs(corr.mean() - conf.mean()),
+    }),
+    "attention_macs": (checks.check_attention_macs, sol.attention_matmul_macs, (), {
+        "one product": lambda n, heads, k: heads * n * n * k,
+        "no heads": lambda n, heads, k: 2 * n * n * k,
+        "n k k": lambda n, heads, k: 2 * heads * n * k * k,
+    }),
+}
+EXERCISE_CASES = [(name, mistake) for name, (_, _, _, mistakes) in EXERCISES.items() for mistake in mistakes]
+
+
+@pytest.mark.parametrize("name", list(EXERCISES))
+def test_the_exercise_reference_passes(name, capsys):
+    check, reference, context, _ = EXERCISES[name]
+    checks.exercise(check, reference, *context)
+    assert capsys.readouterr().out.endswith(": right\n")
+
+
+@pytest.mark.parametrize(("name", "mistake"), EXERCISE_CASES, ids=[f"{n}-{m}" for n, m in EXERCISE_CASES])
+def test_every_exercise_mistake_stops_run_all(name, mistake):
+    check, _, context, mistakes = EXERCISES[name]
+    with pytest.raises(AssertionError) as caught:
+        checks.exercise(check, mistakes[mistake], *context)
+    assert str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", list(EXERCISES))
+def test_a_blank_exercise_says_so_and_goes_on(name, capsys):
+    check, _, context, _ = EXERCISES[name]
+    blank = (lambda *args, **kwargs: None) if callable(EXERCISES[name][1]) else None
+    checks.exercise(check, blank, *context)
+    assert "not answered yet" in capsys.readouterr().out
 
 
 # The tests ---------------------------------------------------------------
 PIECES = {
     "shift": (checks.check_shift, sol.my_shift, SHIFT_MISTAKES),
+    "mlp": (checks.check_mlp, sol.MyMLP, MLP_MISTAKES),
     "drop_path": (checks.check_drop_path, sol.MyDropPath, DROP_PATH_MISTAKES),
     "block": (checks.check_block, sol.MyBlock, BLOCK_MISTAKES),
     "patch_merging": (checks.check_patch_merging, sol.MyPatchMerging, MERGING_MISTAKES),
@@ -365,8 +569,41 @@ CASES = [(piece, name) for piece, (_, _, mistakes) in PIECES.items() for name in
 
 
 def test_the_catalogue_is_large_enough():
-    assert len(CASES) >= 20
+    assert len(CASES) >= 30 and len(EXERCISE_CASES) >= 20
     assert all(len(mistakes) >= 3 for _, _, mistakes in PIECES.values())
+    assert all(len(mistakes) >= 2 for *_, mistakes in EXERCISES.values())
+
+
+def _hint(check, mistake):
+    with pytest.raises(AssertionError) as caught:
+        check(mistake)
+    return str(caught.value)
+
+
+def test_each_merging_mistake_gets_its_own_hint():
+    hints = {name: _hint(checks.check_patch_merging, mistake) for name, mistake in MERGING_MISTAKES.items()}
+    assert len(set(hints.values())) == len(hints), hints
+
+
+@pytest.mark.parametrize(("piece", "mistake", "words"), [
+    ("shift", "only the first image of the batch moved", "only the first image"),
+    ("shift", "every group moved s + 1 pixels", "moved 2 pixel(s), not s = 1"),
+    ("mlp", "hidden width always 2C", "ratio * C = 3 * 6 = 18 units"),
+    ("drop_path", "a fixed integer seed (same mask every call)", "draw new numbers at every call"),
+    ("train_step", "ignores the optimizer: v.assign_sub(lr * g)", "plain SGD step"),
+])
+def test_the_new_hints_name_the_mistake(piece, mistake, words):
+    check, _, mistakes = PIECES[piece]
+    assert words in _hint(check, mistakes[mistake])
+
+
+def test_the_four_misses_of_issue_36_are_caught():
+    """A DropPath with a fixed seed, a step that ignores Adam, a straight-line floor, an ECE without 1.0."""
+    assert "every call" in _hint(checks.check_drop_path, FixedIntegerSeed)
+    assert "SGD" in _hint(checks.check_train_step, STEP_MISTAKES["ignores the optimizer: v.assign_sub(lr * g)"])
+    assert "straight line" in _hint(checks.check_floor_schedule,
+                                    EXERCISES["floor_schedule"][3]["a straight line to lr_min"])
+    assert "1.0" in _hint(checks.check_ece, _ece_without_ones)
 
 
 @pytest.mark.parametrize("piece", list(PIECES))
@@ -409,14 +646,19 @@ def _solution_blocks(notebook):
     cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
     for cell in cells:
         text = "".join(cell["source"])
-        if cell["cell_type"] == "markdown" and "<summary>Solution of the blank" in text:
+        if cell["cell_type"] == "markdown" and "<summary>Solution" in text:
             yield from re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
-@pytest.mark.parametrize("notebook", ["02_shift_operation.ipynb", "03_shift_block.ipynb",
-                                      "04_shiftvit_model.ipynb", "05_training.ipynb"])
+@pytest.mark.parametrize("notebook", ["01_data.ipynb", "02_shift_operation.ipynb", "03_shift_block.ipynb",
+                                      "04_shiftvit_model.ipynb", "05_training.ipynb", "06_inference.ipynb",
+                                      "07_attention_vs_shift.ipynb"])
 def test_lessons_show_the_solutions_that_run(notebook):
-    """Every line of a blank's solution shown in a lesson is a line of solutions.py."""
+    """Every line of a solution a lesson shows (blank or exercise) is a line of solutions.py.
+
+    So each taught piece exists once beside the library's: solutions.py, which the checks
+    run against their mistake catalogues, and the lessons show its lines.
+    """
     import inspect
 
     module_lines = {line.strip() for line in inspect.getsource(sol).splitlines()}
@@ -459,3 +701,16 @@ def test_lessons_02_to_05_ship_their_blanks_empty():
                     if line and not line.startswith("#"):
                         assert line in _solution_lines(), f"{name}: {line!r} is not in solutions.py"
     assert blanks >= 6, blanks
+
+
+def test_no_exercise_check_only_prints():
+    """Every exercise's checking cell calls checks.exercise, which stops "Run all" on a wrong answer."""
+    for path in sorted(NOTEBOOKS.glob("0[0-8]_*.ipynb")):
+        cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        for index, cell in enumerate(cells):
+            text = "".join(cell["source"])
+            assert not re.search(r"Not yet|Not quite|Not answered", text), f"{path.name}: a check that only prints"
+            blank = re.search(r"#\s*your (code|answer|change)", text, flags=re.I) and "NotImplementedError" not in text
+            if blank:
+                here_or_next = text + "".join(cells[index + 1]["source"]) if index + 1 < len(cells) else text
+                assert "checks.exercise(checks.check_" in here_or_next, f"{path.name}: {text[:60]!r}"

@@ -50,6 +50,8 @@ def test_changing_one_english_markdown_cell_fails_the_check_naming_it(tmp_path):
     """End to end, on a copy of the repository's sources: edit one English cell, run --check."""
     for folder in ("scripts", "i18n"):
         shutil.copytree(REPO / folder, tmp_path / folder)
+    (tmp_path / "shiftvit_lib" / "tools").mkdir(parents=True)  # the scripts' file safety (issue 35)
+    shutil.copy(REPO / "shiftvit_lib" / "tools" / "files.py", tmp_path / "shiftvit_lib" / "tools")
     shutil.copytree(NOTEBOOKS, tmp_path / "notebooks", ignore=shutil.ignore_patterns("conftest.py"))
     stem = "02_shift_operation"
     path = tmp_path / "notebooks" / f"{stem}.ipynb"

@@ -61,3 +61,28 @@ def test_main_refuses_an_unfinished_run_and_a_second_look_at_the_test_set(tmp_pa
     assert "the test set was read for it already" in capsys.readouterr().err
     assert (out / "run.json").read_text() == "{}", "the existing record must be left as it was"
     assert np.all([p.name != "best.keras" for p in out.iterdir()])
+
+
+def test_every_read_is_logged_and_a_second_read_of_the_same_model_refused(tmp_path, monkeypatch, model_and_data):
+    model, data = model_and_data
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"best_val_accuracy": 0.5, "train_seconds": 1.0}))
+    (run / "history.csv").write_text("epoch\n0\n")
+    model.save(run / "best.keras")
+    monkeypatch.setattr(final_script, "load_cifar10", lambda *args, **kwargs: data)
+    log = tmp_path / "reads.jsonl"
+    assert final_script.main([str(run), "--data", "x", "--out", str(tmp_path / "first")], log=log) == 0
+    (entry,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert entry["test_top1"] == 1.0 and entry["script"] == "scripts/cpu_final_record.py"
+    assert entry["model_sha256"] == final_script.test_split_log.model_sha256(run / "best.keras")
+    assert {"time", "commit", "model"} <= set(entry)
+    with pytest.raises(SystemExit, match="read for this model already"):  # another --out: still refused
+        final_script.main([str(run), "--data", "x", "--out", str(tmp_path / "second")], log=log)
+    assert not (tmp_path / "second").exists() and len(log.read_text().splitlines()) == 1
+
+
+def test_the_repository_log_records_the_reads_so_far():
+    reads = final_script.test_split_log.reads()
+    assert reads, "results/test_split_reads.jsonl is missing"
+    assert all({"time", "commit", "script", "model", "test_top1"} <= set(read) for read in reads)

@@ -22,13 +22,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_logged_training_loss_is_the_real_cross_entropy(tmp_path):
-    # With the learning rate at zero the weights never change, and without dropout,
+    # With a learning rate of 1e-30 (zero is refused) the weights do not change; without dropout,
     # drop path or augmentation the forward pass is deterministic: the loss Keras logs
     # for the epoch must equal the cross-entropy computed separately from the logits.
     # (The keras-io train_step logged the mean of the logits here.)
     data = _tiny_splits()
     config = preset(
-        "quick", lr_start=0.0, lr_max=0.0, augment=False, mlp_dropout=0.0, drop_path_rate=0.0,
+        "quick", lr_start=1e-30, lr_max=1e-30, augment=False, mlp_dropout=0.0, drop_path_rate=0.0,
         batch_size=32, early_stopping_patience=None,
     )
     run = train(config, data, tmp_path, epochs=1, verbose=0, jit_compile=False)

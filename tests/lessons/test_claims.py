@@ -1,0 +1,124 @@
+"""Every figure the lessons' prose takes from a record agrees with that record (issue 36).
+
+Each claim below is the text a lesson's markdown must contain, formatted from the JSON
+or CSV record it comes from. The test reads the records, formats the claims and looks for
+each in the English lesson and in its Korean twin (numbers are written the same in both).
+Change a record's number and the claim's text changes with it, so the lesson no longer
+contains it and the test fails: ``test_a_changed_record_breaks_a_claim`` shows that.
+"""
+
+import copy
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "results"
+GPU_RECORD = "gpu_h200_2026-11-26"
+
+
+def load_records() -> dict:
+    def run(name):
+        return json.loads((RESULTS / name / "run.json").read_text())
+
+    def history(name):
+        with (RESULTS / name / "history.csv").open() as file:
+            return list(csv.DictReader(file))
+
+    comparison = json.loads((RESULTS / "attention_vs_shift_cpu.json").read_text())
+    return {
+        "cpu": run("cpu_full"), "cpu_history": history("cpu_full"),
+        "v1": run("cpu_full_v1"), "v1_history": history("cpu_full_v1"),
+        "seed43": run("cpu_full_seed43"), "seed44": run("cpu_full_seed44"),
+        "gpu": run(GPU_RECORD), "gpu_source": json.loads((RESULTS / GPU_RECORD / "source.json").read_text()),
+        "comparison": {row["name"]: row for row in comparison["rows"]},
+    }
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.2f} %"
+
+
+def _first_epoch_at(history: list, target: float = 0.8) -> int:
+    return next(int(row["epoch"]) + 1 for row in history if float(row["val_accuracy"]) >= target)
+
+
+def claims(records: dict) -> list[tuple[str, str]]:
+    """(lesson stem, text its markdown must contain), formatted from the records."""
+    cpu, v1, gpu, source = records["cpu"], records["v1"], records["gpu"], records["gpu_source"]
+    shiftvit = records["comparison"]["shiftvit_official"]
+    return [
+        ("05_training", f"{cpu['epochs_run']} epochs on the full CIFAR-10, "
+                        f"{round(cpu['train_seconds'] / 60)} min of training on a 2-core CPU"),
+        ("05_training", f"{gpu['train_seconds'] / 60:.1f} min of training on one"),
+        ("05_training", f"top-1 {_pct(cpu['best_val_accuracy'])} against {_pct(v1['best_val_accuracy'])}"),
+        ("05_training", f"80 % validation top-1 at epoch {_first_epoch_at(records['v1_history'])}"),
+        ("05_training", f"the stem at epoch {_first_epoch_at(records['cpu_history'])}"),
+        ("05_training", f"{_pct(records['seed43']['best_val_accuracy'])} and "
+                        f"{_pct(records['seed44']['best_val_accuracy'])}"),
+        ("05_training", f"{_pct(records['seed43']['test']['accuracy'])} and "
+                        f"{_pct(records['seed44']['test']['accuracy'])}"),
+        ("05_training", f"against {_pct(cpu['best_val_accuracy'])} and {_pct(cpu['test']['accuracy'])}"),
+        ("05_training", f"{source['date']}, with {source['versions'].split(' (')[0]} and Keras {gpu['machine']['keras']}"),
+        ("06_inference", f"scores {_pct(cpu['test']['accuracy'])} plain and "
+                         f"{_pct(cpu['test_flip_tta']['accuracy'])} with flip TTA"),
+        ("07_attention_vs_shift", f"{shiftvit['parameters']:,} parameters against the shipped `cpu` model's "
+                                  f"{cpu['parameters']:,}"),
+    ]
+
+
+def _markdown(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    text = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    return " ".join(text.split())  # line breaks do not matter
+
+
+def missing_claims(records: dict, korean: bool = False) -> list[str]:
+    folder = ROOT / "notebooks" / ("ko" if korean else "")
+    missing = []
+    for stem, text in claims(records):
+        wanted = " ".join(text.split())
+        if korean:  # the Korean prose keeps the numbers, not the English words around them
+            wanted_parts = re.findall(r"\d[\d,.]*\d|\d", wanted)
+            body = _markdown(folder / f"{stem}.ipynb")
+            if not all(re.search(rf"(?<![\d.]){re.escape(part)}(?!\d)", body) for part in wanted_parts):
+                missing.append(f"{stem} (ko): {text!r}")
+        elif wanted not in _markdown(folder / f"{stem}.ipynb"):
+            missing.append(f"{stem}: {text!r}")
+    return missing
+
+
+@pytest.mark.parametrize("korean", [False, True], ids=["english", "korean"])
+def test_the_prose_quotes_the_records(korean):
+    assert missing_claims(load_records(), korean) == []
+
+
+@pytest.mark.parametrize("korean", [False, True], ids=["english", "korean"])
+def test_a_changed_record_breaks_a_claim(korean):
+    records = load_records()
+    changed = copy.deepcopy(records)
+    changed["cpu"]["best_val_accuracy"] += 0.0021  # 83.17 % -> 83.38 %
+    assert any("83.38" in line for line in missing_claims(changed, korean))
+    changed = copy.deepcopy(records)
+    changed["gpu"]["train_seconds"] *= 1.5
+    assert missing_claims(changed, korean)
+
+
+def test_the_readme_quotes_the_gpu_record():
+    gpu = load_records()["gpu"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (f"test top-1 {_pct(gpu['test']['accuracy'])}, best validation {_pct(gpu['best_val_accuracy'])}, "
+            f"early-stopped at epoch {gpu['epochs_run']}, {gpu['train_seconds']:.1f} s of training") in readme
+
+
+def test_the_readme_quotes_lesson_05s_stored_quick_run():
+    cells = json.loads((ROOT / "notebooks" / "05_training.ipynb").read_text())["cells"]
+    printed = "".join(
+        "".join(output.get("text", "")) for cell in cells if cell["cell_type"] == "code"
+        for output in cell.get("outputs", []))
+    top1, top5 = re.search(r"test top-1 ([\d.]+)%, top-5 ([\d.]+)% on 500 test images", printed).groups()
+    readme = (ROOT / "README.md").read_text()
+    assert f"lesson 05's 10-epoch quick run: test top-1 {top1} %, top-5 {top5} %" in readme, (top1, top5)

@@ -1,0 +1,45 @@
+"""The practice copies (notebooks/practice/) are the lessons with their outputs cleared (issue 36)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("make_practice", ROOT / "scripts" / "make_practice.py")
+make_practice = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(make_practice)
+LESSONS = make_practice.lessons()
+
+
+def test_every_lesson_has_an_up_to_date_practice_copy(capsys):
+    assert len(LESSONS) == 9
+    assert make_practice.main(["--check"]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
+def test_a_practice_copy_is_the_lesson_without_outputs(lesson):
+    original = json.loads(lesson.read_text())
+    practice = json.loads((make_practice.PRACTICE / lesson.name).read_text())
+    code = [c for c in practice["cells"] if c["cell_type"] == "code"]
+    assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+    assert [c["source"] for c in code] == [c["source"] for c in original["cells"] if c["cell_type"] == "code"]
+    first = "".join(practice["cells"][0]["source"])
+    assert f"notebooks/practice/{lesson.name}" in first and "Practice copy" in first
+    # the lesson links its practice copy, with its own Colab badge
+    assert f"/blob/main/notebooks/practice/{lesson.name}" in "".join(original["cells"][0]["source"])
+
+
+def test_the_practice_copy_of_a_blank_lesson_ships_its_blanks_empty():
+    text = (make_practice.PRACTICE / "05_training.ipynb").read_text()
+    assert 'raise NotImplementedError(\\"write warmup_cosine\\")' in text
+
+
+def test_a_stale_practice_copy_is_reported(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(make_practice, "PRACTICE", tmp_path)
+    assert make_practice.main(["--check"]) == 1
+    assert "missing or out of date" in capsys.readouterr().out
+    assert make_practice.main([]) == 0 and make_practice.main(["--check"]) == 0
+    (tmp_path / "00_overview.ipynb").write_text("{}")
+    assert make_practice.main(["--check"]) == 1

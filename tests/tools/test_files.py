@@ -1,0 +1,254 @@
+"""Issue 35: file safety in one place (shiftvit_lib/tools/files.py), tried against hostile files.
+
+Each test names the numbered case of the issue it reproduces. The tests of the training run
+(the lock, torn backups, the crash test) are in ``test_crash_resume.py``; those of the
+data, model and command-line inputs in ``test_hostile_round2.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from shiftvit_lib.tools import files
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def one_line(error: BaseException) -> str:
+    text = str(error)
+    assert "\n" not in text, f"not one line: {text!r}"
+    return text
+
+
+# --------------------------------------------------------------------------- kinds and reads
+def test_kinds_are_told_without_opening(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "file").write_text("x")
+    os.symlink(tmp_path / "file", tmp_path / "link")
+    assert files.special_file_kind(tmp_path / "file") is None
+    assert files.special_file_kind(tmp_path / "pipe") == "a named pipe"
+    assert files.special_file_kind(tmp_path) == "a folder"
+    assert files.special_file_kind(tmp_path / "link").startswith("a symbolic link")
+    assert files.special_file_kind(tmp_path / "link", follow_links=True) is None
+    assert files.special_file_kind(tmp_path / "nothing") == "missing"
+    assert files.special_file_kind(tmp_path / "file" / "below") == "missing"  # a parent that is a file
+    with pytest.raises(ValueError, match="named pipe") as refused:
+        files.read_bounded(tmp_path / "pipe", 100)  # would block forever if opened
+    assert "pipe" in one_line(refused.value)
+    with pytest.raises(ValueError, match="a folder"):
+        files.sha256_of(tmp_path)
+    with pytest.raises(ValueError, match="too large"):
+        files.read_bounded(tmp_path / "file", 0)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('{"cells": [1, 2', "cut short"),  # a notebook cut short by a crash
+    ("[" * 100_000, "nest|cut short"),
+    ("\udcff", "UTF-8"),
+])
+def test_json_that_cannot_be_read_is_one_line_naming_the_file(tmp_path, text, fragment):
+    path = tmp_path / "damaged.json"
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(ValueError, match=fragment) as refused:
+        files.read_json(path)
+    assert str(path) in one_line(refused.value)
+
+
+# --------------------------------------------------------------------------- atomic writes (case 5)
+def test_an_atomic_write_that_fails_leaves_the_old_file_whole(tmp_path, monkeypatch):
+    # Case 5: a full disk in the middle of a write. The old content survives, no partial file stays.
+    target = tmp_path / "catalogue.json"
+    target.write_text('{"old": true}')
+    real_fsync = os.fsync
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        files.write_json(target, {"new": list(range(1000))})
+    monkeypatch.setattr(files.os, "fsync", real_fsync)
+    assert json.loads(target.read_text()) == {"old": True}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["catalogue.json"]
+
+
+def test_an_atomic_write_replaces_a_link_instead_of_writing_through_it(tmp_path):
+    precious = tmp_path / "precious.txt"
+    precious.write_text("the user's")
+    (tmp_path / "out.json").symlink_to(precious)
+    files.write_json(tmp_path / "out.json", {"a": 1})
+    assert precious.read_text() == "the user's"
+    assert not (tmp_path / "out.json").is_symlink() and json.loads((tmp_path / "out.json").read_text()) == {"a": 1}
+
+
+def test_an_atomic_write_refuses_a_pipe_or_a_folder_at_the_target(tmp_path):
+    os.mkfifo(tmp_path / "pipe.json")
+    (tmp_path / "folder.json").mkdir()
+    for name, kind in (("pipe.json", "named pipe"), ("folder.json", "folder")):
+        with pytest.raises(files.UnsafeFileError, match=kind) as refused:
+            files.write_json(tmp_path / name, {})
+        assert name in one_line(refused.value)
+
+
+def test_atomic_output_renames_only_a_finished_write(tmp_path):
+    target = tmp_path / "model.keras"
+    with files.atomic_output(target) as partial:
+        assert partial.name.endswith(".keras") and partial.parent == tmp_path
+        partial.write_bytes(b"complete")
+    assert target.read_bytes() == b"complete"
+    with pytest.raises(RuntimeError), files.atomic_output(target) as partial:
+        partial.write_bytes(b"half")
+        raise RuntimeError("killed")
+    assert target.read_bytes() == b"complete"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.keras"]
+
+
+# --------------------------------------------------------------------------- the lock (case 2)
+def test_a_lock_that_is_a_link_is_refused_and_its_target_untouched(tmp_path):
+    precious = tmp_path / "thesis.tex"
+    precious.write_text("work")
+    (tmp_path / ".lock").symlink_to(precious)
+    with pytest.raises(files.UnsafeFileError, match="symbolic link") as refused:
+        files.open_lock_file(tmp_path / ".lock")
+    assert ".lock" in one_line(refused.value)
+    assert precious.read_text() == "work"
+
+
+def test_a_lock_that_is_a_fifo_is_named_in_one_line(tmp_path):
+    os.mkfifo(tmp_path / ".lock")
+    with pytest.raises(files.UnsafeFileError, match="named pipe") as refused:
+        files.open_lock_file(tmp_path / ".lock")
+    assert str(tmp_path / ".lock") in one_line(refused.value)
+
+
+# --------------------------------------------------------------------------- partial files (case 7)
+def test_a_partial_named_with_a_huge_pid_is_cleaned_without_overflow(tmp_path):
+    # Case 7: os.kill(10**30, 0) raises OverflowError; such a file belongs to no process.
+    huge = tmp_path / f"cifar10-abc.{10**30}.tmp.npz"
+    new_style = tmp_path / f".cifar10-abc.npz.{2**40}.deadbeef.partial.npz"
+    mine = tmp_path / f".cifar10-def.npz.{os.getpid()}.deadbeef.partial.npz"
+    users = [tmp_path / "cifar10-notes.123.tmp.txt.bak", tmp_path / ".cifar10-notes.partial"]
+    for path in (huge, new_style, mine, *users):
+        path.write_bytes(b"left over")
+    assert not files.process_alive(10**30) and not files.process_alive(-1) and files.process_alive(os.getpid())
+    removed = files.remove_abandoned_partials(tmp_path, "*cifar10-*")
+    assert sorted(removed) == sorted([huge, new_style])
+    assert mine.exists() and all(path.exists() for path in users)  # a live write, the user's files: kept
+
+
+# --------------------------------------------------------------------------- printed names (case 8)
+def test_escaped_names_keep_one_line_and_no_escape_codes():
+    assert files.escape_name("cat\nhorse 99.0%.png") == "cat\\nhorse 99.0%.png"
+    assert files.escape_name("\x1b[2Jx.png") == "\\x1b[2Jx.png"
+    assert files.escape_name(Path("a\rb")) == "a\\rb"
+    assert files.escape_name("고양이 é.png") == "고양이 é.png"  # printable text stays as it is
+    assert files.escape_name("bad\udcffname") == "bad\\udcffname"
+
+
+# --------------------------------------------------------------------------- .keras config (case 7)
+def test_a_keras_file_whose_config_nests_too_deep_is_refused_unparsed(tmp_path):
+    path = tmp_path / "deep.keras"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("config.json", '{"a": ' * 5000 + "1" + "}" * 5000)
+        archive.writestr("metadata.json", "{}")
+    with pytest.raises(ValueError, match="nests 5000 levels") as refused:
+        files.check_keras_archive(path)
+    assert str(path) in one_line(refused.value)
+    assert files.json_depth(b'{"a": "[[[[[[", "b": [{"c": "\\"["}]}') == 3  # brackets in strings skipped
+
+
+# --------------------------------------------------------------------------- output folders (case 1)
+def test_an_output_folder_without_the_marker_is_never_cleared(tmp_path):
+    mine = tmp_path / "mydocs"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("work")
+    with pytest.raises(files.UnsafeFileError, match="not made by this project") as refused:
+        files.prepare_output_folder(mine, tool="site")
+    assert "mydocs" in one_line(refused.value)
+    assert (mine / "thesis.tex").read_text() == "work"
+
+    made = files.prepare_output_folder(tmp_path / "site", tool="site")  # new: made, marked
+    (made / "page.html").write_text("old")
+    again = files.prepare_output_folder(tmp_path / "site", tool="site")  # marked: cleared
+    assert sorted(p.name for p in again.iterdir()) == [files.OUTPUT_MARKER]
+    (tmp_path / "empty").mkdir()
+    files.prepare_output_folder(tmp_path / "empty", tool="site")  # empty: nothing to lose
+
+
+@pytest.mark.parametrize("where", ["checkout", "ancestor", "home", "root"])
+def test_the_checkout_its_ancestors_home_and_root_are_refused_even_with_a_marker(tmp_path, monkeypatch, where):
+    checkout = tmp_path / "work" / "repo"
+    checkout.mkdir(parents=True)
+    home = tmp_path / "home" / "me"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    folder = {"checkout": checkout, "ancestor": checkout.parent, "home": home, "root": Path("/")}[where]
+    with pytest.raises(files.UnsafeFileError, match="will not write into") as refused:
+        files.prepare_output_folder(folder, tool="site", protect=[checkout])
+    one_line(refused.value)
+    assert checkout.is_dir() and home.is_dir()
+
+
+def test_the_website_build_refuses_a_folder_it_did_not_make_and_the_checkout(tmp_path, capsys):
+    # Case 1 through website/build.py's command line: --out and --stage.
+    from website import build as site_build
+
+    mine = tmp_path / "mydocs"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("work")
+    site, stage = str(tmp_path / "site"), str(tmp_path / "stage")
+    for arguments in (["--out", str(mine), "--stage", stage], ["--stage", str(mine), "--out", site],
+                      ["--out", str(REPO), "--stage", stage], ["--out", str(REPO.parent), "--stage", stage],
+                      ["--stage", str(REPO.parent), "--out", site], ["--out", "/", "--stage", stage]):
+        assert site_build.main(arguments) == 1, arguments
+        error = capsys.readouterr().err.strip()
+        assert error.startswith("error: website/build.py will not") and "\n" not in error, error
+    assert (mine / "thesis.tex").read_text() == "work"
+    assert not (tmp_path / "site").exists() and not Path(f"{REPO.parent}-doctrees").exists()  # nothing made
+    assert (REPO / "README.md").is_file() and (REPO / "shiftvit_lib" / "tools" / "files.py").is_file()
+
+
+# --------------------------------------------------------------------------- notebooks cut short (case 7)
+def test_the_site_and_the_korean_build_name_a_cut_short_notebook_or_a_cell_without_id(tmp_path):
+    sys.path.insert(0, str(REPO / "scripts"))
+    import build_korean
+
+    from website import build as site_build
+
+    cut = tmp_path / "00_cut.ipynb"
+    cut.write_text('{"cells": [{"cell_type": "markdown", "id": "a", "source": "# T')
+    no_id = tmp_path / "01_no_id.ipynb"
+    no_id.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": "# T", "metadata": {}}]}))
+    with pytest.raises(site_build.SiteError, match="cut short") as refused:
+        site_build.read_notebook(cut)
+    assert str(cut) in one_line(refused.value)
+    assert site_build.read_notebook(no_id)["cells"]  # the site needs no ids (nbformat adds them)
+    for path, fragment in ((cut, "cut short"), (no_id, "cell 0 has no id")):
+        with pytest.raises(ValueError, match=fragment) as refused:
+            build_korean.load_notebook(path)
+        assert str(path) in one_line(refused.value)
+
+
+def test_build_korean_import_on_a_full_disk_leaves_the_catalogue_valid(tmp_path, monkeypatch):
+    # Case 5: `build_korean.py import` on a full disk left invalid JSON.
+    sys.path.insert(0, str(REPO / "scripts"))
+    import korean_catalog
+
+    monkeypatch.setattr(korean_catalog, "CATALOG_DIR", tmp_path)
+    korean_catalog.save_catalog({"lesson": "00_x", "cells": {"a": {"en_sha256": "0", "ko": "가"}}})
+    before = (tmp_path / "00_x.json").read_bytes()
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(korean_catalog.files.os, "fsync", disk_full)
+    with pytest.raises(OSError):
+        korean_catalog.save_catalog({"lesson": "00_x", "cells": {"a": {"en_sha256": "1", "ko": "나" * 10_000}}})
+    assert (tmp_path / "00_x.json").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["00_x.json"]
