@@ -17,7 +17,7 @@ of the dataset's size, so only compute and the input pipeline are timed):
 
 A training figure is measured the way a training run measures its own (issue 39): the
 batches of ``recipe.training_datasets``, the model of ``tools.runs.build_for_training``,
-``fit`` calling its callbacks after every step as training's do, the library's
+``fit`` with the progress log on as the command line trains, the library's
 ``ThroughputMeter`` on every epoch, and the median epoch with the first left out
 (``tools.runs.steady_images_per_second``, the rule of ``run.json``). A warm-up ``fit`` of
 ``--warmup-steps`` steps compiles the step first. ``--check-fit`` also trains the preset
@@ -33,6 +33,8 @@ its machine, backend and date.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -90,17 +92,12 @@ def random_splits(config: sv.ShiftViTConfig, train_images: int, seed: int = 0) -
     )
 
 
-class _StepHookLikeTraining(keras.callbacks.Callback):
-    """A per-step hook that does nothing, so ``fit`` calls back after every step as in training.
-
-    Training's ``ModelCheckpoint`` and ``BackupAndRestore`` have per-step hooks, so Keras calls
-    its callbacks synchronously and reads the step's logs to the host after every step; with
-    no such hook it would dispatch them on a thread and never wait, a faster loop than
-    training's. The benchmark times the loop training runs.
-    """
-
-    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        pass
+# The command line trains with Keras' progress log (``--verbose`` 1 by default, 2 in the GPU
+# script). Its per-step hook makes ``fit`` call back, and read the step's logs to the host,
+# after every step, a slower loop than ``verbose=0``'s (callbacks then run on a thread and no
+# step waits). The benchmark and its ``fit`` check train with the log on, as the command line
+# does, and keep its lines out of the benchmark's output.
+TRAINING_VERBOSITY = 2
 
 
 class _CPUTimeMeter(keras.callbacks.Callback):
@@ -160,8 +157,9 @@ def measure_training(
     model.fit(warm_ds, epochs=1, verbose=0, shuffle=False)  # compiles the step
     warmup_seconds = time.perf_counter() - warm_started
     cpu_meter = _CPUTimeMeter(batch * steps_per_epoch)
-    callbacks = [ThroughputMeter(batch * steps_per_epoch), cpu_meter, _StepHookLikeTraining()]
-    history = model.fit(train_ds, epochs=epochs, verbose=0, shuffle=False, callbacks=callbacks)
+    callbacks = [ThroughputMeter(batch * steps_per_epoch), cpu_meter]
+    with contextlib.redirect_stdout(io.StringIO()):
+        history = model.fit(train_ds, epochs=epochs, verbose=TRAINING_VERBOSITY, shuffle=False, callbacks=callbacks)
     speeds = [float(v) for v in history.history["images_per_second"]]
     rate = steady_images_per_second(speeds)
     return {"images_per_second": rate, "step_ms": 1000 * batch / rate, "epoch_images_per_second": speeds,
@@ -237,9 +235,9 @@ def measure_fit(config: sv.ShiftViTConfig, batch: int, steps: int, epochs: int) 
     keras.backend.clear_session()
     cfg = config.replace(batch_size=batch)
     settings, cpu_meter = _SettingsOfTheRun(), _CPUTimeMeter(batch * steps)
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
         run = train(cfg, random_splits(cfg, batch * steps), Path(out) / "run", epochs=epochs, jit_compile="auto",
-                    mixed_precision="auto", verbose=0, extra_callbacks=[settings, cpu_meter])
+                    mixed_precision="auto", verbose=TRAINING_VERBOSITY, extra_callbacks=[settings, cpu_meter])
     variant = dict(jit=settings.jit, precision=settings.precision, shift_implementation=cfg.shift_implementation)
     return {"images_per_second": run.record["train_images_per_second"],
             "epoch_images_per_second": [float(v) for v in run.history["images_per_second"]],

@@ -4,6 +4,11 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
+import pytest
+
+import shiftvit_lib as sv
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -57,3 +62,109 @@ def test_readme_tables_are_rebuilt_from_the_stored_records(tmp_path):
     assert "old table" not in text and text.startswith("# Benchmarks\n\nintro") and text.endswith("after\n")
     assert "| xla (XLA on, float32, slice shift) | 150 | 213.3 | 450 | 1.50x |" in text
     assert "**2026-01-01**, backend `tensorflow`" in text
+
+
+def test_agreement_check_fails_when_the_benchmark_is_off_by_more_than_ten_percent():
+    bench = _load_benchmark_module()
+    assert bench.check_agreement(1000.0, 1000.0)["agrees"]
+    assert bench.check_agreement(1090.0, 1000.0)["agrees"] and bench.check_agreement(910.0, 1000.0)["agrees"]
+    # Planted: the benchmark's figure 11 % or 12 % off fit's, either way, must fail the check.
+    assert not bench.check_agreement(1110.0, 1000.0)["agrees"]
+    assert not bench.check_agreement(880.0, 1000.0)["agrees"]
+    assert bench.check_agreement(1200.0, 1000.0)["ratio"] == 1.2
+    with pytest.raises(ValueError, match="positive"):
+        bench.check_agreement(0.0, 1000.0)
+
+
+def _planted_measurements(bench, monkeypatch, benchmark_factor: float, cpu_factor: float = 1.0):
+    """Stand-ins for the timed parts: fit at 1,000 images/s, the benchmark at ``benchmark_factor`` times that."""
+
+    def fake_fit(config, batch, steps, epochs):
+        return {"images_per_second": 1000.0, "epoch_images_per_second": [10.0] + [1000.0] * (epochs - 1),
+                "epoch_images_per_cpu_second": [5.0] + [500.0] * (epochs - 1),
+                "variant": dict(jit=True, precision=None, shift_implementation="slice")}
+
+    def fake_training(config, variant, batch, steps, warmup, epochs=3):
+        rate = 1000.0 * benchmark_factor
+        return {"images_per_second": rate, "step_ms": 1000 * batch / rate,
+                "epoch_images_per_second": [rate] * epochs,
+                "epoch_images_per_cpu_second": [500.0 * cpu_factor] * epochs, "warmup_seconds": 0.0}
+
+    monkeypatch.setattr(bench, "measure_fit", fake_fit)
+    monkeypatch.setattr(bench, "measure_training", fake_training)
+    monkeypatch.setattr(bench, "measure_shift_ops", lambda config, batch, repeats: [])
+
+
+def test_check_fit_exits_1_when_the_planted_benchmark_figure_is_off(monkeypatch, capsys):
+    bench = _load_benchmark_module()
+    args = ["--preset", "quick", "--batch-size", "8", "--steps", "2", "--epochs", "3", "--variants",
+            "--check-fit", "--no-save"]
+    _planted_measurements(bench, monkeypatch, benchmark_factor=1.0)
+    assert bench.main([*args, "--check-basis", "wall"]) == 0
+    assert "ratio 1.000" in capsys.readouterr().out
+    _planted_measurements(bench, monkeypatch, benchmark_factor=1.15)  # the benchmark 15 % fast
+    assert bench.main([*args, "--check-basis", "wall"]) == 1
+    assert "DISAGREE on the wall basis" in capsys.readouterr().out
+    # On the CPU basis the verdict reads the CPU-time figures: here those agree, the wall ones not.
+    assert bench.main([*args, "--check-basis", "cpu"]) == 0
+    _planted_measurements(bench, monkeypatch, benchmark_factor=1.0, cpu_factor=0.85)
+    assert bench.main([*args, "--check-basis", "cpu"]) == 1
+
+
+def test_fit_check_interleaves_the_runs_and_pools_their_epochs(monkeypatch):
+    bench = _load_benchmark_module()
+    calls = []
+    fit_rates = iter([[1.0, 100.0, 100.0], [1.0, 80.0, 80.0]])
+    bench_rates = iter([[95.0, 95.0, 95.0], [85.0, 85.0, 85.0]])
+
+    def fake_fit(config, batch, steps, epochs):
+        calls.append("fit")
+        rates = next(fit_rates)
+        return {"images_per_second": float(np.median(rates[1:])), "epoch_images_per_second": rates,
+                "epoch_images_per_cpu_second": rates, "variant": dict(jit=False, precision=None,
+                                                                       shift_implementation="slice")}
+
+    def fake_training(config, variant, batch, steps, warmup, epochs=3):
+        calls.append("benchmark")
+        rates = next(bench_rates)
+        return {"images_per_second": rates[1], "epoch_images_per_second": rates,
+                "epoch_images_per_cpu_second": rates}
+
+    monkeypatch.setattr(bench, "measure_fit", fake_fit)
+    monkeypatch.setattr(bench, "measure_training", fake_training)
+    result = bench.fit_check(sv.preset("quick"), 8, 2, 1, 3, rounds=2, basis="wall")
+    assert calls == ["fit", "benchmark", "benchmark", "fit"]  # a drift in load weighs on both alike
+    # fit: median of 100, 100, 80, 80 (each run's first epoch left out); benchmark: of 95 x2, 85 x2.
+    assert result["fit_images_per_second"] == 90.0 and result["benchmark_images_per_second"] == 90.0
+    assert result["agrees"] and result["settings"] == "XLA off, float32, slice shift"
+    with pytest.raises(ValueError, match="basis"):
+        bench.fit_check(sv.preset("quick"), 8, 2, 1, 3, basis="gpu")
+
+
+def test_readme_shows_the_fit_check_of_a_record(tmp_path):
+    bench = _load_benchmark_module()
+    record = {
+        "date": "2026-01-02", "machine": {"backend": "jax", "keras": "3.0", "devices": ["cpu:cpu"], "cpu_count": 2},
+        "preset": "cpu", "batch_size": 128, "steps": 10, "epochs": 3, "warmup_steps": 3,
+        "wall_seconds": 300.0, "cpu_seconds": 500.0,
+        "variants": {"plain": "XLA off, float32, slice shift"},
+        "train": {"plain": {"images_per_second": 100.0, "step_ms": 1280.0}},
+        "inference": {"plain": {"images_per_second": 300.0}},
+        "shift_ops": [{"stage": 1, "shape": [8, 8, 8, 24], "function": "keras_io_shift", "microseconds": None,
+                       "not_run": "too few channels"}],
+        "fit_check": {"benchmark_images_per_second": 880.0, "fit_images_per_second": 1000.0, "ratio": 0.88,
+                      "tolerance": 0.1, "agrees": True, "basis": "cpu", "settings": "XLA on, float32, slice shift",
+                      "steps_per_epoch": 10, "epochs": 3, "rounds": 2,
+                      "per_cpu_second": {"benchmark": 495.0, "fit": 500.0, "ratio": 0.99, "agrees": True}},
+    }
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "jax_cpu.json").write_text(json.dumps([record]))
+    readme = tmp_path / "README.md"
+    bench.write_readme_tables(results, readme)
+    text = readme.read_text()
+    assert "3 epochs of 10 steps after a 3-step warm-up" in text
+    assert "| per wall second | 880.0 | 1,000.0 | 0.880 | no |" in text
+    assert "| per CPU second | 495.0 | 500.0 | 0.990 | yes |" in text
+    assert "verdict on the cpu basis" in text
+    assert "| stage 1 (8, 8, 8, 24) | keras_io_shift | not run |" in text
