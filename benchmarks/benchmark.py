@@ -92,11 +92,10 @@ def random_splits(config: sv.ShiftViTConfig, train_images: int, seed: int = 0) -
     )
 
 
-# The command line trains with Keras' progress log (``--verbose`` 1 by default, 2 in the GPU
-# script). Its per-step hook makes ``fit`` call back, and read the step's logs to the host,
-# after every step, a slower loop than ``verbose=0``'s (callbacks then run on a thread and no
-# step waits). The benchmark and its ``fit`` check train with the log on, as the command line
-# does, and keep its lines out of the benchmark's output.
+# The command line trains with Keras' progress log on (``--verbose`` 1 by default, 2 in the
+# GPU script); the benchmark and its ``fit`` check train with it on too, so that their loop is
+# the command line's, and keep its lines out of the benchmark's output. No callback of either
+# runs after each step (a per-step hook would make Keras wait for every step, a slower loop).
 TRAINING_VERBOSITY = 2
 
 
