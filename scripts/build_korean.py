@@ -108,6 +108,47 @@ def without_comments(source: str) -> str:
     return "\n".join(line.rstrip() for line in lines).rstrip("\n")
 
 
+def _docstring_spans(source: str) -> list[tuple[int, int, int, int]]:
+    """(start line, start column, end line, end column) of each function's and class's docstring."""
+    import ast
+
+    try:
+        tree = ast.parse(_code_without_magics(source))
+    except SyntaxError:
+        return []  # not Python (yet): only comments are compared
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                spans.append((first.lineno, first.col_offset, first.end_lineno, first.end_col_offset))
+    return spans
+
+
+def without_docstrings(source: str) -> str:
+    """A code cell with each function's and class's docstring replaced by an empty one (\"\"\"\"\"\")."""
+    lines = source.splitlines(keepends=True)
+    for start_line, start_col, end_line, end_col in sorted(_docstring_spans(source), reverse=True):
+        head = lines[start_line - 1].encode("utf-8")[:start_col].decode("utf-8")  # ast counts bytes
+        tail = lines[end_line - 1].encode("utf-8")[end_col:].decode("utf-8")
+        lines[start_line - 1:end_line] = [head + '""""""' + tail]
+    return "".join(lines)
+
+
+def code_only(source: str) -> str:
+    """What the Korean code cell must keep byte for byte: the code without comments and docstrings.
+
+    A translator changes comments and docstrings (exercise specifications included); any other
+    change, a name, a number, a string that is not a docstring, makes the cell differ.
+    """
+    return without_comments(without_docstrings(source))
+
+
+def has_docstring(source: str) -> bool:
+    return bool(_docstring_spans(source))
+
+
 def has_comment(source: str) -> bool:
     try:
         return any(tok_type == tokenize.COMMENT for tok_type, _ in _all_tokens(source))
@@ -124,7 +165,7 @@ def needs_translation(cell) -> bool:
     if cell["cell_type"] == "markdown":
         return True
     if cell["cell_type"] == "code":
-        return has_comment(cell_source(cell))
+        return has_comment(cell_source(cell)) or has_docstring(cell_source(cell))
     return False
 
 
@@ -241,8 +282,9 @@ def problems(stem: str, nb: dict, catalog: dict) -> list[str]:
             found.append(f"{where}: no translation")
         elif entry["en_sha256"] != english_hash(cell_source(cell)):
             found.append(f"{where}: stale, the English cell changed after it was translated")
-        elif cell["cell_type"] == "code" and without_comments(entry["ko"]) != without_comments(cell_source(cell)):
-            found.append(f"{where}: the translated code differs from the English code (not only comments)")
+        elif cell["cell_type"] == "code" and code_only(entry["ko"]) != code_only(cell_source(cell)):
+            found.append(f"{where}: the translated code differs from the English code (not only comments "
+                         "and docstrings)")
         else:
             korean = korean_source(entry["ko"], cell_source(cell))
             if cell["cell_type"] == "markdown":
@@ -360,8 +402,8 @@ def import_translations(stem: str, file: Path) -> int:
                 korean = korean.replace(old, replacement)
         else:
             korean = value
-        if by_id[cell_id]["cell_type"] == "code" and without_comments(korean) != without_comments(english):
-            raise SystemExit(f"{stem} {cell_id}: the translation changes the code, not only comments")
+        if by_id[cell_id]["cell_type"] == "code" and code_only(korean) != code_only(english):
+            raise SystemExit(f"{stem} {cell_id}: the translation changes the code, not only comments and docstrings")
         catalog["cells"][cell_id] = {"en_sha256": english_hash(english), "ko": korean}
     save_catalog(catalog)
     print(f"{stem}: {len(new)} cell(s) recorded")

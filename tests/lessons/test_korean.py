@@ -98,7 +98,7 @@ def test_korean_code_cells_equal_the_english_ones_apart_from_comments(stem):
         assert ko["cell_type"] == en["cell_type"]
         if en["cell_type"] != "code":
             continue
-        assert build_korean.without_comments(cell_source(ko)) == build_korean.without_comments(
+        assert build_korean.code_only(cell_source(ko)) == build_korean.code_only(
             cell_source(en)), f"{stem} cell {en['id']}: the code differs"
         assert ko.get("outputs") == en.get("outputs"), f"{stem} cell {en['id']}: outputs differ"
         assert ko.get("metadata") == en.get("metadata")

@@ -112,3 +112,54 @@ def test_run_sh_refuses_a_stale_korean_cell_before_it_sets_up_or_publishes(tmp_p
     assert f"notebooks/{stem}.ipynb: cell {cell['id']} (markdown): stale" in done.stdout
     assert "error: notebooks/ko/ is not in step with the English lessons" in done.stderr
     assert not venv.exists() and not (root / "build").exists()  # nothing set up, nothing published
+
+
+# --- docstrings: translated like comments, exercise specifications included
+
+
+def test_a_translated_docstring_passes_and_changed_code_still_fails():
+    english = 'def add_one(x):\n    """Add one to x."""\n    return x + 1  # one more\n'
+    translated = 'def add_one(x):\n    """x에 1을 더합니다."""\n    return x + 1  # 하나 더\n'
+    assert build_korean.code_only(translated) == build_korean.code_only(english)
+    for changed in ('def add_one(x):\n    """x에 1을 더합니다."""\n    return x + 2  # 하나 더\n',  # the code
+                    'def add_one(x):\n    return x + 1\n',  # the docstring dropped
+                    'def add_one(x):\n    """x에 1을 더합니다."""\n    s = "one"\n    return x + 1\n'):  # a line added
+        assert build_korean.code_only(changed) != build_korean.code_only(english), changed
+    # a string that is not a docstring is code: translating it changes the program
+    assert build_korean.code_only('x = "one"\n') != build_korean.code_only('x = "하나"\n')
+
+
+def test_a_changed_line_in_a_cell_with_a_translated_docstring_fails_the_check():
+    stem = "05_training"
+    nb, catalog = _notebook(NOTEBOOKS / f"{stem}.ipynb"), json.loads(json.dumps(load_catalog(stem)))
+    cell = next(c for c in nb["cells"] if "def warmup_cosine" in cell_source(c))
+    assert "워밍업" in catalog["cells"][cell["id"]]["ko"] and not build_korean.problems(stem, nb, catalog)
+    catalog["cells"][cell["id"]]["ko"] = catalog["cells"][cell["id"]]["ko"].replace("def warmup_cosine(", "def warmup(")
+    found = build_korean.problems(stem, nb, catalog)
+    assert found == [f"notebooks/{stem}.ipynb: cell {cell['id']} (code): the translated code differs from the "
+                     "English code (not only comments and docstrings)"]
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_every_docstring_in_the_korean_lessons_is_korean(stem):
+    """The exercise specifications (centre_crop, my_shift, my_shapes, warmup_cosine, inside_block, ...) too."""
+    import ast
+    import re
+
+    english = []
+    for cell in _notebook(NOTEBOOKS / "ko" / f"{stem}.ipynb")["cells"]:
+        source = cell_source(cell)
+        if cell["cell_type"] != "code" or not build_korean.has_docstring(source):
+            continue
+        for node in ast.walk(ast.parse(build_korean._code_without_magics(source))):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
+                if not re.search("[가-힣]", ast.get_docstring(node)):
+                    english.append(f"cell {cell['id']}: {node.name}")
+    assert not english, f"{stem}: docstrings still in English: {english}"
+
+
+def test_the_exercise_specifications_of_issue_38_are_translated():
+    built = "".join(cell_source(c) for stem in STEMS for c in _notebook(NOTEBOOKS / "ko" / f"{stem}.ipynb")["cells"])
+    for name, korean in (("centre_crop", "가운데에서"), ("my_shift", "빈자리는 0으로"), ("my_shapes", "패치 투영 뒤"),
+                         ("warmup_cosine", "워밍업한 뒤"), ("inside_block", "잔차 가지 안에")):
+        assert f"def {name}(" in built and korean in built, name
