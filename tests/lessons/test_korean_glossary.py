@@ -99,3 +99,27 @@ def test_a_broken_pattern_in_the_glossary_is_one_line_naming_the_row(tmp_path):
                         "| `층(` | 레이어 | layer |\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"glossary.md:5: the ruled-out pattern `층\(` is not a regular"):
         build_korean.glossary_rules(glossary)
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_every_bold_in_the_korean_lessons_renders(stem):
+    """No literal ** after CommonMark rendering (markdown-it, as myst-nb and Jupyter use): a bold closed
+    after punctuation and followed by a Korean letter (`**채널(channel)**로`) stays as asterisks."""
+    import re
+
+    markdown_it = pytest.importorskip("markdown_it")
+    render = markdown_it.MarkdownIt("commonmark").enable("table").render
+    broken = []
+    for cell in _korean(stem)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        html = re.sub(r"<code>.*?</code>|<pre>.*?</pre>", "", render(cell_source(cell)), flags=re.DOTALL)
+        broken += [f"cell {cell['id']}: …{html[max(0, m.start() - 30):m.end() + 10]}…"
+                   for m in re.finditer(r"\*\*", html)]
+    assert not broken, f"{stem}: bold that does not render:\n" + "\n".join(broken)
+
+
+def test_the_bold_check_sees_a_bold_that_does_not_render():
+    markdown_it = pytest.importorskip("markdown_it")
+    assert "**" in markdown_it.MarkdownIt("commonmark").render("**채널(channel)**로")
+    assert "**" not in markdown_it.MarkdownIt("commonmark").render("**채널**(channel)로")
