@@ -7,6 +7,7 @@
 #   bash run.sh site   set up the virtual environment with the `site` extra, then build the
 #                      lessons' website from the notebooks' stored outputs into build/site/
 #                      (Sphinx, offline, warnings are errors; website/build.py)
+#                      `main` and `site` first refuse a stale Korean edition (build_korean.py --check)
 #   bash run.sh test   set up, then run the library, animation, website (in Chromium) and notebook
 #                      (nbval) tests
 #   bash run.sh test-fast  the inner loop: ruff (lint, and the library's format), then the library tests not marked slow (no notebooks,
@@ -147,6 +148,17 @@ main_job() {
   build_site
 }
 
+check_korean() {
+  # The Korean edition ships only when it is translated from the current English (as the tests
+  # require): a stale, missing or number-changed cell, or a variant the glossary rules out, stops
+  # `main` and `site` before anything is set up or published. Standard library only.
+  if ! "$PYTHON" scripts/build_korean.py --check; then
+    echo "error: notebooks/ko/ is not in step with the English lessons (above); translate the cells" \
+      "named (python scripts/build_korean.py todo), rebuild (python scripts/build_korean.py), then retry" >&2
+    exit 1
+  fi
+}
+
 build_site() {
   # The website of the lessons, from the outputs stored in notebooks/*.ipynb (nothing is run).
   "$VENV/bin/python" website/build.py --out build/site
@@ -168,8 +180,9 @@ run_tests() {
 
 case "${1:-}" in
   setup) setup ;;
-  main) setup; main_job ;;
+  main) check_korean; setup; main_job ;;
   site)
+    check_korean
     EXTRAS=site                  # the build needs neither Manim, JAX, PyTorch nor Chromium
     WITH_TORCH=0
     setup_python

@@ -47,8 +47,11 @@ from korean_catalog import (  # noqa: E402
 
 ENGLISH_DIR = ROOT / "notebooks"
 KOREAN_DIR = ENGLISH_DIR / "ko"
+README_KO = ROOT / "README.ko.md"
 BADGE_EN = "/blob/main/notebooks/"
 BADGE_KO = "/blob/main/notebooks/ko/"
+# a lesson on GitHub (its Colab badge): the Korean twin; the practice copies have none
+LESSON_ON_GITHUB = re.compile(re.escape(BADGE_EN) + r"(?=[0-9]{2}_)")
 SECTION_LINK = re.compile(r"(\]\([0-9]{2}_[A-Za-z0-9_]+\.ipynb)#[^)\s]+\)")
 
 
@@ -105,6 +108,47 @@ def without_comments(source: str) -> str:
     return "\n".join(line.rstrip() for line in lines).rstrip("\n")
 
 
+def _docstring_spans(source: str) -> list[tuple[int, int, int, int]]:
+    """(start line, start column, end line, end column) of each function's and class's docstring."""
+    import ast
+
+    try:
+        tree = ast.parse(_code_without_magics(source))
+    except SyntaxError:
+        return []  # not Python (yet): only comments are compared
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                spans.append((first.lineno, first.col_offset, first.end_lineno, first.end_col_offset))
+    return spans
+
+
+def without_docstrings(source: str) -> str:
+    """A code cell with each function's and class's docstring replaced by an empty one (\"\"\"\"\"\")."""
+    lines = source.splitlines(keepends=True)
+    for start_line, start_col, end_line, end_col in sorted(_docstring_spans(source), reverse=True):
+        head = lines[start_line - 1].encode("utf-8")[:start_col].decode("utf-8")  # ast counts bytes
+        tail = lines[end_line - 1].encode("utf-8")[end_col:].decode("utf-8")
+        lines[start_line - 1:end_line] = [head + '""""""' + tail]
+    return "".join(lines)
+
+
+def code_only(source: str) -> str:
+    """What the Korean code cell must keep byte for byte: the code without comments and docstrings.
+
+    A translator changes comments and docstrings (exercise specifications included); any other
+    change, a name, a number, a string that is not a docstring, makes the cell differ.
+    """
+    return without_comments(without_docstrings(source))
+
+
+def has_docstring(source: str) -> bool:
+    return bool(_docstring_spans(source))
+
+
 def has_comment(source: str) -> bool:
     try:
         return any(tok_type == tokenize.COMMENT for tok_type, _ in _all_tokens(source))
@@ -121,7 +165,7 @@ def needs_translation(cell) -> bool:
     if cell["cell_type"] == "markdown":
         return True
     if cell["cell_type"] == "code":
-        return has_comment(cell_source(cell))
+        return has_comment(cell_source(cell)) or has_docstring(cell_source(cell))
     return False
 
 
@@ -139,11 +183,95 @@ def korean_measured(text: str) -> str:
     return text
 
 
+GLOSSARY = ROOT / "i18n" / "ko" / "glossary.md"
+RULED_OUT_HEADING = "## Ruled-out variants"
+CODE_BLOCK = re.compile(r"```.*?```", re.DOTALL)
+CODE_SPAN = re.compile(r"`(?:[^`\n]|\n(?!\s*\n))*`")  # may run over a line break, not a blank line
+LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
+CODE_MARK = "⟨⟩"  # where inline code was: "**보세요.** `x`를" must not read as "**보세요.** 를"
+HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def prose(source: str, cell_type: str) -> str:
+    """The words a reader reads: a markdown cell without code blocks, link targets and HTML comments
+    (inline code becomes a mark); a code cell's comments only. Glossary and number checks look at this, never at code."""
+    if cell_type == "code":
+        try:
+            return "\n".join(tok.string for tok in comments(source))
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            return ""
+    text = HTML_COMMENT.sub("", CODE_BLOCK.sub("", source))
+    return CODE_SPAN.sub(CODE_MARK, LINK_TARGET.sub("]", text))
+
+
+def glossary_rules(path: Path = GLOSSARY) -> list[tuple[re.Pattern, str, str]]:
+    """The glossary's ruled-out variants: (pattern, the term to use instead, the concept).
+
+    A table under the heading "## Ruled-out variants" with a regular expression in backticks in its
+    first column; a damaged pattern is a one-line error naming the glossary row.
+    """
+    rules, inside = [], False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("## "):
+            inside = line.strip() == RULED_OUT_HEADING
+            continue
+        # a cell may hold an escaped pipe (\\|), as Markdown tables write an alternation
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if not inside or len(cells) < 3 or not cells[0].startswith("`"):
+            continue
+        try:
+            rules.append((re.compile(cells[0].strip("`")), cells[1], cells[2]))
+        except re.error as error:
+            raise ValueError(f"{path}:{number}: the ruled-out pattern {cells[0]} is not a regular "
+                             f"expression ({error}); fix that row") from None
+    return rules
+
+
+def glossary_violations(text: str, rules=None) -> list[str]:
+    """Every ruled-out variant in ``text`` (prose), as 'variant: use TERM (concept)'."""
+    found = []
+    for pattern, term, concept in glossary_rules() if rules is None else rules:
+        for match in pattern.finditer(text):
+            found.append(f"{match.group(0)!r}: use {term} ({concept})")
+    return found
+
+
+NUMBER = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?)(\s*(?:million|billion|만|억)(?![a-z]))?")
+SCALE = {"million": 10**6, "billion": 10**9, "만": 10**4, "억": 10**8}
+SPELLED_OUT = 12  # English writes small numbers as words ("two points", "a third"); Korean may use digits
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers in prose, as canonical values: "11.7 million" and "1,170만" both give 11700000."""
+    from decimal import Decimal
+
+    values = []
+    for digits, scale in NUMBER.findall(text):
+        value = Decimal(digits.replace(",", ""))
+        if scale:
+            value *= SCALE[scale.strip()]
+        values.append(format(value.normalize(), "f"))
+    return values
+
+
+def number_slips(english: str, korean: str) -> list[str]:
+    """Numbers of the English prose missing from the Korean, and Korean numbers the English lacks
+    (apart from small integers, which English spells out)."""
+    from collections import Counter
+
+    en, ko = Counter(numbers(english)), Counter(numbers(korean))
+    missing = sorted((en - ko).elements())
+    extra = sorted(n for n in (ko - en).elements() if not (n.isdigit() and int(n) <= SPELLED_OUT))
+    slips = [f"{n} is in the English, not in the Korean" for n in missing]
+    return slips + [f"{n} is in the Korean, not in the English" for n in extra]
+
+
 def problems(stem: str, nb: dict, catalog: dict) -> list[str]:
     """Every cell of one lesson whose translation is missing or stale, as 'file: cell id: reason'."""
     found = []
     cells = catalog.get("cells", {})
     ids = set()
+    rules = glossary_rules()
     for cell in nb["cells"]:
         ids.add(cell.get("id"))
         if not needs_translation(cell):
@@ -154,11 +282,26 @@ def problems(stem: str, nb: dict, catalog: dict) -> list[str]:
             found.append(f"{where}: no translation")
         elif entry["en_sha256"] != english_hash(cell_source(cell)):
             found.append(f"{where}: stale, the English cell changed after it was translated")
-        elif cell["cell_type"] == "code" and without_comments(entry["ko"]) != without_comments(cell_source(cell)):
-            found.append(f"{where}: the translated code differs from the English code (not only comments)")
+        elif cell["cell_type"] == "code" and code_only(entry["ko"]) != code_only(cell_source(cell)):
+            found.append(f"{where}: the translated code differs from the English code (not only comments "
+                         "and docstrings)")
+        else:
+            korean = korean_source(entry["ko"], cell_source(cell))
+            if cell["cell_type"] == "markdown":
+                found += [f"{where}: numbers differ: {slip}"
+                          for slip in number_slips(prose(cell_source(cell), "markdown"), prose(korean, "markdown"))]
+            found += [f"{where}: {variant}" for variant in glossary_violations(prose(korean, cell["cell_type"]), rules)]
     for cell_id in sorted(set(cells) - ids):
         found.append(f"notebooks/{stem}.ipynb: cell {cell_id}: translated, but no such cell in the English notebook")
     return found
+
+
+def korean_source(korean: str, english: str) -> str:
+    """A catalogue entry as the Korean notebook shows it: the measured time filled in, badges to ko/."""
+    if MEASURED in korean:
+        measured = measured_text(english)
+        korean = korean.replace(MEASURED, korean_measured(measured) if measured else "")
+    return LESSON_ON_GITHUB.sub(BADGE_KO, korean)
 
 
 def build_one(nb: dict, catalog: dict) -> dict:
@@ -169,16 +312,12 @@ def build_one(nb: dict, catalog: dict) -> dict:
         entry = cells.get(cell.get("id"))
         if entry is None:  # not translated (yet): the English cell, but its Colab badge opens the Korean notebook
             if cell["cell_type"] == "markdown" and BADGE_EN in cell_source(cell):
-                cell["source"] = cell_source(cell).replace(BADGE_EN, BADGE_KO).splitlines(keepends=True)
+                cell["source"] = LESSON_ON_GITHUB.sub(BADGE_KO, cell_source(cell)).splitlines(keepends=True)
             continue
         english = cell_source(cell)
-        source = entry["ko"]
         if cell["cell_type"] == "code" and entry["en_sha256"] != english_hash(english):
             continue  # stale: the English code (the Korean may hold old code); `refresh` carries comments over
-        if MEASURED in source:
-            measured = measured_text(english)
-            source = source.replace(MEASURED, korean_measured(measured) if measured else "")
-        source = source.replace(BADGE_EN, BADGE_KO)
+        source = korean_source(entry["ko"], english)
         if cell["cell_type"] == "markdown":
             # A section anchor is the slug of an English heading; the Korean lesson's headings are
             # Korean, so such a link opens the other lesson at its top.
@@ -189,8 +328,14 @@ def build_one(nb: dict, catalog: dict) -> dict:
     return ko
 
 
+def readme_problems() -> list[str]:
+    """README.ko.md: the glossary's ruled-out variants, named like a cell's."""
+    text = prose(README_KO.read_text(encoding="utf-8"), "markdown")
+    return [f"README.ko.md: {variant}" for variant in glossary_violations(text)]
+
+
 def build_all(write: bool) -> list[str]:
-    report = []
+    report = readme_problems()
     for path in english_notebooks():
         stem = path.stem
         nb = load_notebook(path)
@@ -257,8 +402,8 @@ def import_translations(stem: str, file: Path) -> int:
                 korean = korean.replace(old, replacement)
         else:
             korean = value
-        if by_id[cell_id]["cell_type"] == "code" and without_comments(korean) != without_comments(english):
-            raise SystemExit(f"{stem} {cell_id}: the translation changes the code, not only comments")
+        if by_id[cell_id]["cell_type"] == "code" and code_only(korean) != code_only(english):
+            raise SystemExit(f"{stem} {cell_id}: the translation changes the code, not only comments and docstrings")
         catalog["cells"][cell_id] = {"en_sha256": english_hash(english), "ko": korean}
     save_catalog(catalog)
     print(f"{stem}: {len(new)} cell(s) recorded")

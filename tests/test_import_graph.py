@@ -39,8 +39,10 @@ REPO = Path(__file__).resolve().parents[1]
 # Code lines per layer, and for the whole library (issue 34's targets).
 BUDGETS = {"core": 1400, "tools": 1400, "notebook": 950, "library": 4050}
 # What the library holds today (ruff-formatted), never to grow: the targets above are not
-# met yet (see test_shiftvit_lib_within_its_budgets).
-CEILINGS = {"core": 1824, "tools": 1884, "notebook": 1250, "library": 5464}
+# met yet (see test_shiftvit_lib_within_its_budgets). Raised on 2026-11-26 when issue 35's
+# file safety (tools/files.py, +517 tools lines) and issue 36's lesson checks (+370 notebook
+# lines) were merged after the re-furnishing; the cuts to the targets are still to do.
+CEILINGS = {"core": 1838, "tools": 2401, "notebook": 1620, "library": 6386}
 
 
 # --------------------------------------------------------------------------- the checker
