@@ -408,13 +408,14 @@ def write_readme_tables(results_dir: Path, readme: Path) -> None:
                     f"batch {run['batch_size']}, {timing}")
             lines = [head, "", "| variant | train images/s | train step ms | inference images/s | vs. plain (train) |",
                      "|---|---:|---:|---:|---:|"]
-            plain = run["train"]["plain"]["images_per_second"]
+            plain = run["train"].get("plain", {}).get("images_per_second")  # absent when not measured
             for name, figures in run["train"].items():
                 infer = run["inference"].get(name, {})
                 desc = run["variants"][name]
+                versus = f"{figures['images_per_second'] / plain:.2f}x" if plain else "-"
                 lines.append(
                     f"| {name} ({desc}) | {figures['images_per_second']:,.0f} | {figures['step_ms']:,.1f} | "
-                    f"{infer.get('images_per_second', float('nan')):,.0f} | {figures['images_per_second'] / plain:.2f}x |"
+                    f"{infer.get('images_per_second', float('nan')):,.0f} | {versus} |"
                 )
             if "fit_check" in run:
                 lines += ["", *agreement_table(run["fit_check"])]
