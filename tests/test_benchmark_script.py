@@ -170,3 +170,10 @@ def test_readme_shows_the_fit_check_of_a_record(tmp_path):
     assert "| per CPU second | 495.0 | 500.0 | 0.990 | yes |" in text
     assert "verdict on the cpu basis" in text
     assert "| stage 1 (8, 8, 8, 24) | keras_io_shift | not run |" in text
+
+
+def test_the_benchmark_figure_is_the_median_epoch_after_the_first_as_in_run_json():
+    bench = _load_benchmark_module()
+    assert bench.steady_images_per_second([10.0, 300.0, 100.0, 200.0]) == 200.0
+    assert bench.steady_images_per_second([10.0]) == 10.0
+    assert bench.steady_images_per_second([]) is None

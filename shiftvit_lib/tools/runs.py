@@ -594,30 +594,19 @@ class ThroughputMeter(keras.callbacks.Callback):
     def __init__(self, images_per_epoch: int) -> None:
         super().__init__()
         self.images_per_epoch = images_per_epoch
-        self._start = 0.0
-        self._training_end: float | None = None
+        self._start, self._training_end = 0.0, None
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        self._start = time.perf_counter()
-        self._training_end = None
+        self._start, self._training_end = time.perf_counter(), None
 
     def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self._training_end is None:
-            self._wait_for_training_steps()
+            # JAX (and any backend on a GPU) returns from a step before computing it. With no
+            # per-step callback Keras never waits, so validation, and this clock's stop, came
+            # while steps were still queued (issue 39: 15,000-40,000 images/s logged for a CPU
+            # that trains about 400). The step counter, written by the last step, waits for it.
+            keras.ops.convert_to_numpy(self.model.optimizer.iterations)
             self._training_end = time.perf_counter()
-
-    def _wait_for_training_steps(self) -> None:
-        """Block until the epoch's training steps are computed, not only dispatched.
-
-        JAX (and any backend on a GPU) returns from a step before computing it. With no
-        per-step callback Keras never waits, so validation, and this clock's stop, would
-        come while steps are still queued (issue 39: 15,000-40,000 images/s logged for a
-        CPU that trains about 400). The optimizer's step counter, written by the last
-        step, is ready only when that step is done.
-        """
-        optimizer = getattr(self.model, "optimizer", None)
-        if optimizer is not None:
-            keras.ops.convert_to_numpy(optimizer.iterations)
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         # Without validation, Keras has read this epoch's metrics to the host by now.
@@ -626,16 +615,6 @@ class ThroughputMeter(keras.callbacks.Callback):
         if logs is not None:
             logs["epoch_seconds"] = now - self._start
             logs["images_per_second"] = self.images_per_epoch / max(training_seconds, 1e-9)
-
-
-def steady_images_per_second(speeds: Sequence[float]) -> float | None:
-    """A run's training rate: the median of its epochs' ``images_per_second``, the first left out.
-
-    The first epoch includes compilation, so it is left out when there is another;
-    ``benchmarks/benchmark.py`` reports its figure by the same rule.
-    """
-    speeds = list(speeds)
-    return round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None
 
 
 def run_record(
@@ -668,7 +647,9 @@ def run_record(
         "wall_seconds_this_session": round(wall_seconds, 2),
         # Over all sessions of a resumed run: every epoch's time, validation included.
         "train_seconds": round(float(sum(history.get("epoch_seconds", []))), 2),
-        "train_images_per_second": steady_images_per_second(speeds),
+        # The first epoch includes compilation, so it is left out when possible (and so in
+        # benchmarks/benchmark.py, which reports its figure by the same rule).
+        "train_images_per_second": round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None,
         "parameters": parameters,
         **settings,
         "machine": machine,

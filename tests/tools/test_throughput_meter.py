@@ -11,9 +11,8 @@ import time
 from types import SimpleNamespace
 
 import keras
-import pytest
 
-from shiftvit_lib.tools.runs import ThroughputMeter, steady_images_per_second
+from shiftvit_lib.tools.runs import ThroughputMeter
 
 DEVICE_SECONDS = 0.2  # how long the stand-in device still computes when validation begins
 
@@ -37,11 +36,3 @@ def test_the_meter_waits_for_the_dispatched_steps_before_stopping_its_clock(monk
     assert _epoch_rate(monkeypatch, waits=True) <= 1000 / DEVICE_SECONDS
     # A meter that read no value from the device would log the dispatch rate, far higher.
     assert _epoch_rate(monkeypatch, waits=False) > 10 * 1000 / DEVICE_SECONDS
-
-
-def test_the_run_figure_is_the_median_epoch_after_the_first():
-    assert steady_images_per_second([10.0, 300.0, 100.0, 200.0]) == 200.0
-    assert steady_images_per_second([10.0]) == 10.0
-    assert steady_images_per_second([]) is None
-    with pytest.raises(TypeError):
-        steady_images_per_second(None)
