@@ -52,8 +52,8 @@ def list_pretrained() -> list[str]:
 def _entry(name: str) -> tuple[ModelFamily, dict[str, str]]:
     if not isinstance(name, str):
         raise TypeError(f"name must be a string such as 'cpu', got {type(name).__name__}")
-    if name in published():
-        return published()[name]
+    if entry := published().get(name):
+        return entry
     if any(name in family.presets for family in FAMILIES.values()):
         raise ValueError(
             f"no weights are published for {name!r} yet. Train it yourself with `python -m shiftvit_lib "

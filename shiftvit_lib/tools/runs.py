@@ -172,12 +172,12 @@ def read_run_spec(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
     try:
         spec = read_json(path, RUN_SPEC)
-        problem = None if isinstance(spec, dict) else f"it holds a JSON {type(spec).__name__}, not settings"
+        if isinstance(spec, dict):
+            return spec
+        problem = f"it holds a JSON {type(spec).__name__}, not settings"
     except (OSError, ValueError) as error:
         problem = _one_line(error)
-    if problem:
-        raise RunFolderError(f"{escape_name(path)} is unreadable ({problem}); {_AFRESH}")
-    return spec
+    raise RunFolderError(f"{escape_name(path)} is unreadable ({problem}); {_AFRESH}")
 
 
 def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) -> dict[str, Any] | None:
