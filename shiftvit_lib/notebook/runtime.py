@@ -15,6 +15,7 @@ Lessons 05-07 ask three questions that depend on the machine a learner has:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -25,20 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import keras
+import numpy as np
 
-COLAB_MODULE = "google.colab"
 # Where Colab mounts Google Drive; tests point it at a temporary folder.
 DRIVE_MOUNT_ENV = "SHIFTVIT_DRIVE_MOUNT"
-DRIVE_MOUNT = "/content/drive"
 COLAB_LOCAL_RUNS = Path("/content/runs")
-DRIVE_SUBFOLDER = Path("MyDrive") / "shiftvit" / "runs"
-LOCAL_RUNS = Path("runs")
-LESSON05_PREFIX = "05_training"
-
-
-def on_colab(modules: Mapping[str, Any] | None = None) -> bool:
-    """True inside a Google Colab runtime (its ``google.colab`` module is loaded)."""
-    return COLAB_MODULE in (sys.modules if modules is None else modules)
 
 
 @dataclass(frozen=True)
@@ -59,59 +51,40 @@ def runs_root(
     """Where this lesson's run folders go (see the module doc).
 
     Quick mode always uses ``runs/``: its runs take a minute and are scratch.
-    ``modules`` (default ``sys.modules``) and ``environ`` (default ``os.environ``;
-    ``SHIFTVIT_DRIVE_MOUNT`` moves the Drive mount point) are parameters for tests.
+    ``modules`` (default ``sys.modules``: Colab is where ``google.colab`` is loaded) and
+    ``environ`` (default ``os.environ``; ``SHIFTVIT_DRIVE_MOUNT`` moves the Drive mount
+    point) are parameters for tests.
     """
+    if not full_mode or "google.colab" not in (sys.modules if modules is None else modules):
+        return RunsRoot(Path("runs"), "runs go to runs/ next to this notebook", True)
     environ = os.environ if environ is None else environ
-    if not full_mode or not on_colab(modules):
-        return RunsRoot(LOCAL_RUNS, f"runs go to {LOCAL_RUNS}/ next to this notebook", True)
-    my_drive = Path(environ.get(DRIVE_MOUNT_ENV, DRIVE_MOUNT)) / "MyDrive"
+    my_drive = Path(environ.get(DRIVE_MOUNT_ENV, "/content/drive")) / "MyDrive"
     if my_drive.is_dir():
-        path = my_drive.parent / DRIVE_SUBFOLDER
+        path = my_drive / "shiftvit" / "runs"
         return RunsRoot(path, f"runs go to Google Drive, {path}/: a disconnect keeps them", True)
-    return RunsRoot(
-        COLAB_LOCAL_RUNS,
-        f"Google Drive is not mounted, so runs go to {COLAB_LOCAL_RUNS}/, which a "
-        "disconnect loses; mount it (from google.colab import drive; drive.mount('/content/drive')) "
-        "and run this cell again",
-        False,
+    note = (
+        f"Google Drive is not mounted, so runs go to {COLAB_LOCAL_RUNS}/, which a disconnect loses; mount it "
+        "(from google.colab import drive; drive.mount('/content/drive')) and run this cell again"
     )
+    return RunsRoot(COLAB_LOCAL_RUNS, note, False)
 
 
 # --------------------------------------------------------------------------- lesson 05's run
 def train_or_reuse(
-    config: Any,
-    data: Any,
-    out_dir: str | os.PathLike[str],
-    *,
-    epochs: int | None = None,
-    seed: int = 42,
-    mixed_precision: str | None = None,
-    restart: bool = False,
-    **train_kwargs: Any,
+    config: Any, data: Any, out_dir: Any, *, restart: bool = False, **train_kwargs: Any
 ) -> Any:
     """``sv.train``, except that a finished run with the same settings is read back, not refused.
 
     So re-running a lesson's training cell never deletes a finished run and never trains
     it twice. An interrupted run (a disconnect) resumes from its last finished epoch, and a
     finished run with *other* settings makes ``sv.train`` raise its ``RunFolderError``,
-    which says what differs. ``mixed_precision="auto"`` is resolved for this device first.
-    ``restart=True`` (quick mode: a scratch run of a minute) always trains afresh, replacing
-    only the run's own files; a model saved by another Keras version is then never read.
+    which says what differs. ``restart=True`` (quick mode: a scratch run of a minute) always
+    trains afresh, replacing only the run's own files; a model saved by another Keras
+    version is then never read. ``train_kwargs`` go to ``sv.train`` (epochs, seed, ...).
     """
     from shiftvit_lib.tools.runs import train
 
-    run = train(
-        config,
-        data,
-        out_dir,
-        epochs=epochs,
-        seed=seed,
-        mixed_precision=mixed_precision,
-        overwrite=restart,
-        reuse=not restart,
-        **train_kwargs,
-    )
+    run = train(config, data, out_dir, overwrite=restart, reuse=not restart, **train_kwargs)
     if run.reused:
         print(
             f"{run.out_dir.as_posix()} holds this finished run: read back, not trained again "
@@ -147,18 +120,16 @@ class ModelChoice:
 
 
 def _run_preset(folder: Path) -> str | None:
-    """The preset name a run folder's ``run_spec.json`` (or ``run.json``) records."""
-    for name in ("run_spec.json", "run.json"):
-        try:
-            return json.loads((folder / name).read_text())["config"]["name"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return None
+    """The preset name a run folder's ``run_spec.json`` records; None if it cannot be read."""
+    try:
+        return json.loads((folder / "run_spec.json").read_text())["config"]["name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def choose_trained_model(
     roots: Sequence[str | os.PathLike[str]],
-    prefix: str = LESSON05_PREFIX,
+    prefix: str = "05_training",
     skip_presets: Sequence[str] = ("quick",),
 ) -> ModelChoice:
     """The newest ``best.keras`` of a lesson 05 run under ``roots``, else the shipped model.
@@ -166,12 +137,9 @@ def choose_trained_model(
     A run counts when its folder name starts with ``prefix`` and its recorded preset
     is not in ``skip_presets``: a quick-mode run is a smoke test, not a model to study.
     """
-    candidates = []
-    for root in roots:
-        for best in Path(root).glob(f"{prefix}*/best.keras"):
-            preset = _run_preset(best.parent)
-            if preset is not None and preset not in skip_presets:
-                candidates.append((best.stat().st_mtime, best, preset))
+    bests = [best for root in roots for best in Path(root).glob(f"{prefix}*/best.keras")]
+    candidates = [(best.stat().st_mtime, best, _run_preset(best.parent)) for best in bests]
+    candidates = [found for found in candidates if found[2] is not None and found[2] not in skip_presets]
     if not candidates:
         return ModelChoice(None, "cpu", True)
     _, best, preset = max(candidates)
@@ -198,7 +166,7 @@ def time_training_step(
     config: Any,
     *,
     precision: str | None = None,
-    jit_compile: bool = False,
+    jit_compile: bool | str = False,
     batch_size: int | None = None,
     steps: int = 3,
     warmup: int = 2,
@@ -206,69 +174,42 @@ def time_training_step(
 ) -> StepTiming:
     """Seconds per training step of ``config``'s model, on random images, after ``warmup`` steps.
 
-    The model, optimizer, loss and schedule are the recipe's (``compile_for_training``);
+    The model, optimizer, loss and schedule are the recipe's (as ``sv.train`` builds them);
     one ``fit`` call runs ``warmup + steps`` steps. The step time is the median of the
-    steps after the warm-up, so compilation is left out; ``startup_seconds`` is the
-    warm-up's time (tracing, compilation, the first batches).
+    steps after the warm-up, so compilation is left out and one slow step (another process,
+    a late recompilation) does not move it; ``startup_seconds`` is the warm-up's time
+    (tracing, compilation, the first batches).
     """
-    import numpy as np
-
     from shiftvit_lib.config import family_of
     from shiftvit_lib.data import make_dataset
-    from shiftvit_lib.recipe import compile_for_training
-    from shiftvit_lib.tools.devices import precision_policy
+    from shiftvit_lib.tools.runs import build_for_training
 
     if warmup < 1 or steps < 2:
-        raise ValueError(
-            f"time at least 1 warm-up step and 2 timed steps; got warmup={warmup}, steps={steps}"
-        )
-    batch = int(batch_size or config.batch_size)
-    cfg = config.replace(batch_size=batch)
+        raise ValueError(f"need >= 1 warm-up step and >= 2 timed steps; got warmup={warmup}, steps={steps}")
+    cfg = config.replace(batch_size=int(batch_size or config.batch_size))
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)
-    with precision_policy(precision):
-        model = family_of(cfg).build(cfg, seed=seed)
-        compile_for_training(model, cfg, steps_per_epoch=warmup + steps, epochs=1, jit_compile=jit_compile)
+    builder = functools.partial(family_of(cfg).build, seed=seed)
+    model = build_for_training(
+        cfg, builder, warmup + steps, 1, jit_compile=jit_compile, mixed_precision=precision
+    )
     rng = np.random.default_rng(seed)
-    count = batch * (warmup + steps)
+    count = cfg.batch_size * (warmup + steps)
     images = rng.integers(0, 256, (count, *cfg.input_shape), dtype=np.uint8)
     labels = rng.integers(0, cfg.num_classes, count)
-    mixing = (
-        dict(num_classes=cfg.num_classes, mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha)
-        if cfg.one_hot_targets
-        else {}
+    targets = dict(num_classes=cfg.num_classes) if cfg.one_hot_targets else {}
+    mixing = dict(mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha, **targets)
+    ends: list[float] = []  # when each training batch ends
+    clock = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda _, logs: ends.append(time.perf_counter())
     )
-    clock = _ClockAfterWarmup(warmup)
-    dataset = make_dataset(images, labels, batch, shuffle=False, **mixing)
+    batches = make_dataset(images, labels, cfg.batch_size, shuffle=False, **mixing)
     began = time.perf_counter()
-    model.fit(dataset, epochs=1, verbose=0, shuffle=False, callbacks=[clock])
+    model.fit(batches, verbose=0, callbacks=[clock])
+    step_seconds = float(np.median(np.diff(ends[warmup - 1 :])))
     # "auto" is resolved by Keras when the step is built: report what it chose.
-    return StepTiming(
-        precision or "float32",
-        bool(model.jit_compile),
-        batch,
-        clock.step_seconds(),
-        startup_seconds=clock.ends[warmup - 1] - began,
-    )
-
-
-class _ClockAfterWarmup(keras.callbacks.Callback):
-    """Notes when each training batch ends, inside one ``fit``."""
-
-    def __init__(self, warmup: int) -> None:
-        super().__init__()
-        self.warmup = warmup
-        self.ends: list[float] = []
-
-    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        self.ends.append(time.perf_counter())
-
-    def step_seconds(self) -> float:
-        """The median time of the steps after the warm-up: one slow step (another process,
-        a late recompilation) does not move it."""
-        import numpy as np
-
-        return float(np.median(np.diff(self.ends[self.warmup - 1 :])))
+    jit = bool(model.jit_compile)
+    return StepTiming(precision or "float32", jit, cfg.batch_size, step_seconds, ends[warmup - 1] - began)
 
 
 def mixed_policy_to_time(recommended: str | None) -> str:
@@ -276,14 +217,11 @@ def mixed_policy_to_time(recommended: str | None) -> str:
     return recommended or "mixed_bfloat16"
 
 
-def time_training_steps(
-    config: Any, *, mixed: str, batch_size: int | None = None, steps: int = 3, warmup: int = 2
-) -> list[StepTiming]:
-    """The device table: float32 and ``mixed``, each with XLA off and on."""
+def time_training_steps(config: Any, *, mixed: str, **timing: Any) -> list[StepTiming]:
+    """The device table: float32 and ``mixed``, each with XLA off and on (``timing``: as
+    :func:`time_training_step` takes, e.g. ``steps``)."""
     return [
-        time_training_step(
-            config, precision=precision, jit_compile=xla, batch_size=batch_size, steps=steps, warmup=warmup
-        )
+        time_training_step(config, precision=precision, jit_compile=xla, **timing)
         for precision in (None, mixed)
         for xla in (False, True)
     ]
@@ -304,12 +242,22 @@ def format_timings(rows: Sequence[StepTiming]) -> str:
 
 @dataclass(frozen=True)
 class RunEstimate:
-    """A measured step time turned into epoch and run times (training steps only)."""
+    """A measured step time turned into epoch and run times (training steps only).
+
+    ``estimate_run(step_seconds, steps_per_epoch, epochs, startup_seconds=0.0)`` makes one.
+    """
 
     step_seconds: float
     steps_per_epoch: int
     epochs: int
     startup_seconds: float = 0.0  # paid once, in the first epoch (compilation)
+
+    def __post_init__(self) -> None:
+        if self.step_seconds <= 0 or self.steps_per_epoch < 1 or self.epochs < 1 or self.startup_seconds < 0:
+            raise ValueError(
+                f"need a positive step time, steps and epochs; got {self.step_seconds}, "
+                f"{self.steps_per_epoch}, {self.epochs} (start-up {self.startup_seconds})"
+            )
 
     @property
     def epoch_seconds(self) -> float:
@@ -327,50 +275,20 @@ class RunEstimate:
             f"{format_duration(self.run_seconds)}; validation adds a little",
         ]
         if early_stop_epochs:
-            low, high = (self.epoch_seconds * e + self.startup_seconds for e in early_stop_epochs)
+            low, high = (
+                format_duration(self.epoch_seconds * e + self.startup_seconds) for e in early_stop_epochs
+            )
             lines.append(
-                f"if early stopping ends it at epochs {early_stop_epochs[0]}-{early_stop_epochs[1]}: "
-                f"{format_duration(low)} to {format_duration(high)}"
+                f"if early stopping ends it at epochs {'-'.join(map(str, early_stop_epochs))}: {low} to {high}"
             )
         return "\n".join(lines)
 
 
-def estimate_run(
-    step_seconds: float, steps_per_epoch: int, epochs: int, startup_seconds: float = 0.0
-) -> RunEstimate:
-    """Epoch and run time from a measured step time (see :class:`RunEstimate`)."""
-    if step_seconds <= 0 or steps_per_epoch < 1 or epochs < 1 or startup_seconds < 0:
-        raise ValueError(
-            f"need a positive step time, steps and epochs; got {step_seconds}, "
-            f"{steps_per_epoch}, {epochs} (start-up {startup_seconds})"
-        )
-    return RunEstimate(float(step_seconds), int(steps_per_epoch), int(epochs), float(startup_seconds))
+estimate_run = RunEstimate  # lesson 05's name: epoch and run time from a measured step time
 
 
 def format_duration(seconds: float) -> str:
     """``0.4 s``, ``42 s``, ``7.5 min`` or ``3.2 h``."""
-    if seconds < 10:
-        return f"{seconds:.1f} s"
     if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-__all__ = [
-    "ModelChoice",
-    "RunEstimate",
-    "RunsRoot",
-    "StepTiming",
-    "choose_trained_model",
-    "estimate_run",
-    "format_duration",
-    "format_timings",
-    "mixed_policy_to_time",
-    "on_colab",
-    "runs_root",
-    "time_training_step",
-    "time_training_steps",
-    "train_or_reuse",
-]
+        return f"{seconds:.{1 if seconds < 10 else 0}f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
