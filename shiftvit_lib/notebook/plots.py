@@ -161,12 +161,10 @@ def plot_time_to_accuracy(
         (line,) = ax.plot(minutes, 100 * accuracy, "o-", markersize=3, label=label)
         reached = np.flatnonzero(accuracy >= target) if target is not None else []
         if len(reached):
-            mark, point = (
-                f"{100 * target:.0f} % after {minutes[reached[0]]:.1f} min",
-                line.get_xydata()[reached[0]],
-            )
+            first = reached[0]
+            mark = f"{100 * target:.0f} % after {minutes[first]:.1f} min"
             below = dict(xytext=(10, -25 - 14 * index), textcoords="offset points", color=line.get_color())
-            ax.annotate(mark, point, fontsize=8, arrowprops=ARROW, **below)
+            ax.annotate(mark, line.get_xydata()[first], fontsize=8, arrowprops=ARROW, **below)
     if target is not None:
         ax.axhline(100 * target, color="gray", linestyle=":", linewidth=1)
     _title(ax, "", xlabel="minutes of training (validation included)", ylabel="validation top-1 (%)")

@@ -201,7 +201,7 @@ def time_training_step(
     mixing = dict(mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha, **targets)
     ends: list[float] = []  # when each training batch ends
     clock = keras.callbacks.LambdaCallback(
-        on_train_batch_end=lambda _, logs: ends.append(time.perf_counter())
+        on_train_batch_end=lambda *_, **__: ends.append(time.perf_counter())
     )
     batches = make_dataset(images, labels, cfg.batch_size, shuffle=False, **mixing)
     began = time.perf_counter()
