@@ -16,6 +16,7 @@ Lessons 05-07 ask three questions that depend on the machine a learner has:
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import sys
@@ -162,23 +163,23 @@ class StepTiming:
         return self.batch_size / self.step_seconds
 
 
-def time_training_step(
+def time_training_steps(
     config: Any,
     *,
-    precision: str | None = None,
-    jit_compile: bool | str = False,
+    mixed: str | None = None,
+    xla: Sequence[bool | str] = (False, True),
     batch_size: int | None = None,
     steps: int = 3,
     warmup: int = 2,
-    seed: int = 0,
-) -> StepTiming:
-    """Seconds per training step of ``config``'s model, on random images, after ``warmup`` steps.
+) -> list[StepTiming]:
+    """Lesson 05's device table: seconds per training step of ``config``'s model in float32 and
+    in the ``mixed`` policy (if given), each with every ``xla`` setting (``jit_compile``).
 
-    The model, optimizer, loss and schedule are the recipe's (as ``sv.train`` builds them);
-    one ``fit`` call runs ``warmup + steps`` steps. The step time is the median of the
-    steps after the warm-up, so compilation is left out and one slow step (another process,
-    a late recompilation) does not move it; ``startup_seconds`` is the warm-up's time
-    (tracing, compilation, the first batches).
+    Random images; the model, optimizer, loss and schedule are the recipe's (as ``sv.train``
+    builds them). Each row is one ``fit`` of ``warmup + steps`` steps; its step time is the
+    median of the steps after the warm-up, so compilation is left out and one slow step
+    (another process, a late recompilation) does not move it; ``startup_seconds`` is the
+    warm-up's time (tracing, compilation, the first batches).
     """
     from shiftvit_lib.config import family_of
     from shiftvit_lib.data import make_dataset
@@ -187,44 +188,37 @@ def time_training_step(
     if warmup < 1 or steps < 2:
         raise ValueError(f"need >= 1 warm-up step and >= 2 timed steps; got warmup={warmup}, steps={steps}")
     cfg = config.replace(batch_size=int(batch_size or config.batch_size))
-    keras.backend.clear_session()
-    keras.utils.set_random_seed(seed)
-    builder = functools.partial(family_of(cfg).build, seed=seed)
-    model = build_for_training(
-        cfg, builder, warmup + steps, 1, jit_compile=jit_compile, mixed_precision=precision
-    )
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     count = cfg.batch_size * (warmup + steps)
     images = rng.integers(0, 256, (count, *cfg.input_shape), dtype=np.uint8)
     labels = rng.integers(0, cfg.num_classes, count)
     targets = dict(num_classes=cfg.num_classes) if cfg.one_hot_targets else {}
     mixing = dict(mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha, **targets)
+    batches = make_dataset(images, labels, cfg.batch_size, shuffle=False, **mixing)
     ends: list[float] = []  # when each training batch ends
     clock = keras.callbacks.LambdaCallback(
         on_train_batch_end=lambda *_, **__: ends.append(time.perf_counter())
     )
-    batches = make_dataset(images, labels, cfg.batch_size, shuffle=False, **mixing)
-    began = time.perf_counter()
-    model.fit(batches, verbose=0, callbacks=[clock])
-    step_seconds = float(np.median(np.diff(ends[warmup - 1 :])))
-    # "auto" is resolved by Keras when the step is built: report what it chose.
-    jit = bool(model.jit_compile)
-    return StepTiming(precision or "float32", jit, cfg.batch_size, step_seconds, ends[warmup - 1] - began)
+    build, rows = functools.partial(family_of(cfg).build, seed=0), []
+    for precision, jit_compile in itertools.product((None, mixed) if mixed else (None,), xla):
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(0)
+        model = build_for_training(
+            cfg, build, warmup + steps, 1, jit_compile=jit_compile, mixed_precision=precision
+        )
+        ends.clear()
+        began = time.perf_counter()
+        model.fit(batches, verbose=0, callbacks=[clock])
+        step_seconds, startup = float(np.median(np.diff(ends[warmup - 1 :]))), ends[warmup - 1] - began
+        # "auto" is resolved by Keras when the step is built: report what it chose.
+        jit = bool(model.jit_compile)
+        rows.append(StepTiming(precision or "float32", jit, cfg.batch_size, step_seconds, startup))
+    return rows
 
 
 def mixed_policy_to_time(recommended: str | None) -> str:
     """The mixed policy the device table times: the device's choice, or bfloat16 on a CPU."""
     return recommended or "mixed_bfloat16"
-
-
-def time_training_steps(config: Any, *, mixed: str, **timing: Any) -> list[StepTiming]:
-    """The device table: float32 and ``mixed``, each with XLA off and on (``timing``: as
-    :func:`time_training_step` takes, e.g. ``steps``)."""
-    return [
-        time_training_step(config, precision=precision, jit_compile=xla, **timing)
-        for precision in (None, mixed)
-        for xla in (False, True)
-    ]
 
 
 def format_timings(rows: Sequence[StepTiming]) -> str:
