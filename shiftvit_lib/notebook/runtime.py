@@ -39,8 +39,7 @@ class RunsRoot:
     """The folder that takes a lesson's run folders, and one line on what that means."""
 
     path: Path
-    note: str
-    survives_disconnect: bool
+    note: str  # one line; it says whether a disconnect keeps the runs
 
 
 def runs_root(
@@ -57,17 +56,17 @@ def runs_root(
     point) are parameters for tests.
     """
     if not full_mode or "google.colab" not in (sys.modules if modules is None else modules):
-        return RunsRoot(Path("runs"), "runs go to runs/ next to this notebook", True)
+        return RunsRoot(Path("runs"), "runs go to runs/ next to this notebook")
     environ = os.environ if environ is None else environ
     my_drive = Path(environ.get(DRIVE_MOUNT_ENV, "/content/drive")) / "MyDrive"
     if my_drive.is_dir():
         path = my_drive / "shiftvit" / "runs"
-        return RunsRoot(path, f"runs go to Google Drive, {path}/: a disconnect keeps them", True)
+        return RunsRoot(path, f"runs go to Google Drive, {path}/: a disconnect keeps them")
     note = (
         f"Google Drive is not mounted, so runs go to {COLAB_LOCAL_RUNS}/, which a disconnect loses; mount it "
         "(from google.colab import drive; drive.mount('/content/drive')) and run this cell again"
     )
-    return RunsRoot(COLAB_LOCAL_RUNS, note, False)
+    return RunsRoot(COLAB_LOCAL_RUNS, note)
 
 
 # --------------------------------------------------------------------------- lesson 05's run
@@ -95,31 +94,6 @@ def train_or_reuse(
 
 
 # --------------------------------------------------------------------------- lesson 06's model
-@dataclass(frozen=True)
-class ModelChoice:
-    """The trained model lesson 06 uses: a learner's ``best.keras``, or the shipped one."""
-
-    path: Path | None  # None: the shipped sv.pretrained("cpu")
-    preset: str
-    finished: bool  # the run wrote run.json (False: an interrupted run's best epoch so far)
-
-    @property
-    def is_learners(self) -> bool:
-        return self.path is not None
-
-    def describe(self) -> str:
-        if self.path is None:
-            return "model: the shipped sv.pretrained('cpu') (no best.keras of a full lesson 05 run was found)"
-        state = "finished run" if self.finished else "interrupted run, best epoch so far"
-        return f"model: your own, {self.path.as_posix()} (preset {self.preset!r}, {state})"
-
-    def load(self) -> Any:
-        from shiftvit_lib.tools.inference import load_model
-        from shiftvit_lib.tools.published import pretrained
-
-        return pretrained("cpu") if self.path is None else load_model(self.path)
-
-
 def _run_preset(folder: Path) -> str | None:
     """The preset name a run folder's ``run_spec.json`` records; None if it cannot be read."""
     try:
@@ -128,23 +102,25 @@ def _run_preset(folder: Path) -> str | None:
         return None
 
 
-def choose_trained_model(
+def learners_best_model(
     roots: Sequence[str | os.PathLike[str]],
     prefix: str = "05_training",
     skip_presets: Sequence[str] = ("quick",),
-) -> ModelChoice:
-    """The newest ``best.keras`` of a lesson 05 run under ``roots``, else the shipped model.
+) -> Path | None:
+    """The newest ``best.keras`` of a lesson 05 run under ``roots``; None if there is none.
 
-    A run counts when its folder name starts with ``prefix`` and its recorded preset
-    is not in ``skip_presets``: a quick-mode run is a smoke test, not a model to study.
+    Lesson 06 studies it, else the shipped ``sv.pretrained("cpu")``. A run counts when its
+    folder name starts with ``prefix`` and its recorded preset is not in ``skip_presets``:
+    a quick-mode run is a smoke test, not a model to study. An interrupted run counts
+    too: its ``best.keras`` is its best epoch so far.
     """
     bests = [best for root in roots for best in Path(root).glob(f"{prefix}*/best.keras")]
-    candidates = [(best.stat().st_mtime, best, _run_preset(best.parent)) for best in bests]
-    candidates = [found for found in candidates if found[2] is not None and found[2] not in skip_presets]
-    if not candidates:
-        return ModelChoice(None, "cpu", True)
-    _, best, preset = max(candidates)
-    return ModelChoice(best, preset, (best.parent / "run.json").exists())
+    found = [
+        (best.stat().st_mtime, best)
+        for best in bests
+        if _run_preset(best.parent) not in (None, *skip_presets)
+    ]
+    return max(found)[1] if found else None
 
 
 # --------------------------------------------------------------------------- lesson 05's device table
