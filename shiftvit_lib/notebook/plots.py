@@ -231,10 +231,8 @@ def plot_architecture(config: Any) -> Figure:
     for index, (name, (side, _, channels)) in enumerate(parts):
         height = 0.2 + 1.8 * math.sqrt(side / largest)
         width = 0.35 + 0.22 * math.log2(max(channels, 1))
-        label, color = (
-            names.get(name, name),
-            "tab:blue" if name in ("patch_projection", "classifier") else "lightgray",
-        )
+        label = names.get(name, name)
+        color = "tab:blue" if name in ("patch_projection", "classifier") else "lightgray"
         if name.startswith("stage_"):
             stage, depth = int(name[6:]), config.depths[int(name[6:]) - 1]
             side_in = parts[index - 1][1][0]  # the blocks work at the previous part's size
@@ -313,9 +311,7 @@ def plot_confusion_counts(cm: np.ndarray, class_names: Sequence[str]) -> Figure:
         if count:
             weight = "bold" if row == col else "normal"
             color = "white" if shares[row, col] > 0.55 else "black"
-            ax.text(
-                col, row, int(count), ha="center", va="center", fontsize=9, fontweight=weight, color=color
-            )
+            ax.text(col, row, int(count), ha="center", va="center", fontsize=9, weight=weight, color=color)
     recall = [f"{name}  ({share:.0%})" for name, share in zip(class_names, np.diag(shares))]
     ax.set_xticks(range(n), class_names, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(n), recall, fontsize=8)

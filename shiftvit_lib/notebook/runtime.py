@@ -21,7 +21,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,23 +42,16 @@ class RunsRoot:
     note: str  # one line; it says whether a disconnect keeps the runs
 
 
-def runs_root(
-    full_mode: bool = True,
-    *,
-    modules: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> RunsRoot:
+def runs_root(full_mode: bool = True) -> RunsRoot:
     """Where this lesson's run folders go (see the module doc).
 
-    Quick mode always uses ``runs/``: its runs take a minute and are scratch.
-    ``modules`` (default ``sys.modules``: Colab is where ``google.colab`` is loaded) and
-    ``environ`` (default ``os.environ``; ``SHIFTVIT_DRIVE_MOUNT`` moves the Drive mount
-    point) are parameters for tests.
+    Quick mode always uses ``runs/``: its runs take a minute and are scratch. Colab is
+    where ``google.colab`` is loaded; ``SHIFTVIT_DRIVE_MOUNT`` moves the Drive mount point
+    (for tests).
     """
-    if not full_mode or "google.colab" not in (sys.modules if modules is None else modules):
+    if not full_mode or "google.colab" not in sys.modules:
         return RunsRoot(Path("runs"), "runs go to runs/ next to this notebook")
-    environ = os.environ if environ is None else environ
-    my_drive = Path(environ.get(DRIVE_MOUNT_ENV, "/content/drive")) / "MyDrive"
+    my_drive = Path(os.environ.get(DRIVE_MOUNT_ENV, "/content/drive")) / "MyDrive"
     if my_drive.is_dir():
         path = my_drive / "shiftvit" / "runs"
         return RunsRoot(path, f"runs go to Google Drive, {path}/: a disconnect keeps them")
@@ -70,9 +63,7 @@ def runs_root(
 
 
 # --------------------------------------------------------------------------- lesson 05's run
-def train_or_reuse(
-    config: Any, data: Any, out_dir: Any, *, restart: bool = False, **train_kwargs: Any
-) -> Any:
+def train_or_reuse(config: Any, data: Any, out_dir: Any, *, restart: bool = False, **kwargs: Any) -> Any:
     """``sv.train``, except that a finished run with the same settings is read back, not refused.
 
     So re-running a lesson's training cell never deletes a finished run and never trains
@@ -80,11 +71,11 @@ def train_or_reuse(
     finished run with *other* settings makes ``sv.train`` raise its ``RunFolderError``,
     which says what differs. ``restart=True`` (quick mode: a scratch run of a minute) always
     trains afresh, replacing only the run's own files; a model saved by another Keras
-    version is then never read. ``train_kwargs`` go to ``sv.train`` (epochs, seed, ...).
+    version is then never read. ``kwargs`` go to ``sv.train`` (epochs, seed, ...).
     """
     from shiftvit_lib.tools.runs import train
 
-    run = train(config, data, out_dir, overwrite=restart, reuse=not restart, **train_kwargs)
+    run = train(config, data, out_dir, overwrite=restart, reuse=not restart, **kwargs)
     if run.reused:
         print(
             f"{run.out_dir.as_posix()} holds this finished run: read back, not trained again "
@@ -102,23 +93,17 @@ def _run_preset(folder: Path) -> str | None:
         return None
 
 
-def learners_best_model(
-    roots: Sequence[str | os.PathLike[str]],
-    prefix: str = "05_training",
-    skip_presets: Sequence[str] = ("quick",),
-) -> Path | None:
-    """The newest ``best.keras`` of a lesson 05 run under ``roots``; None if there is none.
+def learners_best_model(roots: Sequence[str | os.PathLike[str]]) -> Path | None:
+    """The newest ``best.keras`` of a lesson 05 run (a ``05_training*`` folder) under ``roots``;
+    None if there is none.
 
-    Lesson 06 studies it, else the shipped ``sv.pretrained("cpu")``. A run counts when its
-    folder name starts with ``prefix`` and its recorded preset is not in ``skip_presets``:
-    a quick-mode run is a smoke test, not a model to study. An interrupted run counts
-    too: its ``best.keras`` is its best epoch so far.
+    Lesson 06 studies it, else the shipped ``sv.pretrained("cpu")``. A quick-mode run does not
+    count: it is a smoke test, not a model to study; an interrupted run counts (its
+    ``best.keras`` is its best epoch so far).
     """
-    bests = [best for root in roots for best in Path(root).glob(f"{prefix}*/best.keras")]
+    bests = [best for root in roots for best in Path(root).glob("05_training*/best.keras")]
     found = [
-        (best.stat().st_mtime, best)
-        for best in bests
-        if _run_preset(best.parent) not in (None, *skip_presets)
+        (best.stat().st_mtime, best) for best in bests if _run_preset(best.parent) not in (None, "quick")
     ]
     return max(found)[1] if found else None
 
@@ -245,12 +230,11 @@ class RunEstimate:
             f"{format_duration(self.run_seconds)}; validation adds a little",
         ]
         if early_stop_epochs:
+            first, last = early_stop_epochs
             low, high = (
-                format_duration(self.epoch_seconds * e + self.startup_seconds) for e in early_stop_epochs
+                format_duration(self.epoch_seconds * n + self.startup_seconds) for n in (first, last)
             )
-            lines.append(
-                f"if early stopping ends it at epochs {'-'.join(map(str, early_stop_epochs))}: {low} to {high}"
-            )
+            lines.append(f"if early stopping ends it at epochs {first}-{last}: {low} to {high}")
         return "\n".join(lines)
 
 

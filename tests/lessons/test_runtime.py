@@ -51,14 +51,16 @@ def test_on_colab_without_drive_runs_go_to_content_and_the_note_warns(fake_colab
     assert "\n" not in root.note  # one line
 
 
-def test_elsewhere_runs_go_to_runs_next_to_the_notebook(tmp_path):
+def test_elsewhere_runs_go_to_runs_next_to_the_notebook(monkeypatch, tmp_path):
     drive = tmp_path / "drive"
     (drive / "MyDrive").mkdir(parents=True)
+    monkeypatch.setenv(DRIVE_MOUNT_ENV, str(drive))
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
     # A mounted-looking folder does not matter off Colab.
-    root = runs_root(full_mode=True, modules={}, environ={DRIVE_MOUNT_ENV: str(drive)})
+    root = runs_root(full_mode=True)
     assert root.path == Path("runs") and "next to this notebook" in root.note
-    colab = runs_root(full_mode=True, modules={"google.colab": object()}, environ={DRIVE_MOUNT_ENV: str(drive)})
-    assert colab.path == drive / "MyDrive" / "shiftvit" / "runs"
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    assert runs_root(full_mode=True).path == drive / "MyDrive" / "shiftvit" / "runs"
 
 
 def _run_folder(root: Path, name: str, preset_name: str, finished: bool) -> Path:
