@@ -59,9 +59,7 @@ def most_confused_pairs(cm: np.ndarray, class_names: Sequence[str], k: int = 5) 
     """
     cm = np.asarray(cm, dtype=np.int64)
     if cm.shape != (len(class_names), len(class_names)):
-        raise ValueError(
-            f"cm must be a square matrix with one row per class ({len(class_names)}); got shape {cm.shape}"
-        )
+        raise ValueError(f"cm must be square, one row per class ({len(class_names)}); got shape {cm.shape}")
     check_positive_int(k, "k")
     errors = cm - np.diag(np.diag(cm))
     # Stable sort keeps ties in (true, predicted) row-major order.

@@ -153,8 +153,7 @@ def plot_time_to_accuracy(
     for index, (label, history) in enumerate(runs.items()):
         if "epoch_seconds" not in history or "val_accuracy" not in history:
             raise ValueError(
-                f"run {label!r} needs 'epoch_seconds' and 'val_accuracy' columns (a history.csv "
-                f"written by shiftvit_lib.recipe); got {sorted(history)}"
+                f"run {label!r} needs history.csv's columns epoch_seconds and val_accuracy; got {sorted(history)}"
             )
         minutes = np.cumsum(np.asarray(history["epoch_seconds"], dtype=float)) / 60
         accuracy = np.asarray(history["val_accuracy"], dtype=float)
