@@ -119,10 +119,8 @@ def plot_history(history: Any) -> Figure:
     """
     metrics: Mapping[str, Sequence[float]] = getattr(history, "history", history)
     if not isinstance(metrics, Mapping) or "loss" not in metrics:
-        raise ValueError(
-            "history must be a keras History or a dict with at least a 'loss' list; "
-            f"got keys {list(metrics) if isinstance(metrics, Mapping) else type(history)}"
-        )
+        got = f"keys {list(metrics)}" if isinstance(metrics, Mapping) else type(history).__name__
+        raise ValueError(f"history must be a keras History or a dict with at least a 'loss' list; got {got}")
     accuracy = [k for k in metrics if ("acc" in k or k.startswith("top")) and not k.startswith("val_")]
     # Keras counts epochs from 0 (History.epoch, the CSVLogger "epoch" column); people from 1.
     epochs = np.asarray(metrics.get("epoch", range(len(metrics["loss"]))), dtype=int) + 1
@@ -233,7 +231,8 @@ def plot_architecture(config: Any) -> Figure:
         label = names.get(name, name)
         color = "tab:blue" if name in ("patch_projection", "classifier") else "lightgray"
         if name.startswith("stage_"):
-            stage, depth = int(name[6:]), config.depths[int(name[6:]) - 1]
+            stage = int(name.removeprefix("stage_"))
+            depth = config.depths[stage - 1]
             side_in = parts[index - 1][1][0]  # the blocks work at the previous part's size
             merging = "\n+ merging" if stage < len(config.depths) else ""
             label = f"stage {stage}\n{depth} block{'s' * (depth > 1)}\nat {side_in}×{side_in}{merging}"
@@ -253,7 +252,8 @@ def plot_architecture(config: Any) -> Figure:
 
 # Lesson 07's two blocks, top to bottom: (text, box colour; None: a step drawn without a box),
 # and a note under each.
-LAYER_NORM, MLP = ("LayerNorm", "lightgray"), ("MLP  d → r·d → d", "tab:blue")
+LAYER_NORM = ("LayerNorm", "lightgray")
+MLP = ("MLP  d → r·d → d", "tab:blue")
 ATTENTION = (
     "multi-head self-attention\nQ, K, V = 3 dense layers\nsoftmax(Q Kᵀ / √d) · V\nevery token ↔ every token"
 )
@@ -300,7 +300,8 @@ def plot_confusion_counts(cm: np.ndarray, class_names: Sequence[str]) -> Figure:
     (so classes of different sizes compare), the number the count of images; the
     right margin gives each class's recall.
     """
-    cm, n = np.asarray(cm), len(class_names)
+    cm = np.asarray(cm)
+    n = len(class_names)
     if cm.shape != (n, n):
         raise ValueError(f"cm must be {n}x{n}; got {cm.shape}")
     shares = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1)
@@ -348,7 +349,8 @@ def plot_reliability(confidence: Sequence[float], correct: Sequence[bool], bins:
     lower panel shows how many images fall in each bin; the title gives the ECE.
     """
     table = reliability_table(confidence, correct, bins)
-    width, filled = 1.0 / bins, table["count"] > 0
+    width = 1.0 / bins
+    filled = table["count"] > 0
     centres = table["edges"][:-1] + width / 2
     fig, (top, bottom) = _figure(4.6, 4.6, 2, 1, sharex=True, height_ratios=[3, 1])
     bars = dict(alpha=0.75, edgecolor="black", linewidth=0.5, label="accuracy in the bin")

@@ -28,6 +28,7 @@ from typing import Any
 
 import keras
 import numpy as np
+from keras.callbacks import LambdaCallback
 
 # Where Colab mounts Google Drive; tests point it at a temporary folder.
 DRIVE_MOUNT_ENV = "SHIFTVIT_DRIVE_MOUNT"
@@ -157,10 +158,9 @@ def time_training_steps(
     mixing = dict(mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha, **targets)
     batches = make_dataset(images, labels, cfg.batch_size, shuffle=False, **mixing)
     ends: list[float] = []  # when each training batch ends
-    clock = keras.callbacks.LambdaCallback(
-        on_train_batch_end=lambda *_, **__: ends.append(time.perf_counter())
-    )
-    build, rows = functools.partial(family_of(cfg).build, seed=0), []
+    clock = LambdaCallback(on_train_batch_end=lambda *_, **__: ends.append(time.perf_counter()))
+    build = functools.partial(family_of(cfg).build, seed=0)
+    rows = []
     for precision, jit_compile in itertools.product((None, mixed) if mixed else (None,), xla):
         keras.backend.clear_session()
         keras.utils.set_random_seed(0)
@@ -170,7 +170,8 @@ def time_training_steps(
         ends.clear()
         began = time.perf_counter()
         model.fit(batches, verbose=0, callbacks=[clock])
-        step_seconds, startup = float(np.median(np.diff(ends[warmup - 1 :]))), ends[warmup - 1] - began
+        step_seconds = float(np.median(np.diff(ends[warmup - 1 :])))
+        startup = ends[warmup - 1] - began
         # "auto" is resolved by Keras when the step is built: report what it chose.
         jit = bool(model.jit_compile)
         rows.append(StepTiming(precision or "float32", jit, cfg.batch_size, step_seconds, startup))
