@@ -130,14 +130,14 @@ def time_training_steps(
     *,
     mixed: str | None = None,
     xla: Sequence[bool | str] = (False, True),
-    batch_size: int | None = None,
     steps: int = 3,
     warmup: int = 2,
 ) -> list[StepTiming]:
     """Lesson 05's device table: seconds per training step of ``config``'s model in float32 and
     in the ``mixed`` policy (if given), each with every ``xla`` setting (``jit_compile``).
 
-    Random images; the model, optimizer, loss and schedule are the recipe's (as ``sv.train``
+    Random images, ``config.batch_size`` per step (``sv.preset(name, batch_size=...)`` to
+    change it); the model, optimizer, loss and schedule are the recipe's (as ``sv.train``
     builds them). Each row is one ``fit`` of ``warmup + steps`` steps; its step time is the
     median of the steps after the warm-up, so compilation is left out and one slow step
     (another process, a late recompilation) does not move it; ``startup_seconds`` is the
@@ -149,32 +149,29 @@ def time_training_steps(
 
     if warmup < 1 or steps < 2:
         raise ValueError(f"need >= 1 warm-up step and >= 2 timed steps; got warmup={warmup}, steps={steps}")
-    cfg = config.replace(batch_size=int(batch_size or config.batch_size))
     rng = np.random.default_rng(0)
-    count = cfg.batch_size * (warmup + steps)
-    images = rng.integers(0, 256, (count, *cfg.input_shape), dtype=np.uint8)
-    labels = rng.integers(0, cfg.num_classes, count)
-    targets = dict(num_classes=cfg.num_classes) if cfg.one_hot_targets else {}
-    mixing = dict(mixup_alpha=cfg.mixup_alpha, cutmix_alpha=cfg.cutmix_alpha, **targets)
-    batches = make_dataset(images, labels, cfg.batch_size, shuffle=False, **mixing)
+    count = config.batch_size * (warmup + steps)
+    images = rng.integers(0, 256, (count, *config.input_shape), dtype=np.uint8)
+    labels = rng.integers(0, config.num_classes, count)
+    targets = dict(num_classes=config.num_classes) if config.one_hot_targets else {}
+    mixing = dict(mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha, **targets)
+    batches = make_dataset(images, labels, config.batch_size, shuffle=False, **mixing)
     ends: list[float] = []  # when each training batch ends
     clock = LambdaCallback(on_train_batch_end=lambda *_, **__: ends.append(time.perf_counter()))
-    build = functools.partial(family_of(cfg).build, seed=0)
+    build = functools.partial(family_of(config).build, seed=0)
     rows = []
-    for precision, jit_compile in itertools.product((None, mixed) if mixed else (None,), xla):
+    for policy, jit in itertools.product((None, mixed) if mixed else (None,), xla):
         keras.backend.clear_session()
         keras.utils.set_random_seed(0)
-        model = build_for_training(
-            cfg, build, warmup + steps, 1, jit_compile=jit_compile, mixed_precision=precision
-        )
+        model = build_for_training(config, build, warmup + steps, 1, jit_compile=jit, mixed_precision=policy)
         ends.clear()
         began = time.perf_counter()
         model.fit(batches, verbose=0, callbacks=[clock])
         step_seconds = float(np.median(np.diff(ends[warmup - 1 :])))
         startup = ends[warmup - 1] - began
         # "auto" is resolved by Keras when the step is built: report what it chose.
-        jit = bool(model.jit_compile)
-        rows.append(StepTiming(precision or "float32", jit, cfg.batch_size, step_seconds, startup))
+        compiled = bool(model.jit_compile)
+        rows.append(StepTiming(policy or "float32", compiled, config.batch_size, step_seconds, startup))
     return rows
 
 
@@ -210,10 +207,7 @@ class RunEstimate:
 
     def __post_init__(self) -> None:
         if self.step_seconds <= 0 or self.steps_per_epoch < 1 or self.epochs < 1 or self.startup_seconds < 0:
-            raise ValueError(
-                f"need a positive step time, steps and epochs; got {self.step_seconds}, "
-                f"{self.steps_per_epoch}, {self.epochs} (start-up {self.startup_seconds})"
-            )
+            raise ValueError(f"need a positive step time, steps and epochs; got {self}")
 
     @property
     def epoch_seconds(self) -> float:

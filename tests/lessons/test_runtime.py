@@ -122,7 +122,7 @@ def test_timing_table_reports_speed_ups_over_float32_without_xla():
 
 
 def test_a_training_step_is_timed_on_this_device():
-    (timing,) = runtime.time_training_steps(preset("quick"), xla=(False,), batch_size=8, steps=2, warmup=1)
+    (timing,) = runtime.time_training_steps(preset("quick", batch_size=8), xla=(False,), steps=2, warmup=1)
     assert timing.precision == "float32" and timing.xla is False and timing.batch_size == 8
     assert 0 < timing.step_seconds < 30 and timing.startup_seconds > 0
     assert timing.images_per_second == pytest.approx(8 / timing.step_seconds)
