@@ -6,7 +6,7 @@ Lessons 05-07 ask three questions that depend on the machine a learner has:
   under ``/content/drive/MyDrive/shiftvit/runs`` (a disconnect keeps them); on Colab
   without Drive, ``/content/runs`` (a disconnect loses them, and the note says so);
   elsewhere ``runs/`` next to the notebook.
-* :func:`choose_trained_model` -- lesson 06 uses the learner's own ``best.keras``
+* :func:`learners_best_model` -- lesson 06 uses the learner's own ``best.keras``
   from a lesson 05 run when there is one, else the shipped ``sv.pretrained("cpu")``.
 * :func:`time_training_steps` and :func:`estimate_run` -- lesson 05 times a few
   training steps in float32 and mixed precision, with XLA off and on, and turns
