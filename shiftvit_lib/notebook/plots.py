@@ -104,8 +104,8 @@ def plot_class_counts(splits: DataSplits) -> Figure:
         centred = positions + (offset - (len(counts) - 1) / 2) * width
         ax.bar(centred, values, width, label=f"{split} ({values.sum():,})")
     ax.set_xticks(positions, splits.class_names, rotation=30, ha="right", fontsize=8)
-    # Headroom above the tallest bar keeps the legend off the bars.
-    _title(ax, "Images per class", False, ylabel="images", ylim=(0, 1.3 * max(map(np.max, counts.values()))))
+    top = 1.3 * max(values.max() for values in counts.values())  # headroom keeps the legend off the bars
+    _title(ax, "Images per class", grid=False, ylabel="images", ylim=(0, top))
     ax.legend(fontsize=8, ncols=len(counts), loc="upper center")
     return fig
 
@@ -316,7 +316,7 @@ def plot_confusion_counts(cm: np.ndarray, class_names: Sequence[str]) -> Figure:
     ax.set_xticks(range(n), class_names, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(n), recall, fontsize=8)
     title = "Confusion matrix: images per cell (blank = 0)"
-    _title(ax, title, False, xlabel="predicted class", ylabel="true class  (recall)")
+    _title(ax, title, grid=False, xlabel="predicted class", ylabel="true class  (recall)")
     return fig
 
 
