@@ -3,9 +3,9 @@
 Each ``check_*`` function runs a learner's piece and the library's (or a reference) on
 inputs chosen to expose the likely mistakes, and raises ``AssertionError`` with a
 one-line hint naming what is wrong ("the residual must carry the shifted map"). Most
-hints come from one table per check: the output a known mistake gives -> its hint
-(``_diagnose``). ``try_yours`` is what a blank's checking cell calls (lessons 02-05):
-it checks the learner's version or, while that is still a blank
+hints come from one table per check, the result a known mistake gives -> its hint,
+read by one helper (``_diagnose``). ``try_yours`` is what a blank's checking cell calls
+(lessons 02-05): it checks the learner's version or, while that is still a blank
 (``NotImplementedError``), says so and checks and returns the solution, so the lesson
 runs on. ``exercise`` is what an exercise's checking cell calls (lessons 00-07).
 
@@ -77,41 +77,48 @@ def _numpy(x: Any) -> np.ndarray:
     return np.asarray(ops.convert_to_numpy(x))
 
 
-def _close(a: Any, b: Any, tol: float = 1e-4) -> bool:
+def _same(a: Any, b: Any, rtol: float = 1e-4) -> bool:
+    """Equal results: integers exactly, floats to ``rtol`` of ``b``'s scale, lists item by item."""
+    if isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y, rtol) for x, y in zip(a, b))
     a, b = _numpy(a), _numpy(b)
-    return a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol)
+    if a.shape != b.shape or not b.size:
+        return a.shape == b.shape
+    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+        return bool(np.array_equal(a, b))
+    return bool(np.allclose(a, b, rtol=rtol, atol=rtol * np.abs(b).max()))
 
 
-def _diagnose(
-    got: Any, expected: Any, mistakes: dict[str, Any], otherwise: str, same: Callable = _close
-) -> None:
+def _diagnose(got: Any, expected: Any, mistakes: dict[str, Any], otherwise: str, rtol: float = 1e-4) -> None:
     """Pass if ``got`` is ``expected``; else raise the hint of the first mistake whose result
-    ``got`` is (a mistake's result may be a function, called only when needed), or ``otherwise``."""
-    if same(got, expected):
-        return
-    for hint, value in mistakes.items():
-        if same(got, value() if callable(value) else value):
-            raise AssertionError(hint)
-    raise AssertionError(otherwise)
+    ``got`` is (a result may be a function, called only when needed), or ``otherwise``."""
+    if not _same(got, expected, rtol):
+        results = ((hint, wrong() if callable(wrong) else wrong) for hint, wrong in mistakes.items())
+        hints = (hint for hint, wrong in results if _same(got, wrong, rtol))
+        raise AssertionError(next(hints, otherwise))
 
 
 def _expect_class(given: Any) -> None:
     """A check that builds layers takes the class (``DropPath``), not one layer (``DropPath(0.1)``)."""
     if isinstance(given, keras.layers.Layer):
         name = type(given).__name__
-        raise TypeError(
-            f"pass the class itself ({name}), not a layer made from it ({name}(...)): the check makes its own"
-        )
+        raise TypeError(f"pass the class itself ({name}), not a layer made from it ({name}(...))")
 
 
-def _randomise(layer: keras.layers.Layer, seed: int) -> None:
+def _randomise(layer: keras.layers.Layer, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     for weight in layer.trainable_weights:
         weight.assign(rng.normal(0.0, 0.3, size=tuple(weight.shape)).astype("float32"))
+    return [_numpy(weight) for weight in layer.trainable_weights]
 
 
 def _layers(layer: keras.layers.Layer, kind: type) -> list[Any]:
     return [sub for sub in layer._flatten_layers() if isinstance(sub, kind)]
+
+
+def _each_way(x: np.ndarray, s: int) -> list[np.ndarray]:
+    """``x`` shifted left, right, up and down by ``s`` pixels."""
+    return np.split(_numpy(shift_channels(np.concatenate([x] * 4, axis=-1), 4, s)), 4, axis=-1)
 
 
 # The shift (lesson 02) ----------------------------------------------------
@@ -123,80 +130,61 @@ def check_shift(shift: Callable[..., Any]) -> None:
     """``shift(x, num_div, s)`` must equal ``sv.shift_channels`` exactly, on (shape, num_div, s) cases."""
     rng = np.random.default_rng(0)
     for shape, num_div, s in SHIFT_CASES:
-        x = rng.uniform(1.0, 2.0, size=shape).astype("float32")  # no zeros
-        got, expected, g = (
-            _numpy(shift(x, num_div, s)),
-            _numpy(shift_channels(x, num_div, s)),
-            shape[-1] // num_div,
-        )
+        x, g = rng.uniform(1.0, 2.0, size=shape).astype("float32"), shape[-1] // num_div  # no zeros
+        got, expected = _numpy(shift(x, num_div, s)), _numpy(shift_channels(x, num_div, s))
         where = f"(shape {shape}, num_div={num_div}, s={s})"
         assert got.shape == x.shape, f"the shift must keep the shape {shape}, got {got.shape} {where}"
         moved = int((got != x).any(axis=(0, 1, 2)).sum())
         assert moved == 4 * g, (
-            f"the shift must move 4 * (C // num_div) = {4 * g} channels and keep the rest as they are, "
-            f"it moved {moved} {where}"
+            f"4 * (C // num_div) = {4 * g} channels move, the rest stay; {moved} moved {where}"
         )
         for k, direction in enumerate(DIRECTIONS):
             part = slice(k * g, (k + 1) * g)
-            each_way = np.split(_numpy(shift_channels(np.concatenate([x[..., part]] * 4, -1), 4, s)), 4, -1)
-            mistakes = {
-                f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {other} {where}": way
-                for other, way in zip(DIRECTIONS, each_way)
-                if other != direction
-            }
+            ways = zip(DIRECTIONS, _each_way(x[..., part], s))
+            hint = f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {{}} {where}"
+            mistakes = {hint.format(other): way for other, way in ways if other != direction}
             mistakes[f"only the first image moved: slice every image of the batch (x[:, ...]) {where}"] = (
                 np.concatenate([expected[:1, ..., part], x[1:, ..., part]])
             )
             for o in {1, 2, 3} - {s}:
-                hint = f"the {direction} group moved {o} pixel(s), not s = {s}: every slice offset must be s"
+                hint = f"the {direction} group moved {o} pixel(s), not s = {s}: every slice offset must be s {where}"
                 mistakes[hint] = _numpy(shift_channels(x, num_div, o))[..., part]
-            wrong_zeros = not np.array_equal(got[..., part] != 0, expected[..., part] != 0)
-            _diagnose(
-                got[..., part],
-                expected[..., part],
-                mistakes,
-                f"moving {direction}, what falls over the border is lost and zeros fill the emptied side, "
-                f"{s} pixel(s) wide {where}"
-                if wrong_zeros
-                else f"the {direction} group holds the wrong numbers: check its slices {where}",
-                same=np.array_equal,
-            )
+            if np.array_equal(got[..., part] != 0, expected[..., part] != 0):
+                otherwise = f"the {direction} group holds the wrong numbers: check its slices {where}"
+            else:
+                otherwise = (
+                    f"moving {direction}, what crosses the border is lost, zeros fill {s} pixel(s) {where}"
+                )
+            _diagnose(got[..., part], expected[..., part], mistakes, otherwise)
 
 
 # The MLP, DropPath, the block and patch merging (lesson 03) --------------------
 def check_mlp(mlp_class: Callable[..., Any]) -> None:
     """``mlp_class(ratio)``: Dense(ratio * C, GELU) then Dense(C), equal to ``sv.MLP``
     with the same weights (outside training, where its dropout does nothing)."""
-    rng = np.random.default_rng(8)
+    rng, gelu = np.random.default_rng(8), keras.activations.gelu
     for channels, ratio in [(8, 2.0), (6, 3.0)]:
         x = rng.normal(size=(2, 4, 4, channels)).astype("float32")
         mine, library, hidden = mlp_class(ratio), MLP(mlp_ratio=ratio, dropout=0.2), int(ratio * channels)
-        got = _numpy(mine(x))
-        library(x)
-        assert got.shape == x.shape, f"the MLP must give back C = {channels} channels, got {got.shape[-1]}"
+        assert _numpy(mine(x)).shape == x.shape, f"the MLP must give back the C = {channels} channels it got"
         kernels = [tuple(w.shape) for w in mine.weights if w.path.endswith("kernel")]
-        assert kernels[:1] == [(channels, hidden)] and len(kernels) == 2, (
-            f"the MLP needs two Dense layers, the first with ratio * C = {ratio:g} * {channels} = {hidden} "
-            f"units: got kernels {kernels}"
+        assert len(kernels) == 2 and kernels[0] == (channels, hidden), (
+            f"two Dense layers, the first with ratio * C = {ratio:g} * {channels} = {hidden} units: got {kernels}"
         )
-        _randomise(library, 9)
-        weights = [_numpy(w) for w in library.trainable_weights]
+        library(x)
+        weights = _randomise(library, 9)
         for weight, value in zip(mine.trainable_weights, weights):
             weight.assign(value)
         w1, b1, w2, b2 = weights
-        before, gelu = x @ w1 + b1, keras.activations.gelu
-        _diagnose(
-            mine(x, training=False),
-            library(x, training=False),
-            {
-                "the first Dense needs activation='gelu'": before @ w2 + b2,
-                "GELU goes between the two Dense layers, not after the second": gelu(before @ w2 + b2),
-                "the MLP returns the second Dense's output without adding x (the block adds the residual)": (
-                    _numpy(gelu(before)) @ w2 + b2 + x
-                ),
-            },
-            "with sv.MLP's weights the output differs: Dense(ratio * C, gelu), then Dense(C)",
-        )
+        mistakes = {
+            "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
+            "GELU goes between the two Dense layers, not after the second": gelu((x @ w1 + b1) @ w2 + b2),
+            "the MLP returns the second Dense's output, not + x (the block adds the residual)": (
+                _numpy(gelu(x @ w1 + b1)) @ w2 + b2 + x
+            ),
+        }
+        otherwise = "with sv.MLP's weights the output differs: Dense(ratio * C, gelu), then Dense(C)"
+        _diagnose(mine(x, training=False), library(x, training=False), mistakes, otherwise)
 
 
 def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
@@ -210,21 +198,19 @@ def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
     _expect_class(drop_path_class)
     x = np.random.default_rng(1).uniform(1.0, 2.0, size=(400, 3, 3, 4)).astype("float32")
     layer = drop_path_class(0.25)
-    assert _close(layer(x, training=False), x, 1e-6), "at inference (training=False) DropPath must return x"
-    assert _close(drop_path_class(0.0)(x, training=True), x, 1e-6), "with rate 0 DropPath must return x"
-    per_sample = (_numpy(layer(x, training=True)) / x).reshape(len(x), -1)
-    assert np.allclose(per_sample, per_sample[:, :1], atol=1e-5), (
-        "DropPath must keep or drop a whole sample (one random number per sample)"
+    assert _same(layer(x, training=False), x), "at inference (training=False) DropPath must return x"
+    assert _same(drop_path_class(0.0)(x, training=True), x), "with rate 0 DropPath must return x"
+    kept = (_numpy(layer(x, training=True)) / x).reshape(len(x), -1)
+    assert np.allclose(kept, kept[:, :1], atol=1e-5), (
+        "DropPath keeps or drops whole samples (one number each)"
     )
-    dropped = np.isclose(per_sample[:, 0], 0.0, atol=1e-6)
-    assert np.allclose(per_sample[~dropped, 0], 1 / 0.75, rtol=1e-4), (
-        f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {per_sample[~dropped][:1, 0]}"
+    kept, dropped = kept[:, 0], np.isclose(kept[:, 0], 0.0, atol=1e-6)
+    assert np.allclose(kept[~dropped], 1 / 0.75, rtol=1e-4), (
+        f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {kept[~dropped][:1]}"
     )
-    assert 0.15 <= dropped.mean() <= 0.35, (
-        f"at rate 0.25 about a quarter of the samples must be dropped, got {dropped.mean():.0%}"
-    )
-    masks = [np.isclose(_numpy(layer(x, training=True))[:, 0, 0, 0], 0.0, atol=1e-6) for _ in range(3)]
-    assert any(not np.array_equal(dropped, mask) for mask in masks), (
+    assert 0.15 <= dropped.mean() <= 0.35, f"at rate 0.25 a quarter must drop, {dropped.mean():.0%} did"
+    later = [np.isclose(_numpy(layer(x, training=True))[:, 0, 0, 0], 0.0, atol=1e-6) for _ in range(3)]
+    assert any((mask != dropped).any() for mask in later), (
         "four training calls dropped the same samples: draw new numbers at every call "
         "(keep a keras.random.SeedGenerator in __init__ and pass it as seed)"
     )
@@ -242,40 +228,30 @@ def check_block(block_class: Callable[..., Any]) -> None:
     block(x[:1], training=False)  # build
     _randomise(block, 3)  # random biases too: an MLP of zeros is not zero
     s, s12 = _numpy(shift_channels(x, 6)), _numpy(shift_channels(x, 12))
-    branch = _numpy(block.mlp(block.norm(s)))
-    got = _numpy(block(x, training=False))
-    assert not np.isclose(got - s, 0.0, atol=1e-5).reshape(len(x), -1).all(axis=1).any(), (
-        "at inference (training=False) drop path must drop nothing: pass training=training"
+    branch, got = _numpy(block.mlp(block.norm(s))), _numpy(block(x, training=False))
+    per_sample = np.isclose(got - s, 0.0, atol=1e-5).reshape(len(x), -1)
+    assert not per_sample.all(axis=1).any(), (
+        "at inference drop path must drop nothing: pass training=training"
     )
+    mistakes = {
+        "the residual must carry the shifted map, not the unshifted x": x + branch,
+        "the block must shift its input first (sv.shift_channels)": lambda: (
+            x + _numpy(block.mlp(block.norm(x)))
+        ),
+        "the block must add the branch to the shifted map (the residual connection)": branch,
+        "the MLP must see the normalised shifted map: norm first, then MLP": lambda: s + _numpy(block.mlp(s)),
+        "shift by the block's own self.num_div, not 12": lambda: s12 + _numpy(block.mlp(block.norm(s12))),
+    }
     _diagnose(
-        got,
-        s + branch,
-        {
-            "the residual must carry the shifted map, not the unshifted x": x + branch,
-            "the block must shift its input first (sv.shift_channels)": lambda: (
-                x + _numpy(block.mlp(block.norm(x)))
-            ),
-            "the block must add the branch to the shifted map (the residual connection)": branch,
-            "the MLP must see the normalised shifted map: norm first, then MLP": lambda: (
-                s + _numpy(block.mlp(s))
-            ),
-            "shift with the block's own self.num_div, not a fixed 12": lambda: (
-                s12 + _numpy(block.mlp(block.norm(s12)))
-            ),
-        },
-        "the block must return s + drop_path(mlp(norm(s))) with s = shift(x)",
+        got, s + branch, mistakes, "the block must return s + drop_path(mlp(norm(s))) with s = shift(x)"
     )
-    extra = (_numpy(block(x, training=True)) - s).reshape(len(x), -1)
-    flat = branch.reshape(len(x), -1)
-    assert not _close(extra, flat), (
-        "in training the block must pass training to its drop path: nothing was dropped"
-    )
-    assert not np.isclose(extra, -s.reshape(len(x), -1), atol=1e-4).all(axis=1).any(), (
-        "DropPath must wrap the MLP's branch only: the skip connection is never dropped"
-    )
+    extra, branch = (_numpy(block(x, training=True)) - s).reshape(len(x), -1), branch.reshape(len(x), -1)
+    assert not _same(extra, branch), "in training the block must pass training to its drop path"
+    skip_dropped = np.isclose(extra, -s.reshape(len(x), -1), atol=1e-4).all(axis=1)
+    assert not skip_dropped.any(), "DropPath must wrap the MLP's branch only: the skip is never dropped"
     dropped = np.isclose(extra, 0.0, atol=1e-4).all(axis=1)
-    assert np.all(dropped | np.isclose(extra, 2.0 * flat, rtol=1e-3, atol=1e-3).all(axis=1)), (
-        "in training each sample must get s + 0 or s + branch / (1 - rate): drop path goes after the MLP, on the branch"
+    assert np.all(dropped | np.isclose(extra, 2.0 * branch, rtol=1e-3, atol=1e-3).all(axis=1)), (
+        "in training each sample gets s or s + branch / (1 - rate): drop path goes on the MLP's branch"
     )
     assert 12 <= dropped.sum() <= 52, f"at rate 0.5 about half of 64 branches must drop, got {dropped.sum()}"
 
@@ -286,33 +262,28 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
     _expect_class(merging_class)
     rng = np.random.default_rng(4)
     for side in (8, 7):  # an even map first: what differs only on 7x7 is the padding
-        x, half = rng.normal(size=(2, side, side, 8)).astype("float32"), -(-side // 2)
-        mine = merging_class()
-        got = _numpy(mine(x))
-        assert got.shape[-1] == 16, f"patch merging must double the channels: 8 -> 16, got {got.shape[-1]}"
-        assert not (side % 2 and got.shape[1] == side // 2), (
-            f"patch merging must pad odd maps: {side}x{side} must become {half}x{half}, got "
-            f"{got.shape[1]}x{got.shape[2]} (padding='same')"
-        )
-        assert got.shape[1:3] == (half, half), (
-            f"patch merging must halve the map (2x2 kernel, stride 2): {side}x{side} -> {half}x{half}, got "
-            f"{got.shape[1]}x{got.shape[2]}"
-        )
+        x, half, mine = rng.normal(size=(2, side, side, 8)).astype("float32"), -(-side // 2), merging_class()
+        got = _numpy(mine(x)).shape
+        odd = f"{side}x{side} -> {half}x{half}, got {got[1]}x{got[2]}"
+        assert got[-1] == 16, f"patch merging must double the channels: 8 -> 16, got {got[-1]}"
+        assert not side % 2 or got[1] != side // 2, f"pad odd maps (padding='same'): {odd}"
+        assert got[1:3] == (half, half), f"patch merging halves the map (2x2 kernel, stride 2): {odd}"
         roles = {w.path.split("/")[-1]: w for w in mine.weights}
-        shape_of = {role: tuple(weight.shape) for role, weight in roles.items()}
-        epsilons = {norm.epsilon for norm in _layers(mine, keras.layers.LayerNormalization)}
+        shapes = {role: tuple(weight.shape) for role, weight in roles.items()}
+        epsilons = {norm.epsilon for norm in _layers(mine, keras.layers.LayerNormalization)} - {1e-5}
         for hint, wrong in {
             "the merging convolution must have no bias (use_bias=False)": "bias" in roles,
-            "normalise each position over its channels (LayerNormalization), not over the batch "
-            "(BatchNormalization)": "moving_mean" in roles,
-            "use LayerNormalization (each position over its channels), as the library: GroupNormalization "
-            "normalises over the whole map": _layers(mine, keras.layers.GroupNormalization),
+            "normalise each position over its channels, not over the batch (BatchNormalization)": "moving_mean"
+            in roles,
+            "GroupNormalization normalises over the whole map: use LayerNormalization, as the library": _layers(
+                mine, keras.layers.GroupNormalization
+            ),
             "patch merging must normalise (a LayerNormalization)": not {"gamma", "beta"} <= set(roles),
-            "the norm goes before the convolution: it normalises the C input channels": shape_of.get("gamma")
+            "the norm goes before the convolution: it normalises the C input channels": shapes.get("gamma")
             != (8,),
-            "the merging convolution must have a 2x2 kernel from C to 2C channels": shape_of.get("kernel")
+            "the merging convolution has a 2x2 kernel from C to 2C channels": shapes.get("kernel")
             != (2, 2, 8, 16),
-            f"LayerNormalization(epsilon=1e-5), as the library, not {sorted(epsilons)}": epsilons - {1e-5},
+            f"LayerNormalization(epsilon=1e-5), as the library, not {epsilons}": epsilons,
         }.items():
             assert not wrong, hint
         library = PatchMerging()
@@ -321,20 +292,19 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
         for weight in library.weights:
             roles[weight.path.split("/")[-1]].assign(_numpy(weight))
         expected = _numpy(library(x))
-        _diagnose(
-            mine(x),
-            expected,
-            {
-                f"no activation after the merging convolution (found {name})": keras.activations.get(name)(
-                    expected
-                )
-                for name in ("gelu", "relu")
-            },
-            f"even maps match, the {side}x{side} map differs: pad odd maps at the bottom and right, as "
-            "padding='same' does"
-            if side % 2
-            else "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution",
-        )
+        mistakes = {
+            f"no activation after the convolution (found {a})": keras.activations.get(a)(expected)
+            for a in ("gelu", "relu")
+        }
+        if side % 2:
+            otherwise = (
+                f"the {side}x{side} map differs: pad odd maps at the bottom and right (padding='same')"
+            )
+        else:
+            otherwise = (
+                "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution"
+            )
+        _diagnose(mine(x), expected, mistakes, otherwise)
 
 
 # The builder (lesson 04) --------------------------------------------------
@@ -343,19 +313,15 @@ def builder_configs() -> list[Any]:
     from shiftvit_lib.config import preset
 
     quick = preset("quick")  # depths (1, 2, 1), 24 channels
-    changes = [
-        dict(num_div=6, mlp_ratio=3.0, mlp_dropout=0.3, drop_path_rate=0.4, drop_path_schedule="network")
-        | dict(augment=False),
-        dict(
-            shift="keras_io",
-            depths=(2, 1, 2),
-            projected_dim=48,
-            drop_path_rate=0.3,
-            drop_path_schedule="per_stage",
+    return [
+        quick.replace(
+            num_div=6, mlp_ratio=3.0, mlp_dropout=0.3, drop_path_rate=0.4, augment=False
+        ),  # "network"
+        quick.replace(shift="keras_io", depths=(2, 1, 2), projected_dim=48, drop_path_rate=0.3).replace(
+            drop_path_schedule="per_stage"
         ),
-        dict(shift="none", shift_pixel=2, depths=(1, 1)),
+        quick.replace(shift="none", shift_pixel=2, depths=(1, 1)),
     ]
-    return [quick.replace(**change) for change in changes]
 
 
 def check_builder(build: Callable[[Any], keras.Model]) -> None:
@@ -365,47 +331,41 @@ def check_builder(build: Callable[[Any], keras.Model]) -> None:
     for config in builder_configs():
         model, library = build(config), build_shiftvit(config)
         blocks = [block for stage in _layers(model, ShiftViTStage) for block in stage.blocks]
-        if blocks:  # built from the library's stages: name the field it ignores
-            assert len(blocks) == sum(config.depths), (
-                f"the model has {len(blocks)} blocks, config.depths {config.depths} asks for {sum(config.depths)}"
+        for field in ["num_div", "shift", "shift_pixel", "mlp_ratio", "mlp_dropout"] * bool(blocks):
+            got = {
+                getattr(block, field) for block in blocks
+            }  # built from the library's stages: name the field
+            assert got == {getattr(config, field)}, (
+                f"every block needs config.{field} = {getattr(config, field)!r}"
             )
-            for field in ("num_div", "shift", "shift_pixel", "mlp_ratio", "mlp_dropout"):
-                got = {getattr(block, field) for block in blocks}
-                assert got == {getattr(config, field)}, (
-                    f"every block must get config.{field} = {getattr(config, field)!r}, got {sorted(got)}"
-                )
-            rates = np.concatenate(
-                drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
-            )
-            assert np.allclose([block.drop_path_rate for block in blocks], rates), (
-                f"the blocks' drop-path rates must be sv.drop_path_rates(depths, drop_path_rate, "
-                f"drop_path_schedule) = {np.round(rates, 3).tolist()}"
-            )
+        rates = np.concatenate(
+            drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
+        )
+        assert not blocks or np.allclose([block.drop_path_rate for block in blocks], rates), (
+            f"the blocks' drop-path rates are sv.drop_path_rates(depths, drop_path_rate, drop_path_schedule) = "
+            f"{np.round(rates, 3).tolist()}"
+        )
         mergings, merges = len(_layers(model, PatchMerging)), len(config.depths) - 1
         assert mergings == merges, (
-            f"every stage but the last must end in a patch merging: {merges} expected, got {mergings}"
+            f"every stage but the last ends in a patch merging: {merges}, got {mergings}"
         )
         assert model.count_params() == library.count_params(), (
             f"the model has {model.count_params():,} parameters, sv.build_shiftvit {library.count_params():,}"
         )
         model.set_weights(library.get_weights())
-        assert _close(model(probe, training=False), library(probe, training=False)), (
-            "with the library's weights the logits differ: pass num_div, shift, shift_pixel and "
-            "mlp_ratio from the config to every stage"
+        assert _same(model(probe, training=False), library(probe, training=False)), (
+            "with the library's weights the logits differ: pass the config's fields to every stage"
         )
     # Each random part must follow its config field: off means training = inference.
     quiet = builder_configs()[0].replace(augment=False, mlp_dropout=0.0, drop_path_rate=0.0)
-    for field, value, what in [
-        ("augment", True, "augment=True must crop and flip at random in training"),
-        ("mlp_dropout", 0.5, "mlp_dropout must switch on the MLPs' dropout"),
-        ("drop_path_rate", 0.5, "drop_path_rate must switch on drop path"),
-    ]:
+    for field, value in [("augment", True), ("mlp_dropout", 0.5), ("drop_path_rate", 0.5)]:
         model = build(quiet.replace(**{field: value}))
-        assert not _close(model(probe, training=True), model(probe, training=True)), (
-            f"{what}: two training passes gave the same logits"
+        assert not _same(model(probe, training=True), model(probe, training=True)), (
+            f"{field}={value} must make training random (crop and flip, dropout, drop path): two training "
+            "passes gave the same logits"
         )
     model = build(quiet)
-    assert _close(model(probe, training=True), model(probe, training=False)), (
+    assert _same(model(probe, training=True), model(probe, training=False)), (
         "with augment=False, mlp_dropout=0 and drop_path_rate=0 training must equal inference: "
         "a random layer ignores its config field"
     )
@@ -419,31 +379,15 @@ def check_schedule(schedule: Callable[..., float]) -> None:
     """``schedule(step, lr_start, lr_max, warmup_steps, total_steps)`` must equal
     ``sv.WarmUpCosine`` at every step from 0 to past the end."""
     a, w, t = SCHEDULE_ARGS, SCHEDULE_ARGS["warmup_steps"], SCHEDULE_ARGS["total_steps"]
-    steps = np.arange(t + 6)
-    expected = _numpy(WarmUpCosine(**a)(steps)).astype("float64")
-    got = np.array([float(schedule(int(step), **a)) for step in steps])
-
-    def same(x: Any, y: Any) -> bool:
-        return bool(np.isclose(x, y, rtol=1e-4, atol=1e-8).all())
-
-    assert not same(got[:-1], expected[1:]), "the schedule is one step ahead: step 0 must give lr_start"
-    assert same(got, expected) or not same(got[1:], expected[:-1]), (
-        "the schedule is one step behind: step 1 must move"
-    )
-    assert same(got[0], a["lr_start"]), f"the warm-up must start at lr_start at step 0, got {got[0]:.3g}"
-    assert same(got[w], a["lr_max"]), (
-        f"the warm-up must end at step warmup_steps with lr_max, got {got[w]:.3g} there"
-    )
-    assert same(got[:w], expected[:w]), (
-        "during the warm-up the rate must rise in a straight line from lr_start towards lr_max"
-    )
-    assert same(got[w : t + 1], expected[w : t + 1]), (
-        "after the warm-up the rate must follow half a cosine from lr_max to 0 at total_steps"
-    )
-    assert same(got[t:], 0.0), "after total_steps the rate must stay 0"
-
-
-STEP_LEARNING_RATE = 0.01
+    expected = _numpy(WarmUpCosine(**a)(np.arange(t + 6))).astype("float64")
+    got = np.array([float(schedule(step, **a)) for step in range(t + 6)])
+    assert not _same(got[:-1], expected[1:]), "the schedule is one step ahead: step 0 must give lr_start"
+    assert _same(got, expected) or not _same(got[1:], expected[:-1]), "the schedule is one step behind"
+    assert _same(got[0], a["lr_start"]), f"the warm-up must start at lr_start at step 0, got {got[0]:.3g}"
+    assert _same(got[w], a["lr_max"]), f"the warm-up must reach lr_max at step warmup_steps, got {got[w]:.3g}"
+    assert _same(got[:w], expected[:w]), "the warm-up rises in a straight line from lr_start towards lr_max"
+    assert _same(got[w : t + 1], expected[w : t + 1]), "then half a cosine from lr_max to 0 at total_steps"
+    assert not got[t:].any(), "after total_steps the rate must stay 0"
 
 
 class DoubledInTraining(keras.layers.Layer):
@@ -468,92 +412,62 @@ def check_train_step(step: Callable[..., float]) -> None:
     ``GradientTape``)."""
     import tensorflow as tf
 
-    rng = np.random.default_rng(7)
+    rng, lr = np.random.default_rng(7), 0.01
     images, labels = rng.normal(size=(16, 6)).astype("float32"), rng.integers(0, 3, size=16)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     model, reference = _step_model(), _step_model()
-    reference.set_weights(model.get_weights())
-    before = [w.copy() for w in model.get_weights()]
-    losses = [float(loss_fn(labels, model(images, training=training))) for training in (True, False)]
-    loss = step(model, keras.optimizers.Adam(STEP_LEARNING_RATE), loss_fn, images, labels)
+    reference.set_weights(before := [w.copy() for w in model.get_weights()])
+    training_loss, inference_loss = (float(loss_fn(labels, model(images, training=t))) for t in (True, False))
+    loss = float(step(model, keras.optimizers.Adam(lr), loss_fn, images, labels))
     with tf.GradientTape() as tape:
         reference_loss = loss_fn(labels, reference(images, training=True))
     gradients = tape.gradient(reference_loss, reference.trainable_variables)
-    keras.optimizers.Adam(STEP_LEARNING_RATE).apply_gradients(zip(gradients, reference.trainable_variables))
-    _diagnose(
-        float(loss),
-        losses[0],
-        {"the step must run the model with training=True (the loss is the inference loss)": losses[1]},
-        f"the step must return the loss of this batch before the update: expected {losses[0]:.4f}, "
-        f"got {float(loss):.4f}",
-        same=lambda a, b: bool(np.isclose(a, b, rtol=1e-5)),
-    )
+    keras.optimizers.Adam(lr).apply_gradients(zip(gradients, reference.trainable_variables))
+    mistakes = {"run the model with training=True (that is the inference loss)": inference_loss}
+    otherwise = f"return the loss of this batch before the update: {training_loss:.4f}, got {loss:.4f}"
+    _diagnose(loss, training_loss, mistakes, f"the step must {otherwise}")
     moves = [a - b for a, b in zip(model.get_weights(), before)]
     wanted = [w - b for w, b in zip(reference.get_weights(), before)]
-    _diagnose(
-        moves,
-        wanted,
-        {
-            "no weight changed: the step must apply the gradients (optimizer.apply_gradients)": [
-                0 * m for m in moves
-            ],
-            "the weights moved uphill: the optimizer needs the gradients, not their negatives": [
-                -m for m in wanted
-            ],
-            "the weights moved by -lr * gradient, a plain SGD step: let the optimizer apply the gradients "
-            "(optimizer.apply_gradients), Adam steps differently": [
-                -STEP_LEARNING_RATE * _numpy(g) for g in gradients
-            ],
-            "the weights moved twice as far: apply the gradients once per step": [2 * m for m in wanted],
-        },
-        "some weights did not change: take the gradient for every model.trainable_variables"
-        if any(not m.any() for m in moves)
-        else "after one step the weights differ from one optimizer step along the loss's gradient "
-        "(computed in training mode)",
-        same=lambda a, b: all(np.allclose(m, w, rtol=1e-3, atol=1e-6) for m, w in zip(a, b)),
-    )
+    mistakes = {
+        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)": [
+            0 * m for m in moves
+        ],
+        "the weights moved uphill: the optimizer needs the gradients, not their negatives": [
+            -m for m in wanted
+        ],
+        "the weights moved by -lr * gradient, a plain SGD step: let the optimizer (Adam) apply the gradients": [
+            -lr * _numpy(g) for g in gradients
+        ],
+        "the weights moved twice as far: apply the gradients once per step": [2 * m for m in wanted],
+    }
+    if any(not m.any() for m in moves):
+        otherwise = "some weights did not change: take the gradient for every model.trainable_variables"
+    else:
+        otherwise = "the weights differ from one optimizer step along the training loss's gradient"
+    _diagnose(moves, wanted, mistakes, otherwise, rtol=1e-3)  # Adam's epsilon: two steps are not quite 2x
 
 
 # The exercises (lessons 00-07) ----------------------------------------------
-def _equal(a: Any, b: Any) -> bool:
-    return bool(np.array_equal(a, b))
-
-
 def check_moved_channels(moved_channels: Callable[[int, int], int]) -> None:
     """Lesson 00: ``moved_channels(C, num_div)`` equals what ``shift_channels`` moves."""
     _blank(moved_channels(96, 12), "Write moved_channels, then run both cells again.")
     rng = np.random.default_rng(0)
-    for c, num_div in [(96, 12), (192, 12), (50, 8), (13, 4)]:
+    for c, n in [(96, 12), (192, 12), (50, 8), (13, 4)]:
         x = rng.uniform(1.0, 2.0, size=(1, 6, 6, c)).astype("float32")
-        moved = int((_numpy(shift_channels(x, num_div=num_div)) != x).any(axis=(0, 1, 2)).sum())
-        got = moved_channels(c, num_div)
-        _diagnose(
-            got,
-            moved,
-            {
-                "C // num_div is one group: four groups move": c // num_div,
-                f"with C = {c}, num_div = {num_div} the groups hold C // num_div channels (integer division): "
-                "the leftover C % num_div channels stay": 4 * c / num_div,
-            },
-            f"moved_channels({c}, {num_div}) = {got}, the shift moved {moved}",
-            same=_equal,
-        )
+        moved, got = int((_numpy(shift_channels(x, n)) != x).any(axis=(0, 1, 2)).sum()), moved_channels(c, n)
+        mistakes = {
+            "C // num_div is one group: four groups move": c // n,
+            f"C = {c}, num_div = {n}: groups of C // num_div channels, the other C % num_div stay": 4 * c / n,
+        }
+        _diagnose(got, moved, mistakes, f"moved_channels({c}, {n}) = {got}, the shift moved {moved}")
 
 
 def check_val_counts(counts: Any, data: Any) -> None:
     """Lesson 01: the number of validation images per class."""
     _blank(counts, "Fill in my_val_counts and run the cell again.")
-    wanted = np.asarray(data.class_counts()["val"])
-    assert np.shape(counts) == wanted.shape, (
-        f"one count per class: {len(wanted)} numbers, got {np.shape(counts)}"
-    )
-    _diagnose(
-        counts,
-        wanted,
-        {"those are the training counts: count data.y_val": data.class_counts()["train"]},
-        "count how often each class occurs in data.y_val (np.bincount)",
-        same=_equal,
-    )
+    mistakes = {"those are the training counts: count data.y_val": data.class_counts()["train"]}
+    otherwise = f"count how often each of the {len(data.class_counts()['val'])} classes occurs in data.y_val"
+    _diagnose(np.asarray(counts), data.class_counts()["val"], mistakes, f"{otherwise} (np.bincount)")
 
 
 def check_centre_crop(centre_crop: Callable[[np.ndarray, int], np.ndarray]) -> None:
@@ -569,79 +483,59 @@ def check_centre_crop(centre_crop: Callable[[np.ndarray, int], np.ndarray]) -> N
             f"the crop must be (batch, {crop}, {crop}, 3), got {got.shape}"
         )
         layer = ImagePreprocessing(resize_to=52, crop_size=crop, augment=False)
-        _diagnose(
-            got,
-            _numpy(layer(images, training=False)) * 255.0,
-            {
-                "that is the top-left corner: the window starts at (size - crop) // 2": resized[
-                    :, :crop, :crop
-                ]
-            },
-            f"the {crop}x{crop} window is off centre: start at (size - crop) // 2 on both axes",
-            same=lambda a, b: bool(np.allclose(a, b, atol=1e-3)),
-        )
+        mistakes = {"that is the top-left corner: start at (size - crop) // 2": resized[:, :crop, :crop]}
+        otherwise = f"the {crop}x{crop} window is off centre: start at (size - crop) // 2 on both axes"
+        _diagnose(got, _numpy(layer(images, training=False)) * 255.0, mistakes, otherwise)
 
 
 def check_pad_shift(pad_shift: Callable[..., Any]) -> None:
     """Lesson 02: the shift built from slices and padding equals ``shift_channels``."""
-    x = np.random.default_rng(11).normal(size=(2, 7, 9, 30)).astype("float32")
-    answer = pad_shift(x, num_div=6, s=2)
-    _blank(answer, "Fill in `up` and `down`, then run both cells again.")
-    got, expected, g = _numpy(answer), _numpy(shift_channels(x, num_div=6, shift_pixel=2)), 30 // 6
+    x, g = np.random.default_rng(11).normal(size=(2, 7, 9, 30)).astype("float32"), 30 // 6
+    _blank(answer := pad_shift(x, num_div=6, s=2), "Fill in `up` and `down`, then run both cells again.")
+    got, expected = _numpy(answer), _numpy(shift_channels(x, num_div=6, shift_pixel=2))
     assert got.shape == x.shape, f"the shift must keep the shape {x.shape}, got {got.shape}"
     for k, direction in [(2, "up"), (3, "down")]:
         part = slice(k * g, (k + 1) * g)
-        each_way = np.split(_numpy(shift_channels(np.concatenate([x[..., part]] * 4, -1), 4, 2)), 4, -1)
-        _diagnose(
-            got[..., part],
-            expected[..., part],
-            {
-                f"the {direction} channels moved the other way: swap the slice and the padded side": each_way[
-                    5 - k
-                ]
-            },
-            f"the {direction} channels differ: keep the rows that survive the move, then pad s zero rows on the "
-            "side the content left",
-            same=_equal,
+        other_way = _each_way(x[..., part], 2)[5 - k]  # up <-> down
+        mistakes = {
+            f"the {direction} channels moved the other way: swap the slice and the padded side": other_way
+        }
+        otherwise = (
+            "differ: keep the rows that survive the move, then pad s zero rows on the side the content left"
         )
+        _diagnose(got[..., part], expected[..., part], mistakes, f"the {direction} channels {otherwise}")
     assert np.array_equal(got, expected), "the left, right and unmoved channels must stay as given"
 
 
 def check_inside_block(inside_block: Callable[..., Any]) -> None:
     """Lesson 03: the block with the shift inside the residual branch."""
-    block = ShiftViTBlock(num_div=12)
-    x = np.random.default_rng(12).normal(size=(2, 6, 6, 24)).astype("float32")
-    answer = inside_block(block, x)
-    _blank(answer, "Write inside_block, then run both cells again.")
+    block, x = (
+        ShiftViTBlock(num_div=12),
+        np.random.default_rng(12).normal(size=(2, 6, 6, 24)).astype("float32"),
+    )
+    _blank(answer := inside_block(block, x), "Write inside_block, then run both cells again.")
     shifted = _numpy(shift_channels(x, num_div=12))
     branch = _numpy(block.mlp(block.norm(shifted)))
-    _diagnose(
-        answer,
-        x + branch,
-        {
-            "that is the library's block: here the skip carries x and only the branch sees the shift": shifted
-            + branch,
-            "the branch must see the shifted x": lambda: x + _numpy(block.mlp(block.norm(x))),
-        },
-        "inside_block must return x + mlp(norm(shift(x)))",
-    )
+    mistakes = {
+        "that is the library's block: here the skip carries x and only the branch sees the shift": shifted
+        + branch,
+        "the branch must see the shifted x": lambda: x + _numpy(block.mlp(block.norm(x))),
+    }
+    _diagnose(answer, x + branch, mistakes, "inside_block must return x + mlp(norm(shift(x)))")
 
 
 def check_block_parameters(answer: Any, channels: int = 384) -> None:
     """Lesson 03: the parameters of one block with ``channels`` channels and MLP ratio 2."""
     _blank(answer, "Replace None with your number, then run the cell.")
     c = channels
-    _diagnose(
-        answer,
-        4 * c * c + 5 * c,
-        {
-            f"{answer:,} counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,
-            f"{answer:,} leaves out the norm: it has 2C parameters (scale, offset)": 4 * c * c + 3 * c,
-            f"{answer:,} counts one Dense: the MLP has two (C -> 2C -> C)": 2 * c * c + 3 * c,
-        },
-        f"{answer:,} is not the count: C·2C + 2C and 2C·C + C for the MLP, 2C for the norm",
-        same=_equal,
-    )
+    mistakes = {
+        "counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,
+        "leaves out the norm: it has 2C parameters (scale, offset)": 4 * c * c + 3 * c,
+        "counts one Dense: the MLP has two (C -> 2C -> C)": 2 * c * c + 3 * c,
+    }
+    otherwise = "is not the count: C·2C + 2C and 2C·C + C for the MLP, 2C for the norm"
+    hint = next((hint for hint, wrong in mistakes.items() if answer == wrong), otherwise)
+    assert answer == 4 * c * c + 5 * c, f"{answer:,} {hint}"
 
 
 def check_shapes(my_shapes: Callable[[Any], list]) -> None:
@@ -651,26 +545,19 @@ def check_shapes(my_shapes: Callable[[Any], list]) -> None:
 
     _blank(my_shapes(preset("seed")), "Fill in my_shapes, run its cell, then run this cell again.")
     for name in ["quick", "seed", "cpu", "shiftvit_light_tiny"]:
-        config = preset(name)
-        built = [
-            (row["output_shape"][1], row["output_shape"][3])
-            for row in stage_table(build_shiftvit(config))
-            if row["layer"] == "patch_projection" or row["layer"].startswith("stage_")
+        rows = stage_table(build_shiftvit(config := preset(name)))
+        layers = [
+            row for row in rows if row["layer"] == "patch_projection" or row["layer"].startswith("stage_")
         ]
+        built = [(row["output_shape"][1], row["output_shape"][3]) for row in layers]
         got = [tuple(pair) for pair in my_shapes(config)]
         for wrong, hint in [
-            (
-                len(got) != len(built),
-                f"one (side, channels) after the projection and one after each stage: {len(built)}",
-            ),
-            (got[0] != built[0], f"after the projection the side is image_size / patch_size, {built[0]}"),
-            (
-                [c for _, c in got] != [c for _, c in built],
-                f"every stage but the last doubles the channels: {built}",
-            ),
-            (got != built, f"a merging halves the side rounding up, -(-side // 2): {built}"),
+            (len(got) != len(built), "one (side, channels) after the projection and one after each stage"),
+            (got[0] != built[0], "after the projection the side is image_size / patch_size"),
+            ([c for _, c in got] != [c for _, c in built], "every stage but the last doubles the channels"),
+            (got != built, "a merging halves the side rounding up, -(-side // 2)"),
         ]:
-            assert not wrong, f"{name}: {hint}, got {got}"
+            assert not wrong, f"{name}: {hint}: {built}, got {got}"
 
 
 FLOOR_ARGS = dict(lr_start=1e-5, lr_max=1e-3, warmup_steps=100, total_steps=1100, lr_min=1e-4)
@@ -687,22 +574,20 @@ def check_floor_schedule(floor: Callable[..., float]) -> None:
             return a["lr_start"] + (high - a["lr_start"]) * step / w
         return low + 0.5 * (high - low) * (1 + np.cos(np.pi * min(1.0, (step - w) / (t - w))))
 
-    def same(step: int, value: float | None = None) -> bool:
-        value = wanted(step) if value is None else value
-        return bool(np.isclose(float(floor(step, **a)), value, rtol=1e-6, atol=1e-12))
+    def same(step: int) -> bool:
+        return _same(floor(step, **a), wanted(step))
 
     assert all(same(step) for step in (0, 50, 99)), "the warm-up stays as it was: lr_start up to lr_max"
     assert same(w), f"at the end of the warm-up (step {w}) the rate must be lr_max"
     assert same(t), f"at the last step ({t}) the rate must be lr_min, got {float(floor(t, **a)):.2e}"
-    quarter = w + (t - w) // 4
-    assert same(quarter) or not same(quarter, high - (high - low) / 4), (
-        "the decay is a straight line: it must follow half a cosine (check a quarter of the way down)"
+    quarter, line = (
+        w + (t - w) // 4,
+        {"the decay is a straight line: it must follow half a cosine": high - (high - low) / 4},
     )
     for step in (quarter, (w + t) // 2, w + 3 * (t - w) // 4, t + 50):
-        assert same(step), (
-            f"at step {step} the rate must be {wanted(step):.3e}, got {float(floor(step, **a)):.3e}: "
-            "lr_min + (lr_max - lr_min) / 2 * (1 + cos(pi p))"
-        )
+        got = float(floor(step, **a))
+        otherwise = f"at step {step} the rate must be {wanted(step):.3e}, got {got:.3e}: lr_min + (lr_max - lr_min) / 2 * (1 + cos(pi p))"
+        _diagnose(got, wanted(step), line if step == quarter else {}, otherwise)
 
 
 def ece_probe() -> tuple[np.ndarray, np.ndarray]:
@@ -719,7 +604,7 @@ def check_ece(my_ece: Callable[..., float]) -> None:
     with confidences of exactly 1.0 among the inputs."""
     from shiftvit_lib.notebook.plots import reliability_table
 
-    confidence, correct = ece_probe()
+    (confidence, correct), last_bin = ece_probe(), "they belong in the last bin (np.minimum(group, bins - 1))"
     _blank(my_ece(confidence, correct, bins=10), "Write my_ece, run its cell, then run this cell again.")
     kept = confidence < 1.0
     for bins in (10, 5):
@@ -728,19 +613,14 @@ def check_ece(my_ece: Callable[..., float]) -> None:
             reliability_table(confidence, correct, bins)["ece"],
         )
         without_ones = reliability_table(confidence[kept], correct[kept], bins)["ece"]
-        _diagnose(
-            got,
-            expected,
-            {
-                "the confidences of exactly 1.0 went missing: they belong in the last bin "
-                "(np.minimum(group, bins - 1))": without_ones,
-                "the confidences of exactly 1.0 fell out of every bin: they belong in the last bin "
-                "(np.minimum(group, bins - 1))": without_ones * kept.mean(),
-            },
-            f"with bins={bins} the ECE is {expected:.4f}, got {got:.4f}: weight each bin's "
-            "|accuracy - mean confidence| by its share of the images",
-            same=lambda x, y: bool(np.isclose(x, y, rtol=1e-6)),
+        mistakes = {
+            f"the confidences of exactly 1.0 went missing: {last_bin}": without_ones,
+            f"the confidences of exactly 1.0 fell out of every bin: {last_bin}": without_ones * kept.mean(),
+        }
+        otherwise = (
+            f"with bins={bins} the ECE is {expected:.4f}, got {got:.4f}: weight each bin's gap by its share"
         )
+        _diagnose(got, expected, mistakes, otherwise)
 
 
 def check_attention_macs(attention_matmul_macs: Callable[[int, int, int], int]) -> None:
