@@ -136,24 +136,24 @@ def check_shift(shift: Callable[..., Any]) -> None:
         assert got.shape == x.shape, f"the shift must keep the shape {shape}, got {got.shape} {where}"
         moved = int((got != x).any(axis=(0, 1, 2)).sum())
         assert moved == 4 * g, (
-            f"4 * (C // num_div) = {4 * g} channels move, the rest stay; {moved} moved {where}"
+            f"4 * (C // num_div) = {4 * g} channels move (not {moved}), the rest stay {where}"
         )
         for k, direction in enumerate(DIRECTIONS):
             part = slice(k * g, (k + 1) * g)
             ways = zip(DIRECTIONS, _each_way(x[..., part], s))
             hint = f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {{}} {where}"
             mistakes = {hint.format(other): way for other, way in ways if other != direction}
-            mistakes[f"only the first image moved: slice every image of the batch (x[:, ...]) {where}"] = (
-                np.concatenate([expected[:1, ..., part], x[1:, ..., part]])
-            )
+            first_only = np.concatenate([expected[:1, ..., part], x[1:, ..., part]])
+            mistakes[f"only the first image moved: slice every image (x[:, ...]) {where}"] = first_only
             for o in {1, 2, 3} - {s}:
-                hint = f"the {direction} group moved {o} pixel(s), not s = {s}: every slice offset must be s {where}"
+                hint = (
+                    f"the {direction} group moved {o} pixel(s), not s = {s}: every offset must be s {where}"
+                )
                 mistakes[hint] = _numpy(shift_channels(x, num_div, o))[..., part]
-            if np.array_equal(got[..., part] != 0, expected[..., part] != 0):
-                otherwise = f"the {direction} group holds the wrong numbers: check its slices {where}"
-            else:
+            otherwise = f"the {direction} group holds the wrong numbers: check its slices {where}"
+            if not np.array_equal(got[..., part] != 0, expected[..., part] != 0):
                 otherwise = (
-                    f"moving {direction}, what crosses the border is lost, zeros fill {s} pixel(s) {where}"
+                    f"moving {direction}, what crosses the border is lost, {s} pixel(s) of zeros come in"
                 )
             _diagnose(got[..., part], expected[..., part], mistakes, otherwise)
 
@@ -169,7 +169,7 @@ def check_mlp(mlp_class: Callable[..., Any]) -> None:
         assert _numpy(mine(x)).shape == x.shape, f"the MLP must give back the C = {channels} channels it got"
         kernels = [tuple(w.shape) for w in mine.weights if w.path.endswith("kernel")]
         assert len(kernels) == 2 and kernels[0] == (channels, hidden), (
-            f"two Dense layers, the first with ratio * C = {ratio:g} * {channels} = {hidden} units: got {kernels}"
+            f"two Dense layers, ratio * C = {ratio:g} * {channels} = {hidden} units, then C: got {kernels}"
         )
         library(x)
         weights = _randomise(library, 9)
@@ -205,9 +205,8 @@ def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
         "DropPath keeps or drops whole samples (one number each)"
     )
     kept, dropped = kept[:, 0], np.isclose(kept[:, 0], 0.0, atol=1e-6)
-    assert np.allclose(kept[~dropped], 1 / 0.75, rtol=1e-4), (
-        f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {kept[~dropped][:1]}"
-    )
+    scale = f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {kept[~dropped][:1]}"
+    assert np.allclose(kept[~dropped], 1 / 0.75, rtol=1e-4), scale
     assert 0.15 <= dropped.mean() <= 0.35, f"at rate 0.25 a quarter must drop, {dropped.mean():.0%} did"
     later = [np.isclose(_numpy(layer(x, training=True))[:, 0, 0, 0], 0.0, atol=1e-6) for _ in range(3)]
     assert any((mask != dropped).any() for mask in later), (
@@ -229,10 +228,8 @@ def check_block(block_class: Callable[..., Any]) -> None:
     _randomise(block, 3)  # random biases too: an MLP of zeros is not zero
     s, s12 = _numpy(shift_channels(x, 6)), _numpy(shift_channels(x, 12))
     branch, got = _numpy(block.mlp(block.norm(s))), _numpy(block(x, training=False))
-    per_sample = np.isclose(got - s, 0.0, atol=1e-5).reshape(len(x), -1)
-    assert not per_sample.all(axis=1).any(), (
-        "at inference drop path must drop nothing: pass training=training"
-    )
+    unchanged = np.isclose(got - s, 0.0, atol=1e-5).reshape(len(x), -1).all(axis=1)
+    assert not unchanged.any(), "at inference drop path must drop nothing: pass training=training"
     mistakes = {
         "the residual must carry the shifted map, not the unshifted x": x + branch,
         "the block must shift its input first (sv.shift_channels)": lambda: (
@@ -242,16 +239,15 @@ def check_block(block_class: Callable[..., Any]) -> None:
         "the MLP must see the normalised shifted map: norm first, then MLP": lambda: s + _numpy(block.mlp(s)),
         "shift by the block's own self.num_div, not 12": lambda: s12 + _numpy(block.mlp(block.norm(s12))),
     }
-    _diagnose(
-        got, s + branch, mistakes, "the block must return s + drop_path(mlp(norm(s))) with s = shift(x)"
-    )
+    _diagnose(got, s + branch, mistakes, "the block must return s + drop_path(mlp(norm(s))), s = shift(x)")
     extra, branch = (_numpy(block(x, training=True)) - s).reshape(len(x), -1), branch.reshape(len(x), -1)
     assert not _same(extra, branch), "in training the block must pass training to its drop path"
     skip_dropped = np.isclose(extra, -s.reshape(len(x), -1), atol=1e-4).all(axis=1)
     assert not skip_dropped.any(), "DropPath must wrap the MLP's branch only: the skip is never dropped"
     dropped = np.isclose(extra, 0.0, atol=1e-4).all(axis=1)
-    assert np.all(dropped | np.isclose(extra, 2.0 * branch, rtol=1e-3, atol=1e-3).all(axis=1)), (
-        "in training each sample gets s or s + branch / (1 - rate): drop path goes on the MLP's branch"
+    kept = np.isclose(extra, 2.0 * branch, rtol=1e-3, atol=1e-3).all(axis=1)
+    assert np.all(dropped | kept), (
+        "in training a sample gets s or s + branch / (1 - rate): drop path on the branch"
     )
     assert 12 <= dropped.sum() <= 52, f"at rate 0.5 about half of 64 branches must drop, got {dropped.sum()}"
 
@@ -271,18 +267,15 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
         roles = {w.path.split("/")[-1]: w for w in mine.weights}
         shapes = {role: tuple(weight.shape) for role, weight in roles.items()}
         epsilons = {norm.epsilon for norm in _layers(mine, keras.layers.LayerNormalization)} - {1e-5}
+        gamma, kernel = shapes.get("gamma"), shapes.get("kernel")
+        group_norm = _layers(mine, keras.layers.GroupNormalization)
         for hint, wrong in {
             "the merging convolution must have no bias (use_bias=False)": "bias" in roles,
-            "normalise each position over its channels, not over the batch (BatchNormalization)": "moving_mean"
-            in roles,
-            "GroupNormalization normalises over the whole map: use LayerNormalization, as the library": _layers(
-                mine, keras.layers.GroupNormalization
-            ),
+            "normalise each position's channels, not the batch (BatchNormalization)": "moving_mean" in roles,
+            "GroupNormalization normalises the whole map: use LayerNormalization, as the library": group_norm,
             "patch merging must normalise (a LayerNormalization)": not {"gamma", "beta"} <= set(roles),
-            "the norm goes before the convolution: it normalises the C input channels": shapes.get("gamma")
-            != (8,),
-            "the merging convolution has a 2x2 kernel from C to 2C channels": shapes.get("kernel")
-            != (2, 2, 8, 16),
+            "the norm comes before the convolution: it normalises the C input channels": gamma != (8,),
+            "the merging convolution has a 2x2 kernel from C to 2C channels": kernel != (2, 2, 8, 16),
             f"LayerNormalization(epsilon=1e-5), as the library, not {epsilons}": epsilons,
         }.items():
             assert not wrong, hint
@@ -312,14 +305,11 @@ def builder_configs() -> list[Any]:
     """Configs that move every field the builder reads away from its default."""
     from shiftvit_lib.config import preset
 
-    quick = preset("quick")  # depths (1, 2, 1), 24 channels
+    quick = preset("quick")  # depths (1, 2, 1), 24 channels, drop path schedule "network"
+    per_stage = dict(drop_path_rate=0.3, drop_path_schedule="per_stage")
     return [
-        quick.replace(
-            num_div=6, mlp_ratio=3.0, mlp_dropout=0.3, drop_path_rate=0.4, augment=False
-        ),  # "network"
-        quick.replace(shift="keras_io", depths=(2, 1, 2), projected_dim=48, drop_path_rate=0.3).replace(
-            drop_path_schedule="per_stage"
-        ),
+        quick.replace(num_div=6, mlp_ratio=3.0, mlp_dropout=0.3, drop_path_rate=0.4, augment=False),
+        quick.replace(shift="keras_io", depths=(2, 1, 2), projected_dim=48, **per_stage),
         quick.replace(shift="none", shift_pixel=2, depths=(1, 1)),
     ]
 
@@ -331,39 +321,30 @@ def check_builder(build: Callable[[Any], keras.Model]) -> None:
     for config in builder_configs():
         model, library = build(config), build_shiftvit(config)
         blocks = [block for stage in _layers(model, ShiftViTStage) for block in stage.blocks]
-        for field in ["num_div", "shift", "shift_pixel", "mlp_ratio", "mlp_dropout"] * bool(blocks):
-            got = {
-                getattr(block, field) for block in blocks
-            }  # built from the library's stages: name the field
-            assert got == {getattr(config, field)}, (
-                f"every block needs config.{field} = {getattr(config, field)!r}"
+        if blocks:  # built from the library's stages: name the field it ignores
+            for field in ("num_div", "shift", "shift_pixel", "mlp_ratio", "mlp_dropout"):
+                got, wanted = {getattr(block, field) for block in blocks}, getattr(config, field)
+                assert got == {wanted}, f"every block needs config.{field} = {wanted!r}, got {sorted(got)}"
+            rates = np.concatenate(
+                drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
             )
-        rates = np.concatenate(
-            drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
-        )
-        assert not blocks or np.allclose([block.drop_path_rate for block in blocks], rates), (
-            f"the blocks' drop-path rates are sv.drop_path_rates(depths, drop_path_rate, drop_path_schedule) = "
-            f"{np.round(rates, 3).tolist()}"
-        )
+            hint = f"the blocks' drop-path rates are sv.drop_path_rates(...) = {np.round(rates, 3).tolist()}"
+            assert np.allclose([block.drop_path_rate for block in blocks], rates), hint
         mergings, merges = len(_layers(model, PatchMerging)), len(config.depths) - 1
         assert mergings == merges, (
-            f"every stage but the last ends in a patch merging: {merges}, got {mergings}"
+            f"every stage but the last ends in a patch merging: {merges}, not {mergings}"
         )
-        assert model.count_params() == library.count_params(), (
-            f"the model has {model.count_params():,} parameters, sv.build_shiftvit {library.count_params():,}"
-        )
+        parameters = f"{model.count_params():,} parameters, sv.build_shiftvit {library.count_params():,}"
+        assert model.count_params() == library.count_params(), f"the model has {parameters}"
         model.set_weights(library.get_weights())
-        assert _same(model(probe, training=False), library(probe, training=False)), (
-            "with the library's weights the logits differ: pass the config's fields to every stage"
-        )
+        logits = _same(model(probe, training=False), library(probe, training=False))
+        assert logits, "with the library's weights the logits differ: pass the config's fields to every stage"
     # Each random part must follow its config field: off means training = inference.
     quiet = builder_configs()[0].replace(augment=False, mlp_dropout=0.0, drop_path_rate=0.0)
     for field, value in [("augment", True), ("mlp_dropout", 0.5), ("drop_path_rate", 0.5)]:
         model = build(quiet.replace(**{field: value}))
-        assert not _same(model(probe, training=True), model(probe, training=True)), (
-            f"{field}={value} must make training random (crop and flip, dropout, drop path): two training "
-            "passes gave the same logits"
-        )
+        random = not _same(model(probe, training=True), model(probe, training=True))
+        assert random, f"{field}={value}: two training passes gave the same logits, a random layer ignores it"
     model = build(quiet)
     assert _same(model(probe, training=True), model(probe, training=False)), (
         "with augment=False, mlp_dropout=0 and drop_path_rate=0 training must equal inference: "
@@ -428,17 +409,13 @@ def check_train_step(step: Callable[..., float]) -> None:
     _diagnose(loss, training_loss, mistakes, f"the step must {otherwise}")
     moves = [a - b for a, b in zip(model.get_weights(), before)]
     wanted = [w - b for w, b in zip(reference.get_weights(), before)]
+    still, uphill, twice = ([factor * m for m in wanted] for factor in (0, -1, 2))
+    plain_sgd = [-lr * _numpy(g) for g in gradients]
     mistakes = {
-        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)": [
-            0 * m for m in moves
-        ],
-        "the weights moved uphill: the optimizer needs the gradients, not their negatives": [
-            -m for m in wanted
-        ],
-        "the weights moved by -lr * gradient, a plain SGD step: let the optimizer (Adam) apply the gradients": [
-            -lr * _numpy(g) for g in gradients
-        ],
-        "the weights moved twice as far: apply the gradients once per step": [2 * m for m in wanted],
+        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)": still,
+        "the weights moved uphill: the optimizer needs the gradients, not their negatives": uphill,
+        "the weights moved by -lr * gradient, a plain SGD step: let the optimizer (Adam) step": plain_sgd,
+        "the weights moved twice as far: apply the gradients once per step": twice,
     }
     if any(not m.any() for m in moves):
         otherwise = "some weights did not change: take the gradient for every model.trainable_variables"
@@ -480,7 +457,7 @@ def check_centre_crop(centre_crop: Callable[[np.ndarray, int], np.ndarray]) -> N
     for crop in (40, 46):
         got = np.asarray(centre_crop(resized, crop))
         assert got.shape == (2, crop, crop, 3), (
-            f"the crop must be (batch, {crop}, {crop}, 3), got {got.shape}"
+            f"the crop's shape must be (2, {crop}, {crop}, 3): {got.shape}"
         )
         layer = ImagePreprocessing(resize_to=52, crop_size=crop, augment=False)
         mistakes = {"that is the top-left corner: start at (size - crop) // 2": resized[:, :crop, :crop]}
@@ -494,31 +471,24 @@ def check_pad_shift(pad_shift: Callable[..., Any]) -> None:
     _blank(answer := pad_shift(x, num_div=6, s=2), "Fill in `up` and `down`, then run both cells again.")
     got, expected = _numpy(answer), _numpy(shift_channels(x, num_div=6, shift_pixel=2))
     assert got.shape == x.shape, f"the shift must keep the shape {x.shape}, got {got.shape}"
-    for k, direction in [(2, "up"), (3, "down")]:
+    for k, direction in [(2, "up"), (3, "down")]:  # the other way: group 5 - k of _each_way
         part = slice(k * g, (k + 1) * g)
-        other_way = _each_way(x[..., part], 2)[5 - k]  # up <-> down
-        mistakes = {
-            f"the {direction} channels moved the other way: swap the slice and the padded side": other_way
-        }
-        otherwise = (
-            "differ: keep the rows that survive the move, then pad s zero rows on the side the content left"
-        )
-        _diagnose(got[..., part], expected[..., part], mistakes, f"the {direction} channels {otherwise}")
+        hint = f"the {direction} channels moved the other way: swap the slice and the padded side"
+        otherwise = f"the {direction} channels differ: keep the rows that stay, pad s zeros where they left"
+        _diagnose(got[..., part], expected[..., part], {hint: _each_way(x[..., part], 2)[5 - k]}, otherwise)
     assert np.array_equal(got, expected), "the left, right and unmoved channels must stay as given"
 
 
 def check_inside_block(inside_block: Callable[..., Any]) -> None:
     """Lesson 03: the block with the shift inside the residual branch."""
-    block, x = (
-        ShiftViTBlock(num_div=12),
-        np.random.default_rng(12).normal(size=(2, 6, 6, 24)).astype("float32"),
-    )
+    block = ShiftViTBlock(num_div=12)
+    x = np.random.default_rng(12).normal(size=(2, 6, 6, 24)).astype("float32")
     _blank(answer := inside_block(block, x), "Write inside_block, then run both cells again.")
     shifted = _numpy(shift_channels(x, num_div=12))
     branch = _numpy(block.mlp(block.norm(shifted)))
+    library_block = shifted + branch
     mistakes = {
-        "that is the library's block: here the skip carries x and only the branch sees the shift": shifted
-        + branch,
+        "that is the library's block: here the skip carries x, only the branch sees the shift": library_block,
         "the branch must see the shifted x": lambda: x + _numpy(block.mlp(block.norm(x))),
     }
     _diagnose(answer, x + branch, mistakes, "inside_block must return x + mlp(norm(shift(x)))")
@@ -546,10 +516,10 @@ def check_shapes(my_shapes: Callable[[Any], list]) -> None:
     _blank(my_shapes(preset("seed")), "Fill in my_shapes, run its cell, then run this cell again.")
     for name in ["quick", "seed", "cpu", "shiftvit_light_tiny"]:
         rows = stage_table(build_shiftvit(config := preset(name)))
-        layers = [
-            row for row in rows if row["layer"] == "patch_projection" or row["layer"].startswith("stage_")
+        built = [
+            row["output_shape"] for row in rows if row["layer"].startswith(("patch_projection", "stage_"))
         ]
-        built = [(row["output_shape"][1], row["output_shape"][3]) for row in layers]
+        built = [(shape[1], shape[3]) for shape in built]
         got = [tuple(pair) for pair in my_shapes(config)]
         for wrong, hint in [
             (len(got) != len(built), "one (side, channels) after the projection and one after each stage"),
@@ -580,13 +550,11 @@ def check_floor_schedule(floor: Callable[..., float]) -> None:
     assert all(same(step) for step in (0, 50, 99)), "the warm-up stays as it was: lr_start up to lr_max"
     assert same(w), f"at the end of the warm-up (step {w}) the rate must be lr_max"
     assert same(t), f"at the last step ({t}) the rate must be lr_min, got {float(floor(t, **a)):.2e}"
-    quarter, line = (
-        w + (t - w) // 4,
-        {"the decay is a straight line: it must follow half a cosine": high - (high - low) / 4},
-    )
+    quarter, formula = w + (t - w) // 4, "lr_min + (lr_max - lr_min) / 2 * (1 + cos(pi p))"
+    line = {"the decay is a straight line: it must follow half a cosine": high - (high - low) / 4}
     for step in (quarter, (w + t) // 2, w + 3 * (t - w) // 4, t + 50):
         got = float(floor(step, **a))
-        otherwise = f"at step {step} the rate must be {wanted(step):.3e}, got {got:.3e}: lr_min + (lr_max - lr_min) / 2 * (1 + cos(pi p))"
+        otherwise = f"at step {step} the rate must be {formula} = {wanted(step):.3e}, got {got:.3e}"
         _diagnose(got, wanted(step), line if step == quarter else {}, otherwise)
 
 
@@ -608,18 +576,14 @@ def check_ece(my_ece: Callable[..., float]) -> None:
     _blank(my_ece(confidence, correct, bins=10), "Write my_ece, run its cell, then run this cell again.")
     kept = confidence < 1.0
     for bins in (10, 5):
-        got, expected = (
-            float(my_ece(confidence, correct, bins=bins)),
-            reliability_table(confidence, correct, bins)["ece"],
-        )
+        got = float(my_ece(confidence, correct, bins=bins))
+        expected = reliability_table(confidence, correct, bins)["ece"]
         without_ones = reliability_table(confidence[kept], correct[kept], bins)["ece"]
         mistakes = {
             f"the confidences of exactly 1.0 went missing: {last_bin}": without_ones,
             f"the confidences of exactly 1.0 fell out of every bin: {last_bin}": without_ones * kept.mean(),
         }
-        otherwise = (
-            f"with bins={bins} the ECE is {expected:.4f}, got {got:.4f}: weight each bin's gap by its share"
-        )
+        otherwise = f"with bins={bins} the ECE is {expected:.4f}, not {got:.4f}: weight each bin by its share"
         _diagnose(got, expected, mistakes, otherwise)
 
 
