@@ -135,9 +135,7 @@ def check_shift(shift: Callable[..., Any]) -> None:
         where = f"(shape {shape}, num_div={num_div}, s={s})"
         assert got.shape == x.shape, f"the shift must keep the shape {shape}, got {got.shape} {where}"
         moved = int((got != x).any(axis=(0, 1, 2)).sum())
-        assert moved == 4 * g, (
-            f"4 * (C // num_div) = {4 * g} channels move (not {moved}), the rest stay {where}"
-        )
+        assert moved == 4 * g, f"4 * (C // num_div) = {4 * g} move, the rest stay; {moved} moved {where}"
         for k, direction in enumerate(DIRECTIONS):
             part = slice(k * g, (k + 1) * g)
             ways = zip(DIRECTIONS, _each_way(x[..., part], s))
@@ -146,15 +144,11 @@ def check_shift(shift: Callable[..., Any]) -> None:
             first_only = np.concatenate([expected[:1, ..., part], x[1:, ..., part]])
             mistakes[f"only the first image moved: slice every image (x[:, ...]) {where}"] = first_only
             for o in {1, 2, 3} - {s}:
-                hint = (
-                    f"the {direction} group moved {o} pixel(s), not s = {s}: every offset must be s {where}"
-                )
+                hint = f"the {direction} group moved {o} pixel(s), not s = {s}: each offset is s {where}"
                 mistakes[hint] = _numpy(shift_channels(x, num_div, o))[..., part]
             otherwise = f"the {direction} group holds the wrong numbers: check its slices {where}"
             if not np.array_equal(got[..., part] != 0, expected[..., part] != 0):
-                otherwise = (
-                    f"moving {direction}, what crosses the border is lost, {s} pixel(s) of zeros come in"
-                )
+                otherwise = f"moving {direction}, what crosses the border is lost: zeros fill {s} pixel(s)"
             _diagnose(got[..., part], expected[..., part], mistakes, otherwise)
 
 
@@ -201,9 +195,7 @@ def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
     assert _same(layer(x, training=False), x), "at inference (training=False) DropPath must return x"
     assert _same(drop_path_class(0.0)(x, training=True), x), "with rate 0 DropPath must return x"
     kept = (_numpy(layer(x, training=True)) / x).reshape(len(x), -1)
-    assert np.allclose(kept, kept[:, :1], atol=1e-5), (
-        "DropPath keeps or drops whole samples (one number each)"
-    )
+    assert np.allclose(kept, kept[:, :1], atol=1e-5), "DropPath keeps or drops whole samples (a number each)"
     kept, dropped = kept[:, 0], np.isclose(kept[:, 0], 0.0, atol=1e-6)
     scale = f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {kept[~dropped][:1]}"
     assert np.allclose(kept[~dropped], 1 / 0.75, rtol=1e-4), scale
@@ -246,9 +238,7 @@ def check_block(block_class: Callable[..., Any]) -> None:
     assert not skip_dropped.any(), "DropPath must wrap the MLP's branch only: the skip is never dropped"
     dropped = np.isclose(extra, 0.0, atol=1e-4).all(axis=1)
     kept = np.isclose(extra, 2.0 * branch, rtol=1e-3, atol=1e-3).all(axis=1)
-    assert np.all(dropped | kept), (
-        "in training a sample gets s or s + branch / (1 - rate): drop path on the branch"
-    )
+    assert np.all(dropped | kept), "in training a sample gets s or s + branch / (1 - rate): drop the branch"
     assert 12 <= dropped.sum() <= 52, f"at rate 0.5 about half of 64 branches must drop, got {dropped.sum()}"
 
 
@@ -289,14 +279,9 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
             f"no activation after the convolution (found {a})": keras.activations.get(a)(expected)
             for a in ("gelu", "relu")
         }
+        otherwise = "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution"
         if side % 2:
-            otherwise = (
-                f"the {side}x{side} map differs: pad odd maps at the bottom and right (padding='same')"
-            )
-        else:
-            otherwise = (
-                "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution"
-            )
+            otherwise = f"the {side}x{side} map differs: pad odd maps at the bottom and right, padding='same'"
         _diagnose(mine(x), expected, mistakes, otherwise)
 
 
@@ -325,15 +310,12 @@ def check_builder(build: Callable[[Any], keras.Model]) -> None:
             for field in ("num_div", "shift", "shift_pixel", "mlp_ratio", "mlp_dropout"):
                 got, wanted = {getattr(block, field) for block in blocks}, getattr(config, field)
                 assert got == {wanted}, f"every block needs config.{field} = {wanted!r}, got {sorted(got)}"
-            rates = np.concatenate(
-                drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
-            )
+            rates = drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
+            rates = np.concatenate(rates)
             hint = f"the blocks' drop-path rates are sv.drop_path_rates(...) = {np.round(rates, 3).tolist()}"
             assert np.allclose([block.drop_path_rate for block in blocks], rates), hint
         mergings, merges = len(_layers(model, PatchMerging)), len(config.depths) - 1
-        assert mergings == merges, (
-            f"every stage but the last ends in a patch merging: {merges}, not {mergings}"
-        )
+        assert mergings == merges, f"every stage but the last ends in a merging: {merges}, not {mergings}"
         parameters = f"{model.count_params():,} parameters, sv.build_shiftvit {library.count_params():,}"
         assert model.count_params() == library.count_params(), f"the model has {parameters}"
         model.set_weights(library.get_weights())
@@ -456,9 +438,7 @@ def check_centre_crop(centre_crop: Callable[[np.ndarray, int], np.ndarray]) -> N
     _blank(centre_crop(resized, 40), "Write centre_crop, then run both cells again.")
     for crop in (40, 46):
         got = np.asarray(centre_crop(resized, crop))
-        assert got.shape == (2, crop, crop, 3), (
-            f"the crop's shape must be (2, {crop}, {crop}, 3): {got.shape}"
-        )
+        assert got.shape == (2, crop, crop, 3), f"the crop must be (2, {crop}, {crop}, 3), not {got.shape}"
         layer = ImagePreprocessing(resize_to=52, crop_size=crop, augment=False)
         mistakes = {"that is the top-left corner: start at (size - crop) // 2": resized[:, :crop, :crop]}
         otherwise = f"the {crop}x{crop} window is off centre: start at (size - crop) // 2 on both axes"
@@ -516,10 +496,8 @@ def check_shapes(my_shapes: Callable[[Any], list]) -> None:
     _blank(my_shapes(preset("seed")), "Fill in my_shapes, run its cell, then run this cell again.")
     for name in ["quick", "seed", "cpu", "shiftvit_light_tiny"]:
         rows = stage_table(build_shiftvit(config := preset(name)))
-        built = [
-            row["output_shape"] for row in rows if row["layer"].startswith(("patch_projection", "stage_"))
-        ]
-        built = [(shape[1], shape[3]) for shape in built]
+        shapes = [row["output_shape"] for row in rows if row["layer"].startswith(("patch_proj", "stage_"))]
+        built = [(shape[1], shape[3]) for shape in shapes]
         got = [tuple(pair) for pair in my_shapes(config)]
         for wrong, hint in [
             (len(got) != len(built), "one (side, channels) after the projection and one after each stage"),
