@@ -536,21 +536,16 @@ def check_floor_schedule(floor: Callable[..., float]) -> None:
         _diagnose(got, wanted(step), line if step == quarter else {}, otherwise)
 
 
-def ece_probe() -> tuple[np.ndarray, np.ndarray]:
-    """Confidences over every bin, a few of exactly 1.0 and 0.1 (bin edges), and their correctness."""
-    rng = np.random.default_rng(13)
-    confidence = np.concatenate([rng.uniform(0.1, 1.0, 200), [1.0] * 12, [0.1, 0.5, 0.9]])
-    correct = rng.uniform(size=confidence.size) < confidence
-    correct[200:212] = [True, False, True, True, False, True, True, True, False, True, True, True]
-    return confidence, correct
-
-
 def check_ece(my_ece: Callable[..., float]) -> None:
     """Lesson 06: ``my_ece(confidence, correct, bins)`` equals the library's ECE,
     with confidences of exactly 1.0 among the inputs."""
     from shiftvit_lib.notebook.plots import reliability_table
 
-    (confidence, correct), last_bin = ece_probe(), "they belong in the last bin (np.minimum(group, bins - 1))"
+    rng, last_bin = np.random.default_rng(13), "they belong in the last bin (np.minimum(group, bins - 1))"
+    # Confidences over every bin, a few of exactly 1.0 and 0.1 (bin edges), and their correctness.
+    confidence = np.concatenate([rng.uniform(0.1, 1.0, 200), [1.0] * 12, [0.1, 0.5, 0.9]])
+    correct = rng.uniform(size=confidence.size) < confidence
+    correct[200:212] = [True, False, True, True, False, True, True, True, False, True, True, True]
     _blank(my_ece(confidence, correct, bins=10), "Write my_ece, run its cell, then run this cell again.")
     kept = confidence < 1.0
     for bins in (10, 5):

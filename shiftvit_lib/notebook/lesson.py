@@ -90,14 +90,8 @@ def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
 
         tf.get_logger().setLevel("ERROR")
     quick, reason = choose_mode(full_mode)
-    return LessonSettings(
-        quick=quick,
-        reason=reason,
-        data_source="sample" if quick else os.environ.get(DATA_ENV, "auto"),
-        preset_name="quick" if quick else "seed",
-        seed=seed,
-        accelerator=has_accelerator(),
-    )
+    data_source, preset_name = ("sample", "quick") if quick else (os.environ.get(DATA_ENV, "auto"), "seed")
+    return LessonSettings(quick, reason, data_source, preset_name, seed, accelerator=has_accelerator())
 
 
 def environment_report() -> dict[str, Any]:
