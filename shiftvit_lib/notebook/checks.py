@@ -224,9 +224,7 @@ def check_block(block_class: Callable[..., Any]) -> None:
     assert not unchanged.any(), "at inference drop path must drop nothing: pass training=training"
     mistakes = {
         "the residual must carry the shifted map, not the unshifted x": x + branch,
-        "the block must shift its input first (sv.shift_channels)": lambda: (
-            x + _numpy(block.mlp(block.norm(x)))
-        ),
+        "the block must shift first (sv.shift_channels)": lambda: x + _numpy(block.mlp(block.norm(x))),
         "the block must add the branch to the shifted map (the residual connection)": branch,
         "the MLP must see the normalised shifted map: norm first, then MLP": lambda: s + _numpy(block.mlp(s)),
         "shift by the block's own self.num_div, not 12": lambda: s12 + _numpy(block.mlp(block.norm(s12))),
