@@ -358,8 +358,7 @@ def plot_reliability(confidence: Sequence[float], correct: Sequence[bool], bins:
     mean = table["mean_confidence"][filled]
     top.plot(mean, mean, "o", color="tab:orange", markersize=4, label="mean confidence in the bin")
     top.plot([0, 1], [0, 1], "--", color="gray", linewidth=1, label="perfect calibration")
-    top.set(ylim=(0, 1), ylabel="accuracy")
-    top.set_title(f"Reliability diagram (ECE {table['ece']:.3f})", fontsize=10)
+    _title(top, f"Reliability diagram (ECE {table['ece']:.3f})", grid=False, ylim=(0, 1), ylabel="accuracy")
     top.legend(fontsize=7, loc="upper left")
     bottom.bar(centres, table["count"], 0.9 * width, color="gray")
     bottom.set(xlim=(0, 1), xlabel="confidence of the top class", ylabel="images")

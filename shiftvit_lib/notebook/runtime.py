@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import os
 import sys
 import time
@@ -86,26 +85,16 @@ def train_or_reuse(config: Any, data: Any, out_dir: Any, *, restart: bool = Fals
 
 
 # --------------------------------------------------------------------------- lesson 06's model
-def _run_preset(folder: Path) -> str | None:
-    """The preset name a run folder's ``run_spec.json`` records; None if it cannot be read."""
-    try:
-        return json.loads((folder / "run_spec.json").read_text())["config"]["name"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def learners_best_model(roots: Sequence[str | os.PathLike[str]]) -> Path | None:
-    """The newest ``best.keras`` of a lesson 05 run (a ``05_training*`` folder) under ``roots``;
-    None if there is none.
+    """The newest ``best.keras`` of a lesson 05 run under ``roots``; None if there is none.
 
-    Lesson 06 studies it, else the shipped ``sv.pretrained("cpu")``. A quick-mode run does not
-    count: it is a smoke test, not a model to study; an interrupted run counts (its
-    ``best.keras`` is its best epoch so far).
+    Lesson 06 studies it, else the shipped ``sv.pretrained("cpu")``. Lesson 05 names a run's
+    folder ``05_training_<preset>``; its quick-mode run (``05_training_quick``) does not count:
+    it is a smoke test, not a model to study. An interrupted run counts (its ``best.keras``
+    is its best epoch so far).
     """
-    bests = [best for root in roots for best in Path(root).glob("05_training*/best.keras")]
-    found = [
-        (best.stat().st_mtime, best) for best in bests if _run_preset(best.parent) not in (None, "quick")
-    ]
+    bests = [best for root in roots for best in Path(root).glob("05_training_*/best.keras")]
+    found = [(best.stat().st_mtime, best) for best in bests if best.parent.name != "05_training_quick"]
     return max(found)[1] if found else None
 
 
