@@ -57,8 +57,8 @@ def plot_image_grid(
 
     Without ``predictions`` each title is the true class. With them, the title
     is the predicted class (and confidence if given), green when correct and
-    red when wrong, with the true class underneath for the wrong ones. Images
-    are uint8 [0, 255] or float [0, 1] or [0, 255] pixels, (H, W, 3) or (H, W, 1).
+    red when wrong, with the true class underneath for the wrong ones. Images are
+    (H, W, 3) RGB, uint8 [0, 255] as the data splits hold them (or float [0, 1]).
     """
     count = min(len(images), max_images)
     if count == 0:
@@ -75,13 +75,7 @@ def plot_image_grid(
         ax.axis("off")
         if index >= count:
             continue
-        image = np.asarray(images[index])
-        if image.dtype != np.uint8 and image.max() > 1.0:
-            image = np.clip(image, 0, 255).astype(np.uint8)  # floats in [0, 255]
-        # (H, W, 1) is drawn grey, with fixed limits: a plain grey image must not be stretched.
-        vmax = 255 if image.dtype == np.uint8 else 1.0
-        image = image.squeeze(-1) if image.shape[-1] == 1 else image
-        ax.imshow(image, "gray", vmin=0, vmax=vmax, interpolation="nearest")
+        ax.imshow(images[index], interpolation="nearest")
         true_name = class_names[int(labels[index])]
         if predictions is None:
             ax.set_title(true_name, fontsize=8)
@@ -197,15 +191,14 @@ def architecture_shapes(config: Any) -> list[tuple[str, tuple[int, int, int]]]:
     has one, the patch projection and every stage (a stage's shape is its *output*, after
     its patch merging), from the config's ``stage_resolutions`` and ``stage_dims``.
     """
-    side, channels = config.input_shape[0], config.input_shape[-1]
     sides, dims = config.stage_resolutions, config.stage_dims
     # A stage's output is the next stage's input (after its patch merging); the last keeps its size.
     outputs = list(zip(sides[1:] + sides[-1:], dims[1:] + dims[-1:]))
     half = -(-config.image_size // 2)
     stem = [("stem_conv", (half, half, config.stem_channels))] if config.stem_channels else []
     return [
-        ("images", (side, side, channels)),
-        ("preprocessing", (config.image_size, config.image_size, channels)),
+        ("images", tuple(config.input_shape)),
+        ("preprocessing", (config.image_size, config.image_size, config.input_shape[-1])),
         *stem,
         ("patch_projection", (sides[0], sides[0], dims[0])),
         *[(f"stage_{i + 1}", (s, s, d)) for i, (s, d) in enumerate(outputs)],
