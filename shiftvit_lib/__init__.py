@@ -23,9 +23,9 @@ This facade, its start-up (``_startup``) and the command line (``__main__``) sit
 three; ``tests/test_import_graph.py`` reads each module's layer from its folder and keeps it so.
 
 ``import shiftvit_lib`` loads the core only (no tooling, no matplotlib), and changes nothing
-outside the package but what ``_startup``'s docstring lists. The tooling
-names below (``train``, ``pretrained``, ``load_model``...) load their module the
-first time they are used.
+outside the package but what ``_startup``'s docstring lists. The names below (``_EXPORTS``)
+come from their module on first use: the tooling ones (``train``, ``pretrained``,
+``load_model``...) load their module then.
 """
 
 import importlib

@@ -7,14 +7,12 @@ Examples::
     python -m shiftvit_lib predict --model runs/quick/best.keras path/to/images/
     python -m shiftvit_lib compare --quick --data sample --out runs/compare_quick.json
 
-Each command is a function ``_<command>`` whose docstring is its help; its options are in
-:data:`OPTIONS`. Errors that a user can fix (a missing folder, a wrong model file, an unknown
+Each command is a function ``_<command>`` whose docstring is its help; ``_parser`` declares
+every option once, for the commands that take it. Errors that a user can fix (a missing folder, a wrong model file, an unknown
 preset, a finished ``--out`` folder, no network for ``--data keras``, ...) are printed as one
 line on stderr, and the exit status is 2. Arguments are checked before anything is written
 to disk.
 """
-
-from __future__ import annotations
 
 import argparse
 import functools
@@ -22,7 +20,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from shiftvit_lib._startup import backend_problem
 from shiftvit_lib.tools.files import escape_name
@@ -50,11 +47,7 @@ def _whole_number(low: int, high: int) -> Callable[[str], int]:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}") from None
-        shown = (
-            f"{value:,}"
-            if abs(value) < 10**15
-            else f"about {'-' * (value < 0)}10**{len(str(abs(value))) - 1}"
-        )
+        shown = text.strip() if len(text.strip()) <= 24 else f"{text.strip()[:20]}..."  # one short line
         if not low <= value <= high:
             limit = f"at least {low}" if value < low else f"at most {high:,}"
             raise argparse.ArgumentTypeError(f"must be {limit}, got {shown}")
@@ -65,7 +58,6 @@ def _whole_number(low: int, high: int) -> Callable[[str], int]:
 
 COUNT = _whole_number(1, 2**31 - 1)  # epochs, images per class: within every library's ints
 BATCH_SIZE = _whole_number(1, 1 << 20)  # a million images at once is beyond any accelerator's memory
-SEED = _whole_number(0, 2**32 - 1)  # NumPy's and Keras' seeds are 32-bit
 PRECISIONS, SCALES = ("auto", "none", "mixed_bfloat16", "mixed_float16"), ("quick", "cpu", "full")
 COMMANDS = ("train", "compare", "evaluate", "predict", "presets")  # each one's function: _<command>
 NOTES = {  # a comparison record's note, per --scale
@@ -82,27 +74,30 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     parsers = {name: commands.add_parser(name, help=globals()[f"_{name}"].__doc__) for name in COMMANDS}
 
-    def add(names: str, flag: str, help: str | None = None, **settings: Any) -> None:
+    def add(names: str, flag: str, help: str | None = None, **settings) -> None:
         for name in names.split():
             parsers[name].add_argument(flag, help=help, **settings)
 
     flag = functools.partial(add, action="store_true")
     add("train", "--preset", "preset name (see the 'presets' command)", default="quick")
     add("train compare evaluate", "--data", "auto, keras, sample or a dir/archive of classes", default="auto")
-    add("train compare", "--epochs", "default: the preset's; compare: 5 quick, 10 cpu, 100 full", type=COUNT)
-    add("train evaluate", "--batch-size", "default: the preset's; evaluate: 256", type=BATCH_SIZE)
+    add("train", "--epochs", "override the preset's number of epochs", type=COUNT)
+    add("train", "--batch-size", "override the preset's batch size", type=BATCH_SIZE)
     add("train", "--out", "output folder; run again with it, same settings, to resume", default="runs/latest")
     flag("train", "--overwrite", "replace the run already in --out (only its files)")
     add("train", "--limit", "at most this many images per class", type=COUNT)
     add("train", "--mixed-precision", "auto: 16-bit on GPU/TPU", choices=PRECISIONS, default="auto")
-    flag("train", "--no-jit", "disable XLA compilation")
-    add("train compare", "--seed", type=SEED, default=42)
+    add("train", "--no-jit", "no XLA", dest="jit_compile", action="store_const", const=False, default="auto")
+    # NumPy's and Keras' seeds are 32-bit.
+    add("train compare", "--seed", type=_whole_number(0, 2**32 - 1), default=42)
     add("train", "--verbose", "2: a line per epoch (for logs)", type=int, choices=(0, 1, 2), default=1)
     add("compare", "--scale", "for a smoke test, a 2-core CPU, a GPU", choices=SCALES, default="full")
-    flag("compare", "--quick", "the same as --scale quick")
+    add("compare", "--quick", "the same as --scale quick", dest="scale", action="store_const", const="quick")
+    add("compare", "--epochs", "default: 5 quick, 10 cpu, 100 full", type=COUNT)
     add("compare", "--runs", "one training folder per model; run again to resume", default="runs/compare")
     add("compare", "--out", "the JSON record to write, e.g. results/attention_vs_shift.json", required=True)
     add("compare", "--models", "train only these of the five (default: all)", nargs="+", metavar="NAME")
+    add("evaluate", "--batch-size", type=BATCH_SIZE, default=256)
     add("evaluate predict", "--model", "a .keras file (or a SavedModel: --trust-saved-model)", required=True)
     flag("evaluate predict", "--trust-saved-model", "load a SavedModel (runs its graph): trusted ones only")
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
@@ -125,11 +120,12 @@ def _train(args: argparse.Namespace) -> int:
     config = preset(args.preset, **({"batch_size": args.batch_size} if args.batch_size else {}))
     check_run_folder(args.out, overwrite=args.overwrite)  # before loading data or writing anything
     data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
-    print(data.summary(), flush=True)
+    print(data.summary())
     precision = None if args.mixed_precision == "none" else args.mixed_precision
-    jit = False if args.no_jit else "auto"
-    options = {name: getattr(args, name) for name in ("epochs", "seed", "verbose", "overwrite")}
-    run = train(config, data, args.out, jit_compile=jit, mixed_precision=precision, **options)
+    options = {
+        name: getattr(args, name) for name in ("epochs", "seed", "verbose", "overwrite", "jit_compile")
+    }
+    run = train(config, data, args.out, mixed_precision=precision, **options)
     epochs, path = run.record["epochs_run"], run.best_model_path
     print(f"test {_scores(run.record['test'])}  ({epochs} epochs; best model: {path})")
     return 0
@@ -142,7 +138,7 @@ def _compare(args: argparse.Namespace) -> int:
     from shiftvit_lib.tools.files import special_file_kind, write_json
     from shiftvit_lib.tools.runs import check_run_folder
 
-    out, scale = Path(args.out), "quick" if args.quick else args.scale
+    out, scale = Path(args.out), args.scale
     kind = special_file_kind(out)  # everything is checked before hours of training
     if kind not in (None, "missing") and not out.is_symlink():
         raise UserError(f"--out {escape_name(out)} is {kind}; give the path of a .json file")
@@ -155,9 +151,8 @@ def _compare(args: argparse.Namespace) -> int:
     configs = {name: config for name, config in configs.items() if name in (args.models or configs)}
     epochs, seed = ex.shared_terms(configs)["epochs"], args.seed
     data = load_cifar10(args.data, seed=seed)
-    print(data.summary(), flush=True)
-    log = lambda line: print(line, flush=True)  # noqa: E731
-    rows = ex.run_comparison(configs, data, args.runs, epochs=epochs, seed=seed, restart=False, log=log)
+    print(data.summary())
+    rows = ex.run_comparison(configs, data, args.runs, epochs=epochs, seed=seed, restart=False, log=print)
     note = NOTES[scale] + (f" Only {', '.join(configs)} (--models)." if args.models else "")
     record = ex.comparison_record(rows, configs, data, epochs=epochs, seed=seed, mode=scale, note=note)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -180,15 +175,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     from shiftvit_lib.tools.data_sources import load_cifar10
 
     model, data = _classifier(args), load_cifar10(args.data)
-    batch_size = args.batch_size or 256
-    metrics = evaluate(model, data, batch_size=batch_size)
-    print(
-        data.source,
-        f"test {_scores(metrics)}  loss {metrics['loss']:.4f}  ({metrics['images']:,} images)",
-        sep="\n",
-    )
+    metrics = evaluate(model, data, batch_size=args.batch_size)
+    print(data.source)
+    print(f"test {_scores(metrics)}  loss {metrics['loss']:.4f}  ({metrics['images']:,} images)")
     if args.tta:  # beside the plain figure, never instead of it
-        flipped = evaluate(model, data, batch_size=batch_size, tta=True)
+        flipped = evaluate(model, data, batch_size=args.batch_size, tta=True)
         print(f"with flip TTA: {_scores(flipped)}  loss {flipped['loss']:.4f}")
     return 0
 
@@ -215,10 +206,8 @@ def _presets(_: argparse.Namespace) -> int:
 
     for name in sorted(PRESETS):
         cfg = preset(name)
-        print(
-            f"{name:22} dim {cfg.projected_dim:3}  depths {list(cfg.depths)}  "
-            f"input {cfg.input_shape[0]} px -> {cfg.image_size} px  shift {cfg.shift}"
-        )
+        size = f"input {cfg.input_shape[0]} px -> {cfg.image_size} px"
+        print(f"{name:22} dim {cfg.projected_dim:3}  depths {list(cfg.depths)}  {size}  shift {cfg.shift}")
     return 0
 
 
@@ -240,23 +229,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from shiftvit_lib.data import DataSourceUnavailableError
     from shiftvit_lib.tools.inference import BackendError
 
-    for stream in (sys.stdout, sys.stderr):  # a file name the terminal cannot encode prints escaped
-        getattr(stream, "reconfigure", lambda **_: None)(errors="backslashreplace")
+    for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
+        # and a file name the terminal cannot encode prints escaped instead of failing
+        getattr(stream, "reconfigure", lambda **_: None)(errors="backslashreplace", line_buffering=True)
     try:
         args = _parser().parse_args(argv)
     except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
         return int(stop.code or 0)
+    fixable = (UserError, OSError, ValueError, KeyError, TypeError, DataSourceUnavailableError, BackendError)
     try:
         return globals()[f"_{args.command}"](args)
-    except (
-        UserError,
-        OSError,
-        ValueError,
-        KeyError,
-        TypeError,
-        DataSourceUnavailableError,
-        BackendError,
-    ) as error:
+    except fixable as error:  # one line; anything else is a bug: a traceback
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback through Keras

@@ -18,8 +18,6 @@ them, never exits the process, and does only this (``import_backend_quietly``):
 ``tests/test_import_graph.py`` checks the first sentence.
 """
 
-from __future__ import annotations
-
 import importlib.util
 import json
 import os
