@@ -44,11 +44,6 @@ def published() -> dict[str, tuple[ModelFamily, dict[str, str]]]:
     return {name: (family, entry) for family in FAMILIES.values() for name, entry in family.weights.items()}
 
 
-def list_pretrained() -> list[str]:
-    """Names accepted by :func:`pretrained`."""
-    return sorted(published())
-
-
 def _entry(name: str) -> tuple[ModelFamily, dict[str, str]]:
     if not isinstance(name, str):
         raise TypeError(f"name must be a string such as 'cpu', got {type(name).__name__}")
@@ -58,9 +53,9 @@ def _entry(name: str) -> tuple[ModelFamily, dict[str, str]]:
         raise ValueError(
             f"no weights are published for {name!r} yet. Train it yourself with `python -m shiftvit_lib "
             f"train --preset {name} --data keras --out runs/{name}` and load runs/{name}/best.keras with "
-            f"shiftvit_lib.load_model; published: {list_pretrained()}"
+            f"shiftvit_lib.load_model; published: {sorted(published())}"
         )
-    raise KeyError(f"unknown pretrained model {name!r}; choose one of {list_pretrained()}")
+    raise KeyError(f"unknown pretrained model {name!r}; choose one of {sorted(published())}")
 
 
 def pretrained(name: str = "cpu") -> keras.Model:
