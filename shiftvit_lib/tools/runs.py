@@ -22,16 +22,15 @@ and :func:`describe_run`.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
-import io
 import json
 import os
 import re
 import shutil
 import sys
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,38 +130,29 @@ def run_spec(
     return json.loads(json.dumps(spec, default=str))  # as it reads back from the file
 
 
-def in_current_form(saved_config: dict[str, Any], config: TrainingRecipe) -> dict[str, Any]:
-    """A config dict that an older version recorded, as ``config``'s type writes it today.
-
-    Fields added since take their defaults, which are what the older version did (a ViT
-    recorded before ViTConfig shared the TrainingRecipe has no ``mixup_alpha``: it did not
-    mix). A dict that is not of this type is returned as it is, so it still differs.
-    """
-    try:
-        return type(config).from_dict(saved_config).to_dict()
-    except (TypeError, ValueError):
-        return saved_config
-
-
 def spec_differences(saved: dict[str, Any], current: dict[str, Any], config: TrainingRecipe) -> list[str]:
     """How a stored run spec differs from ``current``, e.g. ``["epochs (4 -> 6)", "config.lr_max (...)"]``.
 
-    The stored config is compared in its current form (:func:`in_current_form`).
+    The stored config is read as ``config``'s type writes it today: fields added since take
+    their defaults, which are what the older version did (a ViT recorded before it shared the
+    TrainingRecipe has no ``mixup_alpha``: it did not mix), so a learner's interrupted run
+    still resumes after an update. A config not of this type is compared as it is.
     """
-    saved = {**saved, "config": in_current_form(saved.get("config") or {}, config)}
-    differences = []
-    for key in sorted(set(saved) | set(current)):
-        old, new = saved.get(key), current.get(key)
-        if key in _SPEC_NOT_COMPARED or old == new:
-            continue
-        if key == "config" and isinstance(old, dict) and isinstance(new, dict):
-            names = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
-            differences += [f"config.{name} ({old.get(name)!r} -> {new.get(name)!r})" for name in names]
-        else:
-            differences.append(
-                "data (other images or labels)" if key == "data_digest" else f"{key} ({old!r} -> {new!r})"
-            )
-    return differences
+    with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
+        saved = {**saved, "config": type(config).from_dict(saved["config"]).to_dict()}
+
+    def flat(spec: dict[str, Any]) -> dict[str, Any]:
+        fields = spec.get("config") if isinstance(spec.get("config"), dict) else {"": spec.get("config")}
+        return {**spec, "config": None, **{f"config.{name}": value for name, value in fields.items()}}
+
+    old, new = flat(saved), flat(current)
+    return [
+        "data (other images or labels)"
+        if key == "data_digest"
+        else f"{key} ({old.get(key)!r} -> {new.get(key)!r})"
+        for key in sorted(old.keys() | new.keys())
+        if key not in _SPEC_NOT_COMPARED and old.get(key) != new.get(key)
+    ]
 
 
 def read_run_spec(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -295,69 +285,70 @@ def open_run_folder(
     or cannot be written. A damaged ``best.keras`` or backup is set aside by name.
     """
     out = Path(out_dir)
-    state = check_run_folder(out, overwrite=overwrite)
+    resuming = check_run_folder(out, overwrite=overwrite) == "resume"
     for folder in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write
         if folder.is_dir():
             files.remove_abandoned_partials(folder)
-    if state == "new":
+    run = _resume(out, spec, config) if resuming else RunFolder(out, spec)
+    if run.resumed_from == 0 and not run.fit_finished:  # a fresh start, or an interrupted run with no backup
         try:
             out.mkdir(parents=True, exist_ok=True)
-            if overwrite:
-                clear_run(out)
-            write_json(out / RUN_SPEC, stored := {**spec, "created_at": now()})
+            clear_run(out)
+            run.spec = {**spec, "created_at": now()}
+            write_json(out / RUN_SPEC, run.spec)
         except OSError as error:
             raise RunFolderError(f"cannot write the run folder {out} ({error.strerror or error})") from error
-        return RunFolder(out, stored)
+    return run
 
+
+def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolder:
+    """The interrupted run in ``out`` if it has ``spec``: where it resumes; damaged files set aside."""
     saved = read_run_spec(out) or {}
     if differences := spec_differences(saved, spec, config):
         raise RunFolderError(
             f"{out} holds an interrupted run with other settings; it differs in {'; '.join(differences)}. "
             f"Resume it with the same settings, or {_AFRESH}"
         )
-    folder, best = RunFolder(out, saved, fit_finished=bool(saved.get("fit_finished_at"))), out / BEST_MODEL
+    run, best = RunFolder(out, saved, fit_finished=bool(saved.get("fit_finished_at"))), out / BEST_MODEL
     if problem := (keras_file_problem(best) if best.exists() or best.is_symlink() else None):
-        folder.recovered.append(
+        run.recovered.append(
             set_aside_damaged(best, problem, "training resumes from the last readable state")
         )
-    if folder.fit_finished and best.exists():
-        folder.resumed_from = len(read_history_csv(out / HISTORY_CSV).get("epoch", []))
+    if run.fit_finished and best.exists():
+        run.resumed_from = len(read_history_csv(out / HISTORY_CSV).get("epoch", []))
     else:  # evaluated from the last backup if best.keras is gone: record.recovered says so
-        folder.resumed_from, folder.restore_from = _resume_point(out, folder.recovered)
-        if folder.fit_finished and folder.restore_from is None:
+        run.resumed_from, run.restore_from = _resume_point(out, run.recovered)
+        if run.fit_finished and run.restore_from is None:
             what = f"is damaged (kept as {BEST_MODEL}.damaged)" if problem else "is missing"
             raise RunFolderError(
                 f"{escape_name(out)} says its training finished, but its {BEST_MODEL} {what} and no backup is left to "
                 f"recover from; {_AFRESH}"
             )
-        folder.fit_finished = False
+        run.fit_finished = False
         # Rows of epochs after the last backup would be trained again: drop them, so
-        # history.csv never holds an epoch twice. Nothing backed up: start over.
-        _keep_history_rows(out / HISTORY_CSV, folder.resumed_from)
-        if folder.resumed_from == 0:
-            clear_run(out)
-            write_json(out / RUN_SPEC, saved)
+        # history.csv never holds an epoch twice.
+        _keep_history_rows(out / HISTORY_CSV, run.resumed_from)
     val_accuracy = read_history_csv(out / HISTORY_CSV).get("val_accuracy") if best.exists() else None
-    folder.best_val_accuracy = max(val_accuracy) if val_accuracy else None
-    return folder
+    run.best_val_accuracy = max(val_accuracy) if val_accuracy else None
+    return run
 
 
 def _keep_history_rows(path: Path, before_epoch: int) -> None:
-    """Drop the rows of epochs >= ``before_epoch`` (they will be trained again) and rows cut short."""
-    if not path.exists():
-        return
-    with path.open(newline="") as handle:
-        header, *body = list(csv.reader(handle)) or [[]]
-    column = header.index("epoch") if "epoch" in header else 0
+    """Drop the rows of epochs >= ``before_epoch`` (they will be trained again) and rows cut short.
+
+    Keras' CSVLogger writes the epoch first and numbers only, so a row is split on commas.
+    """
+    header, *rows = path.read_text().splitlines(keepends=True) if path.exists() else [""]
     kept = [
         row
-        for row in body
-        if len(row) == len(header) and row[column].isdigit() and int(row[column]) < before_epoch
+        for row in rows
+        if row.endswith("\n")
+        and row.count(",") == header.count(",")
+        and (epoch := row.split(",")[0]).isdigit()
+        and int(epoch) < before_epoch
     ]
-    if len(kept) < len(body):
-        text = io.StringIO(newline="")
-        csv.writer(text).writerows([header, *kept])
-        files.atomic_write_text(path, text.getvalue())
+    if len(kept) < len(rows):
+        files.atomic_write_text(path, header + "".join(kept))
 
 
 # --------------------------------------------------------------------------- the backup and damaged files
@@ -380,15 +371,9 @@ def weights_file_problem(path: Path) -> str | None:
 def keras_file_problem(path: Path) -> str | None:
     """Why a ``.keras`` file cannot be loaded back (cut short, overwritten...), or None."""
     try:
-        files.check_keras_archive(path)
-        with zipfile.ZipFile(path) as archive:
-            if failed := archive.testzip():  # every member's checksum
-                return f"its member {escape_name(failed)} fails its checksum"
-            if "model.weights.h5" in archive.namelist():
-                with archive.open("model.weights.h5") as member:
-                    return weights_file_problem(io.BytesIO(member.read()))  # type: ignore[arg-type]
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
-        return _one_line(error)
+        load_model(path)
+    except Exception as error:  # noqa: BLE001 - a torn file fails in Keras, zipfile or h5py alike
+        return _one_line(error) or type(error).__name__
     return None
 
 
@@ -586,14 +571,14 @@ def train(
         config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision, build_model=build_model
     )
     out = Path(out_dir)
-    record = finished_run(out, config, spec) if reuse and not overwrite else None
-    if record is not None and (problem := keras_file_problem(out / BEST_MODEL)):
-        # reported by path and set aside (kept); the run is trained again from its start
-        set_aside_damaged(out / BEST_MODEL, problem, "the run is trained again")
-        record, overwrite = None, True
-    if record is not None:
-        history = read_history_csv(out / HISTORY_CSV)
-        return TrainingRun(load_model(out / BEST_MODEL), history, out, record, reused=True)
+    if reuse and not overwrite and (record := finished_run(out, config, spec)) is not None:
+        try:
+            return TrainingRun(
+                load_model(out / BEST_MODEL), read_history_csv(out / HISTORY_CSV), out, record, True
+            )
+        except (ValueError, OSError) as error:  # reported by path and set aside (kept); trained again
+            set_aside_damaged(out / BEST_MODEL, _one_line(error), "the run is trained again")
+            overwrite = True
     check_run_folder(out, overwrite=overwrite)  # writes nothing: a wrong folder fails before the lock
     with run_folder_lock(out):  # a second process on this folder stops here, having written nothing
         folder = open_run_folder(out, spec, config, overwrite=overwrite)
@@ -636,7 +621,9 @@ def train(
             # Fitting ended: a session that dies before run.json does not train again.
             write_json(out / RUN_SPEC, {**folder.spec, "fit_finished_at": now()})
         wall_seconds = time.perf_counter() - started
-        best, test_metrics = _evaluate_best(model, out / BEST_MODEL, data, config.batch_size)
+        # No best.keras if no epoch had a finite validation accuracy: the model as trained.
+        best = load_model(out / BEST_MODEL) if (out / BEST_MODEL).exists() else model
+        test_metrics = evaluate(best, data, batch_size=config.batch_size)
         history = read_history_csv(out / HISTORY_CSV)
         speeds = history.get("images_per_second", [])
         record = {
@@ -665,22 +652,6 @@ def train(
         write_json(out / RUN_RECORD, record)
         shutil.rmtree(out / BACKUP_DIR, ignore_errors=True)  # the record is written: nothing to resume
     return TrainingRun(best, history, out, record)
-
-
-def _evaluate_best(
-    model: keras.Model, path: Path, data: DataSplits, batch_size: int
-) -> tuple[keras.Model, dict[str, float]]:
-    """The best checkpoint at ``path`` (``model`` itself if none was saved) and its test metrics."""
-    try:
-        best = load_model(path) if path.exists() else model
-    except (ValueError, OSError) as error:
-        # Not even a zip archive: cut short or overwritten (a full disk, a copy that stopped).
-        state = "is damaged and " if not zipfile.is_zipfile(path) else ""
-        raise RunFolderError(
-            f"{escape_name(path)} {state}cannot be loaded ({_one_line(error)[:300]}); "
-            "restore it, or pass overwrite=True (--overwrite) to train afresh"
-        ) from error
-    return best, evaluate(best, data, batch_size=batch_size)
 
 
 # --------------------------------------------------------------------------- finished runs

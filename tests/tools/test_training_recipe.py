@@ -11,7 +11,7 @@ from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, 
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.recipe import training_datasets
 from shiftvit_lib.tools import experiments as ex
-from shiftvit_lib.tools.runs import finished_run, in_current_form, run_spec
+from shiftvit_lib.tools.runs import finished_run, run_spec, spec_differences
 from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,6 +31,11 @@ def _tiny_splits(n=32) -> DataSplits:
 
     (xt, yt), (xv, yv), (xs, ys) = part(), part(), part()
     return DataSplits(xt, yt, xv, yv, xs, ys, tuple(f"c{i}" for i in range(10)), source="random test images")
+
+
+def config_differences(saved: dict, config) -> list[str]:
+    """How a recorded config differs from ``config``, read in its current form (as resume and reuse read it)."""
+    return spec_differences({"config": saved}, {"config": config.to_dict()}, config)
 
 
 def _equal_pair():
@@ -79,16 +84,17 @@ def test_to_dict_keeps_the_shape_that_run_records_hold():
     # Fields added since (stem_channels, issue 26) come after them, at their old behaviour.
     assert [key for key in current if key in saved] == list(saved)
     assert set(current) - set(saved) == {"stem_channels"} and current["stem_channels"] == 0
-    assert in_current_form(saved, config) == current
+    assert config_differences(saved, config) == []
 
 
 def test_an_older_vit_record_is_read_in_its_current_form():
     saved = json.loads((CPU_RUNS / "vit" / "run.json").read_text())["config"]
     assert "mixup_alpha" not in saved  # recorded before the ViT shared the whole recipe
     vit = ex.comparison_configs("cpu")["vit"]
-    assert in_current_form(saved, vit) == vit.to_dict()
-    assert in_current_form(saved, vit.replace(mixup_alpha=0.8)) != vit.replace(mixup_alpha=0.8).to_dict()
-    assert in_current_form({"bogus_field": 1}, vit) == {"bogus_field": 1}  # not a ViTConfig: left as it is
+    assert config_differences(saved, vit) == []
+    assert config_differences(saved, vit.replace(mixup_alpha=0.8)) == ["config.mixup_alpha (0.0 -> 0.8)"]
+    # Not a ViTConfig: compared as it is, every field named.
+    assert "config.bogus_field (1 -> None)" in config_differences({"bogus_field": 1}, vit)
 
 
 def test_every_recorded_comparison_run_matches_its_current_config():
@@ -99,7 +105,7 @@ def test_every_recorded_comparison_run_matches_its_current_config():
     for folder in folders:
         spec = folder / "run_spec.json"
         saved = json.loads((spec if spec.is_file() else folder / "run.json").read_text())["config"]
-        assert in_current_form(saved, configs[folder.name]) == configs[folder.name].to_dict(), folder.name
+        assert config_differences(saved, configs[folder.name]) == [], folder.name
 
 
 def test_finished_comparison_runs_of_an_older_version_are_reused():
