@@ -121,18 +121,17 @@ def model_costs(config: Config) -> dict[str, int]:
 
 def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
     test = record["test"]
+    accuracy, images = float(test["accuracy"]), int(test["images"])
     return {
         "name": name,
         "model": type(config).__name__,
         "parameters": int(record["parameters"]),
         "macs": int(family_of(config).count_macs(config)["total"]),
         "train_images_per_second": record["train_images_per_second"],
-        "test_top1": float(test["accuracy"]),
+        "test_top1": accuracy,
         "test_top5": float(test["top5"]),
-        "test_images": int(test["images"]),
-        "test_top1_ci95": [
-            round(bound, 4) for bound in top1_interval(float(test["accuracy"]), int(test["images"]))
-        ],
+        "test_images": images,
+        "test_top1_ci95": [round(bound, 4) for bound in top1_interval(accuracy, images)],
         "best_val_top1": float(record["best_val_accuracy"]),
         "epochs_run": int(record["epochs_run"]),
         # Training time from the run's own record (the same for a reused run), and the
@@ -182,7 +181,6 @@ def run_comparison(
     epochs: int,
     seed: int = 42,
     restart: bool = True,
-    verbose: int | str = 0,
     log: Callable[[str], None] | None = print,
 ) -> list[dict[str, Any]]:
     """Train every config on ``data`` for ``epochs`` epochs with ``seed``; one row per model (:func:`_row`).
@@ -199,19 +197,10 @@ def run_comparison(
             f"epochs={epochs} but the configs say epochs={shared}; "
             "set it on the configs too (equalise(configs, epochs=...)) so the records agree."
         )
-    rows = []
+    rows, options = [], dict(epochs=epochs, seed=seed, verbose=0, overwrite=restart, reuse=not restart)
     for name, config in configs.items():
         started = time.perf_counter()
-        run = train(
-            config,
-            data,
-            Path(out_root) / name,
-            epochs=epochs,
-            seed=seed,
-            verbose=verbose,
-            overwrite=restart,
-            reuse=not restart,
-        )
+        run = train(config, data, Path(out_root) / name, **options)
         rows.append(row := _row(name, config, run.record, time.perf_counter() - started))
         if log is not None:
             log(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import hashlib
 import json
 import os
@@ -39,7 +40,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from shiftvit_lib.config import TrainingRecipe, family_of
+from shiftvit_lib.config import TrainingRecipe, check_positive_int, family_of
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.recipe import compile_for_training, evaluate, training_datasets
 from shiftvit_lib.tools import devices, files
@@ -105,7 +106,6 @@ def run_spec(
     epochs: int | None = None,
     seed: int = 42,
     mixed_precision: str | None = None,
-    build_model: Callable[[Any], Any] | None = None,
 ) -> dict[str, Any]:
     """What a run *is*: the settings a resumed run must share with the one it continues.
 
@@ -114,7 +114,7 @@ def run_spec(
     the learning-rate schedule), the seed, the precision policy and the model
     builder. :func:`train` stores it in ``run_spec.json`` when a run starts.
     """
-    builder = build_model or family_of(config).build
+    builder = family_of(config).build
     spec = {
         "format": 1,
         "config": config.to_dict(),
@@ -189,7 +189,7 @@ def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) ->
 
 
 # --------------------------------------------------------------------------- before anything is written
-def check_training_inputs(config: TrainingRecipe, data: DataSplits, *, epochs: int, seed: int) -> None:
+def check_training_inputs(config: TrainingRecipe, data: DataSplits, *, seed: int) -> None:
     """Raise ``ValueError`` (one line saying what to change) for a run that could not train.
 
     :func:`train` calls it before it touches the run folder, so a refused run leaves the
@@ -199,8 +199,6 @@ def check_training_inputs(config: TrainingRecipe, data: DataSplits, *, epochs: i
     shape, expected, train_images = data.x_train.shape[1:], tuple(config.input_shape), len(data.y_train)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
         raise ValueError(f"seed must be a whole number from 0 to 2**32 - 1, got {seed!r}")  # NumPy's, Keras'
-    if epochs < 1:
-        raise ValueError(f"epochs must be >= 1, got {epochs}")
     if tuple(shape) != expected:
         raise ValueError(
             f"the images are {'x'.join(map(str, shape))}, but preset {getattr(config, 'name', '?')!r} takes "
@@ -230,12 +228,12 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
     checked by :func:`open_run_folder`, which knows them.
     """
     out = existing = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise RunFolderError(f"the output folder {out} is a file; choose another folder")
-    while not existing.exists():  # the nearest folder that exists: it must let us create ours
+    while not existing.exists():  # the nearest folder that exists (``out`` itself, if it does)
         existing = existing.parent
     if not existing.is_dir():
-        raise RunFolderError(f"cannot create the output folder {out}: {existing} is a file")
+        raise RunFolderError(
+            f"cannot use the output folder {out}: {existing} is a file; choose another folder"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
         raise RunFolderError(f"cannot write to {existing} (permission denied); choose another output folder")
     if overwrite or not any((out / name).exists() for name in (*RUN_FILES, BACKUP_DIR)):
@@ -264,9 +262,8 @@ def clear_run(out_dir: str | os.PathLike[str]) -> None:
 # --------------------------------------------------------------------------- the folder
 @dataclass
 class RunFolder:
-    """A run folder ready for training: where it is, what it holds, where training starts."""
+    """A run folder ready for training: what it holds, where training starts."""
 
-    path: Path
     spec: dict[str, Any]  # as stored in run_spec.json
     resumed_from: int = 0  # the first epoch this session trains (0: a fresh run)
     fit_finished: bool = False  # a previous session trained to the end and died before run.json
@@ -289,7 +286,7 @@ def open_run_folder(
     for folder in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write
         if folder.is_dir():
             files.remove_abandoned_partials(folder)
-    run = _resume(out, spec, config) if resuming else RunFolder(out, spec)
+    run = _resume(out, spec, config) if resuming else RunFolder(spec)
     if run.resumed_from == 0 and not run.fit_finished:  # a fresh start, or an interrupted run with no backup
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -309,7 +306,7 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
             f"{out} holds an interrupted run with other settings; it differs in {'; '.join(differences)}. "
             f"Resume it with the same settings, or {_AFRESH}"
         )
-    run, best = RunFolder(out, saved, fit_finished=bool(saved.get("fit_finished_at"))), out / BEST_MODEL
+    run, best = RunFolder(saved, fit_finished=bool(saved.get("fit_finished_at"))), out / BEST_MODEL
     if problem := (keras_file_problem(best) if best.exists() or best.is_symlink() else None):
         run.recovered.append(
             set_aside_damaged(best, problem, "training resumes from the last readable state")
@@ -433,9 +430,7 @@ class RunBackup(keras.callbacks.Callback):
         with files.atomic_output(self.backup / f"epoch-{epoch + 1:04d}.weights.h5") as partial:
             self.model.save_weights(partial)
         write_json(self.backup / BACKUP_METADATA, {"epoch": epoch + 1, "batch": 0})
-        for old in self.backup.glob("epoch-*.weights.h5"):
-            if (match := _BACKUP_WEIGHTS.fullmatch(old.name)) and int(match.group(1)) < epoch:
-                old.unlink(missing_ok=True)
+        (self.backup / f"epoch-{epoch - 1:04d}.weights.h5").unlink(missing_ok=True)  # two states back
 
 
 class BestModelCheckpoint(keras.callbacks.Callback):
@@ -443,15 +438,14 @@ class BestModelCheckpoint(keras.callbacks.Callback):
 
     def __init__(self, path: Path, best: float | None = None) -> None:
         super().__init__()
-        self.path, self.best = path, best
+        self.path, self.best = path, -np.inf if best is None else best
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        value = (logs or {}).get("val_accuracy")
-        if value is None or not np.isfinite(value) or (self.best is not None and not value > self.best):
-            return
-        with files.atomic_output(self.path) as partial:
-            self.model.save(partial)
-        self.best = float(value)
+        # A missing or NaN accuracy (a diverged epoch) is never better than any.
+        if (value := float((logs or {}).get("val_accuracy", np.nan))) > self.best:
+            with files.atomic_output(self.path) as partial:
+                self.model.save(partial)
+            self.best = value
 
 
 class ThroughputMeter(keras.callbacks.Callback):
@@ -464,7 +458,6 @@ class ThroughputMeter(keras.callbacks.Callback):
     def __init__(self, images_per_epoch: int) -> None:
         super().__init__()
         self.images_per_epoch = images_per_epoch
-        self._start, self._training_end = 0.0, None
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._start, self._training_end = time.perf_counter(), None
@@ -482,9 +475,8 @@ class ThroughputMeter(keras.callbacks.Callback):
         # Without validation, Keras has read this epoch's metrics to the host by now.
         now = time.perf_counter()
         training_seconds = (self._training_end or now) - self._start
-        if logs is not None:
-            logs["epoch_seconds"] = now - self._start
-            logs["images_per_second"] = self.images_per_epoch / max(training_seconds, 1e-9)
+        logs["epoch_seconds"] = now - self._start  # fit passes every epoch's logs
+        logs["images_per_second"] = self.images_per_epoch / max(training_seconds, 1e-9)
 
 
 # --------------------------------------------------------------------------- the run
@@ -525,7 +517,6 @@ def train(
     out_dir: str | os.PathLike[str],
     *,
     epochs: int | None = None,
-    build_model: Callable[[Any], keras.Model] | None = None,
     jit_compile: bool | str = "auto",
     mixed_precision: str | None = None,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
@@ -538,7 +529,7 @@ def train(
 
     Args:
         config: the recipe and the architecture: a ShiftViTConfig, or a ViTConfig
-            (then the model is built with :func:`shiftvit_lib.vit.build_vit`).
+            (the model is built by its family's builder: :func:`shiftvit_lib.vit.build_vit`).
         data: splits from :func:`shiftvit_lib.load_cifar10`.
         out_dir: where ``run_spec.json``, ``best.keras``, ``history.csv``,
             ``run.json`` and the backup go. Running again with the same ``out_dir``
@@ -547,7 +538,6 @@ def train(
             holds a finished run, raise :class:`RunFolderError` before anything is
             written, saying what differs.
         epochs: overrides ``config.epochs`` (e.g. a short run).
-        build_model: ``config -> keras.Model``; default: the builder of the config's family.
         jit_compile: XLA compilation (``"auto"``, True, False).
         mixed_precision: a Keras dtype policy such as ``"mixed_bfloat16"`` or
             ``"mixed_float16"`` (loss scaling is added by Keras for float16);
@@ -563,13 +553,11 @@ def train(
     To train on several devices, set a ``keras.distribution`` (``DataParallel``) first.
     """
     family = family_of(config)  # a TypeError for anything but a model config
-    epochs = int(epochs if epochs is not None else config.epochs)
-    check_training_inputs(config, data, epochs=epochs, seed=seed)
+    epochs = check_positive_int(epochs if epochs is not None else config.epochs, "epochs")
+    check_training_inputs(config, data, seed=seed)
     if mixed_precision == "auto":
         mixed_precision = devices.recommended_mixed_precision()
-    spec = run_spec(
-        config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision, build_model=build_model
-    )
+    spec = run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision)
     out = Path(out_dir)
     if reuse and not overwrite and (record := finished_run(out, config, spec)) is not None:
         try:
@@ -584,7 +572,7 @@ def train(
         folder = open_run_folder(out, spec, config, overwrite=overwrite)
         keras.utils.set_random_seed(seed)
         train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
-        builder = build_model or (lambda cfg: family.build(cfg, seed=seed))
+        builder = functools.partial(family.build, seed=seed)
         model = build_for_training(
             config, builder, steps_per_epoch, epochs, jit_compile=jit_compile, mixed_precision=mixed_precision
         )
@@ -674,24 +662,23 @@ def describe_run(record: dict[str, Any]) -> str:
     """A few lines on a run record: data, epochs, test accuracy, time, speed and machine."""
     test, machine, config = record["test"], record.get("machine", {}), record.get("config", {})
     versions = "".join(f", {name} {version}" for name, version in machine.get("backend_versions", {}).items())
+    minutes, tta = record.get("train_seconds"), record.get("test_flip_tta")  # TTA: beside the plain figure
     lines = [
         f"preset {config.get('name', '?')!r} on {record['data_source']}",
         f"split sizes {record.get('split_sizes')}",
         f"epochs run {record['epochs_run']} of {record['epochs_requested']}; best validation top-1 "
         f"{record['best_val_accuracy']:.2%}",
         f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
+        *(
+            [f"training time (sum of epochs, validation included) {minutes / 60:.1f} min"]
+            if minutes is not None
+            else []
+        ),
+        *([f"with flip test-time augmentation: test top-1 {tta['accuracy']:.2%}"] if tta else []),
         f"training images/s (median epoch) {record.get('train_images_per_second')}, "
         f"mixed precision {record.get('mixed_precision')}, XLA {record.get('jit_compile')}",
         f"machine: backend {machine.get('backend')}, Keras {machine.get('keras')}{versions}, "
         f"devices {machine.get('devices')}, {machine.get('cpu_count')} CPU cores",
         f"finished {record.get('finished_at')}",
     ]
-    if "test_flip_tta" in record:  # reported beside the plain figure, never instead of it
-        lines.insert(
-            4, f"with flip test-time augmentation: test top-1 {record['test_flip_tta']['accuracy']:.2%}"
-        )
-    if record.get("train_seconds") is not None:
-        lines.insert(
-            4, f"training time (sum of epochs, validation included) {record['train_seconds'] / 60:.1f} min"
-        )
     return "\n".join(lines)
