@@ -335,7 +335,7 @@ def _keep_history_rows(path: Path, before_epoch: int) -> None:
 
     Keras' CSVLogger writes the epoch first and numbers only, so a row is split on commas.
     """
-    header, *rows = path.read_text().splitlines(keepends=True) if path.exists() else [""]
+    header, *rows = (path.read_text() if path.exists() else "").splitlines(keepends=True) or [""]
     kept = [
         row
         for row in rows
