@@ -14,7 +14,6 @@ and devices are refused, and a whole archive, once decoded, is cached as arrays.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import socket
@@ -39,10 +38,7 @@ from shiftvit_lib.images import UnsupportedImageError, WrongImageSizeError, deco
 from shiftvit_lib.tools import files
 
 SPLIT_FOLDERS = ("train", "test")
-VALID_SOURCES_TEXT = (
-    "'auto', 'keras', 'sample', or the path of a directory or "
-    ".tar.gz/.tgz/.tar/.zip archive with train/<class>/ and test/<class>/ image folders"
-)
+VALID_SOURCES_TEXT = "'auto', 'keras', 'sample', or a class-folder directory or .tar.gz/.tgz/.tar/.zip"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 
@@ -74,28 +70,24 @@ def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
     cached = _keras_cached_files()
     if cached:
         return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
-    proxy = urllib.request.getproxies().get("https")
-    url = urllib.parse.urlsplit(
-        (proxy if "://" in proxy else f"http://{proxy}") if proxy else KERAS_CIFAR10_URL
-    )
+    proxy = urllib.request.getproxies().get("https", "")
+    url = urllib.parse.urlsplit(("" if "://" in proxy else "http://") + proxy if proxy else KERAS_CIFAR10_URL)
     host, port = url.hostname or "", url.port or (80 if proxy else 443)
-    outcome: list[OSError | None] = []
+    outcome = [f"got no answer from {host}:{port} within {timeout_s:g} s"]  # until the thread says more
 
     def attempt() -> None:
         try:
             socket.create_connection((host, port), timeout=timeout_s).close()
-            outcome.append(None)
+            outcome.append("")
         except OSError as error:
-            outcome.append(error)
+            outcome.append(f"cannot reach {host}:{port} ({error})")
 
     thread = threading.Thread(target=attempt, daemon=True)
     thread.start()
     thread.join(timeout_s + 0.5)
-    if not outcome:
-        return False, f"keras.datasets got no answer from {host}:{port} within {timeout_s:g} s"
-    if outcome[0] is None:
-        return True, f"{host}:{port} is reachable"
-    return False, f"keras.datasets cannot reach {host}:{port} ({outcome[0]})"
+    if outcome[-1]:
+        return False, f"keras.datasets {outcome[-1]}"
+    return True, f"{host}:{port} is reachable"
 
 
 def _keras_cached_files() -> list[Path]:
@@ -114,9 +106,8 @@ def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
         except Exception as error:  # noqa: BLE001 - any failure leads to the fallback, which names it
             reason = f"keras.datasets.cifar10.load_data() failed: {error}"
     warnings.warn(
-        "load_cifar10('auto'): using the small bundled CIFAR-10 sample (2,000 train / 500 test images) "
-        f"instead of the full dataset, because {reason}. Pass source='keras' once you are online, "
-        "or the path of a local copy.",
+        "load_cifar10('auto'): using the bundled CIFAR-10 sample (2,000 train / 500 test images), not the full "
+        f"data, because {reason}. Pass source='keras' once online, or the path of a local copy.",
         DataSourceFallbackWarning,
         stacklevel=4,
     )
@@ -129,7 +120,7 @@ def _existing_source_path(source: Any) -> Path:
     """Turn a path-like source into an existing Path, or explain what is wrong."""
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(
-            f"source must be a string or a path; got {type(source).__name__}. Valid sources: {VALID_SOURCES_TEXT}"
+            f"source must be a str or a path, not {type(source).__name__}; valid: {VALID_SOURCES_TEXT}"
         )
     path, text = Path(source).expanduser(), os.fspath(source)
     if path.exists():
@@ -139,8 +130,7 @@ def _existing_source_path(source: Any) -> Path:
     ):
         raise ValueError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
     raise FileNotFoundError(
-        f"data source {text!r} does not exist (resolved to {path.resolve()}). Check the path, "
-        "or use source='sample' for the small dataset bundled with shiftvit_lib."
+        f"data source {text!r} does not exist ({path.resolve()}); check the path, or use 'sample' (bundled)"
     )
 
 
@@ -152,11 +142,10 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
     """Read the class-folder directory or archive at ``path``; a whole archive through the cache."""
     if not path.is_dir():
         # a named pipe called x.tar.gz would block the reader forever
-        files.check_regular_file(path, "class-folder directory or archive file")
+        files.check_regular_file(path, "a class-folder directory or an archive")
         if not _is_archive(path):
             raise ValueError(
-                f"{path} is a file but not a supported archive; expected a directory or a file "
-                f"ending in {', '.join(ARCHIVE_SUFFIXES)}"
+                f"{path} is not a supported archive: give a folder or a {'/'.join(ARCHIVE_SUFFIXES)}"
             )
         if limit is None:
             return _load_archive_cached(path)
@@ -183,6 +172,8 @@ _TAR_KINDS = {
     tarfile.SYMTYPE: "a symbolic link",
     tarfile.LNKTYPE: "a hard link",
     tarfile.FIFOTYPE: "a named pipe",
+    tarfile.CHRTYPE: "a device",
+    tarfile.BLKTYPE: "a device",
 }
 
 # One entry of a source (folders are not entries): (name, kind, size, reader). Kind is None for a
@@ -208,7 +199,7 @@ def _directory_entries(root: Path) -> Iterator[_Entry]:
 
 def _raise_walk_error(error: OSError) -> None:
     """``os.walk`` skips a folder it cannot list unless told otherwise; say which one instead."""
-    raise files.folder_listing_error(error)
+    raise files.folder_listing_error(error, "read")
 
 
 def _zip_entries(path: Path) -> Iterator[_Entry]:
@@ -224,27 +215,16 @@ class CappedTarInfo(tarfile.TarInfo):
 
     def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         if self.type in _TAR_HEADER_TYPES and self.size > MAX_TAR_HEADER_BYTES:
-            raise tarfile.HeaderError(
-                f"a member header claims {self.size:,} bytes, more than the {MAX_TAR_HEADER_BYTES:,} any real one takes"
-            )
+            raise tarfile.HeaderError(f"a header claims {self.size:,} bytes; real ones take a few hundred")
         return super()._proc_member(tarfile_)
 
 
 def _tar_entries(path: Path) -> Iterator[_Entry]:
     with tarfile.open(path, "r:*", tarinfo=CappedTarInfo) as tar:
         for member in tar:  # a compressed tar is read in one pass: the caller reads each entry at once
-            other = _TAR_KINDS.get(member.type, "a device" if member.isdev() else "not a regular file")
+            kind = None if member.isfile() else _TAR_KINDS.get(member.type, "not a regular file")
             if not member.isdir():
-                yield (
-                    member.name,
-                    None if member.isfile() else other,
-                    member.size,
-                    functools.partial(_tar_read, tar, member),
-                )
-
-
-def _tar_read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
-    return tar.extractfile(member).read()
+                yield member.name, kind, member.size, lambda member=member: tar.extractfile(member).read()
 
 
 def _read_source(path: Path) -> tuple[dict[str, bytes], str]:
@@ -273,11 +253,8 @@ def _read_wanted(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
     special, total = [], 0
     for name, kind, size, read in entries:
         name = name.removeprefix("./").rstrip("/")
-        parts = name.split("/")
-        if _is_hidden(name) or not (
-            parts[0] in SPLIT_FOLDERS or len(parts) > 1 and parts[1] in SPLIT_FOLDERS
-        ):
-            continue  # not data: skipped before reading
+        if not _is_data(name.split("/")):
+            continue  # skipped before reading
         if kind:
             special.append(f"{name} ({kind})")
         else:
@@ -290,8 +267,7 @@ def _read_wanted(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
         raise ValueError(
-            f"{where}: only regular image files are read, but found {shown} under train/ or test/. "
-            "Replace them with copies of the files themselves."
+            f"{where}: only regular image files are read, but found {shown}; replace them with the files themselves"
         )
     return {name.removeprefix(prefix): data for name, data in contents.items() if name.startswith(prefix)}
 
@@ -302,9 +278,7 @@ def _check_caps(where: str, name: str, size: int, count: int, total: int, archiv
     if archive_bytes is not None:
         bomb_cap = min(MAX_TOTAL_BYTES, ARCHIVE_MAX_EXPANSION * archive_bytes + ARCHIVE_SLACK_BYTES)
     if size > MAX_IMAGE_FILE_BYTES:
-        problem = (
-            f"{name} is {_mib(size)}, more than the {_mib(MAX_IMAGE_FILE_BYTES)} a 32x32 image file may take"
-        )
+        problem = f"{name} is {_mib(size)}, over the {_mib(MAX_IMAGE_FILE_BYTES)} cap for one image file"
     elif count > MAX_FILES:
         problem = f"more than {MAX_FILES:,} files under train/ and test/; a CIFAR-10 copy has 60,000"
     elif total > bomb_cap:
@@ -323,9 +297,10 @@ def _mib(size: int) -> str:
     return f"{size / 2**20:,.1f} MiB"
 
 
-def _is_hidden(name: str) -> bool:
-    """Hidden files and macOS zip metadata (.DS_Store, __MACOSX/) are not data."""
-    return any(part.startswith(".") or part == "__MACOSX" for part in name.split("/"))
+def _is_data(parts: list[str]) -> bool:
+    """Under train/ or test/, at the top or in one wrapper folder; not hidden, nor macOS zip metadata."""
+    hidden = any(part.startswith(".") or part == "__MACOSX" for part in parts)
+    return not hidden and not set(parts[:2]).isdisjoint(SPLIT_FOLDERS)
 
 
 # --------------------------------------------------------------------------- layout and decoding
@@ -338,18 +313,14 @@ def _group_by_split_and_class(names: Iterable[str], where: str) -> dict[str, dic
             continue  # anything outside train/ and test/ (a README, a licence) is ignored
         if len(parts) != 3:
             raise ValueError(
-                f"{where}: {name} is not inside a class folder; images must be at "
-                f"{parts[0]}/<class>/<file>. Move or remove it."
+                f"{where}: {name} is not inside a class folder ({parts[0]}/<class>/<file>); move or remove it"
             )
         if parts[1] not in CIFAR10_CLASSES:
             raise ValueError(
-                f"{where}: folder {parts[0]}/{parts[1]}/ is not a CIFAR-10 class. Class folders "
-                f"must be named {', '.join(CIFAR10_CLASSES)}; rename or remove it."
+                f"{where}: {parts[0]}/{parts[1]}/ is not a CIFAR-10 class ({', '.join(CIFAR10_CLASSES)}); rename it"
             )
         if not name.lower().endswith((".jpg", ".jpeg", ".png")):
-            raise ValueError(
-                f"{where}: {name} is not a .jpg/.jpeg/.png image; remove it from the class folder."
-            )
+            raise ValueError(f"{where}: {name} is not a .jpg/.jpeg/.png image; remove it")
         layout[parts[0]][parts[1]].append(name)
     missing = [f"{split}/" for split in SPLIT_FOLDERS if not any(layout[split].values())]
     if missing:
@@ -357,13 +328,10 @@ def _group_by_split_and_class(names: Iterable[str], where: str) -> dict[str, dic
             f"{where} has no {' and '.join(missing)} folder{'s' if len(missing) > 1 else ''} of images. Expected "
             f"train/<class>/*.jpg and test/<class>/*.jpg with <class> one of: {', '.join(CIFAR10_CLASSES)}"
         )
-    empty = [
-        f"{split}/{name}/" for split in SPLIT_FOLDERS for name in CIFAR10_CLASSES if not layout[split][name]
-    ]
+    empty = [f"{split}/{c}/" for split in SPLIT_FOLDERS for c in CIFAR10_CLASSES if not layout[split][c]]
     if empty:
         raise ValueError(
-            f"{where}: no images in {', '.join(empty)}; every split needs all 10 class folders, "
-            "each with images (is the copy complete?)"
+            f"{where}: no images in {', '.join(empty)}; each split needs all 10 classes' folders"
         )
     return layout
 
@@ -374,7 +342,7 @@ def _decode_class_folders(
     """Decode the images of a validated class-folder layout (at most ``limit`` per class)."""
     layout = _group_by_split_and_class(contents, where)
     arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    format_counts: Counter[str] = Counter()
+    counts: Counter[str] = Counter()  # of image formats
     for split in SPLIT_FOLDERS:
         names = [name for class_name in CIFAR10_CLASSES for name in layout[split][class_name]]
         labels = np.repeat(np.arange(len(CIFAR10_CLASSES)), [len(layout[split][c]) for c in CIFAR10_CLASSES])
@@ -382,11 +350,9 @@ def _decode_class_folders(
         images = np.empty((len(keep), 32, 32, 3), dtype=np.uint8)
         for row, index in enumerate(keep):
             images[row], image_format = _decode_cifar_image(contents[names[index]], f"{where}:{names[index]}")
-            format_counts[image_format] += 1
+            counts[image_format] += 1
         arrays[split] = images, labels[keep].astype(np.int64)
-    formats = ", ".join(
-        fmt if len(format_counts) == 1 else f"{count:,} {fmt}" for fmt, count in format_counts.most_common()
-    )
+    formats = ", ".join(f"{n:,} {fmt}" if len(counts) > 1 else fmt for fmt, n in counts.most_common())
     (x_train, y_train), (x_test, y_test) = arrays["train"], arrays["test"]
     description = f"CIFAR-10 class folders from {where}: {len(y_train):,} train / {len(y_test):,} test images"
     return RawData(x_train, y_train, x_test, y_test, f"{description}, {formats}", image_formats=formats)
@@ -402,8 +368,7 @@ def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
         rgb, image_format = decode_rgb(data, expected_size=(32, 32))
     except WrongImageSizeError as error:
         raise ValueError(
-            f"{name} is {error.size[0]}x{error.size[1]} pixels, but CIFAR-10 images are 32x32. "
-            "Resize it (e.g. shiftvit_lib.tools.inference.load_image(path, 32)) or remove it."
+            f"{name} is {error.size[0]}x{error.size[1]} pixels, but CIFAR-10 images are 32x32; resize or remove it"
         ) from None
     except UnsupportedImageError as error:
         raise ValueError(f"cannot decode image {name}: {error}. Replace or remove the file.") from None
@@ -417,8 +382,7 @@ def array_cache_dir() -> Path:
     kind = files.special_file_kind(folder, follow_links=True)
     if kind not in ("missing", "a folder"):
         raise ValueError(
-            f"SHIFTVIT_CACHE (or ~/.cache/shiftvit_lib) is {files.escape_name(folder)}, which is "
-            f"{kind or 'a file'}; point SHIFTVIT_CACHE at a folder"
+            f"cache {files.escape_name(folder)} is {kind or 'a file'}; point SHIFTVIT_CACHE at a folder"
         )
     return folder
 
@@ -459,6 +423,6 @@ def _write_cache(cache: Path, raw: RawData) -> None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         files.remove_abandoned_partials(cache.parent, "*cifar10-*")
         with files.atomic_output(cache) as partial:  # a reader never sees half a file
-            np.savez(partial, **{field.name: getattr(raw, field.name) for field in dataclasses.fields(raw)})
+            np.savez(partial, **vars(raw))  # plain arrays and strings: no pickle needed to read them
     except OSError:
         pass  # no writable cache (or no space): the next run decodes again, nothing else changes

@@ -31,7 +31,6 @@ can load it without Keras.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import itertools
 import json
@@ -49,23 +48,24 @@ _NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, flag, 0) for flag in ("O_NOFOLLOW"
 
 
 class UnsafeFileError(ValueError):
-    """A path that is not what the project may read or write there; the message names it."""
+    """A path that is not what the project may read or write there; the message names it.
+
+    ``reason`` is the message without the path, for a table that lists the files apart.
+    """
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 # --------------------------------------------------------------------------- kinds
-_KINDS = {
-    stat.S_IFLNK: "a symbolic link",
-    stat.S_IFDIR: "a folder",
-    stat.S_IFIFO: "a named pipe",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a device",
-    stat.S_IFBLK: "a device",
-}
+# What a file that is not a regular file is, by the first letter ``stat.filemode`` gives its mode.
+_KINDS = dict(l="a symbolic link", d="a folder", p="a named pipe", s="a socket", c="a device", b="a device")
 
 
 def mode_kind(mode: int) -> str | None:
     """``None`` for the ``st_mode`` of a regular file; else what the file is, for messages."""
-    return None if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    return None if stat.S_ISREG(mode) else _KINDS.get(stat.filemode(mode)[0], "not a regular file")
 
 
 def special_file_kind(path: PathLike, *, follow_links: bool = False) -> str | None:
@@ -81,22 +81,24 @@ def special_file_kind(path: PathLike, *, follow_links: bool = False) -> str | No
         return "missing"
 
 
-def check_regular_file(path: PathLike, what: str = "file", *, follow_links: bool = True) -> Path:
+def check_regular_file(path: PathLike, what: str = "a file", *, follow_links: bool = True) -> Path:
     """``path`` as a Path if it is a regular file; else a one-line error naming it and its kind.
 
     ``FileNotFoundError`` for a missing path, :class:`UnsafeFileError` (a ``ValueError``)
-    for a folder, pipe, socket, device (or a link, without ``follow_links``).
+    for a folder, pipe, socket, device (or a link, without ``follow_links``). ``what`` names
+    the file wanted, with its article ("an image").
     """
     path = Path(path)
     kind = special_file_kind(path, follow_links=follow_links)
     if kind == "missing":
-        raise FileNotFoundError(errno.ENOENT, f"no {what} at {escape_name(path)}", str(path))
+        raise FileNotFoundError(f"nothing at {escape_name(path)}; give the path of {what}")
     if kind:
-        raise UnsafeFileError(f"{escape_name(path)} is {kind}, not a regular file; give the path of a {what}")
+        message = f"{escape_name(path)} is {kind}, not a regular file; give the path of {what}"
+        raise UnsafeFileError(message, f"not a regular file: {kind}")
     return path
 
 
-def open_regular(path: PathLike, what: str = "file", *, follow_links: bool = True) -> IO[bytes]:
+def open_regular(path: PathLike, what: str = "a file", *, follow_links: bool = True) -> IO[bytes]:
     """Open a regular file for reading, never blocking on a pipe or a device swapped in."""
     path = check_regular_file(path, what, follow_links=follow_links)
     fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | (0 if follow_links else _NOFOLLOW))
@@ -111,28 +113,22 @@ def open_regular(path: PathLike, what: str = "file", *, follow_links: bool = Tru
         raise
 
 
-class FileTooLargeError(UnsafeFileError):
-    """A file over the size a reader accepts; ``reason`` is the message without the file's name."""
-
-    def __init__(self, path: PathLike, size: int, limit: int, what: str) -> None:
-        self.reason = f"too large for {what} ({size / 2**20:.1f} MiB; the limit is {limit / 2**20:.0f} MiB)"
-        super().__init__(f"{escape_name(path)} is {self.reason}")
-
-
-def folder_listing_error(error: OSError) -> OSError:
+def folder_listing_error(error: OSError, doing: str = "list") -> OSError:
     """An error of listing a folder (``os.scandir``), as one line naming the folder and the fix."""
     hint = "; check its permissions" if isinstance(error, PermissionError) else ""
-    message = f"cannot list the folder {escape_name(error.filename)} ({error.strerror}){hint}"
+    message = f"cannot {doing} the folder {escape_name(error.filename)} ({error.strerror}){hint}"
     return type(error)(error.errno, message, error.filename)
 
 
 def read_bounded(path: PathLike, limit: int, what: str = "a file", *, follow_links: bool = True) -> bytes:
     """The bytes of a regular file, refusing one larger than ``limit`` before reading it."""
-    with open_regular(path, follow_links=follow_links) as handle:
+    with open_regular(path, what, follow_links=follow_links) as handle:
         size = os.fstat(handle.fileno()).st_size
         data = b"" if size > limit else handle.read(limit + 1)  # limit + 1: it may grow as we read
-    if max(size, len(data)) > limit:
-        raise FileTooLargeError(path, max(size, len(data)), limit, what)
+    size = max(size, len(data))
+    if size > limit:
+        reason = f"file too large ({size / 2**20:.1f} MiB; the limit for {what} is {limit / 2**20:.0f} MiB)"
+        raise UnsafeFileError(f"{escape_name(path)}: {reason}", reason)
     return data
 
 
@@ -144,13 +140,11 @@ def sha256_of(path: PathLike) -> str:
 
 def read_json(path: PathLike, what: str = "JSON file", limit: int = 64 * 2**20) -> Any:
     """A JSON file, or a one-line ``ValueError`` naming it: cut short, not UTF-8, nested too deep."""
-    data = read_bounded(path, limit, what)
+    data = read_bounded(path, limit, f"a {what}")
     try:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        cut = isinstance(error, json.JSONDecodeError) and (
-            error.pos >= len(data.rstrip()) or error.msg.startswith("Unterminated string")
-        )
+        cut = getattr(error, "pos", -1) >= len(data.rstrip()) or "Unterminated string" in str(error)
         said = "it nests too deeply to read" if isinstance(error, RecursionError) else error
         raise ValueError(
             f"{escape_name(path)} is not valid UTF-8 JSON{' (cut short?)' if cut else ''} ({said}); is it the "
@@ -199,11 +193,9 @@ def _fsync(path: Path, flags: int = 0) -> None:
 
 
 def atomic_write_text(path: PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file created exclusively: all or nothing."""
+    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_output`: all of it or nothing."""
     with atomic_output(path) as partial:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-        with os.fdopen(os.open(partial, flags, 0o644), "wb") as handle:
-            handle.write(text.encode("utf-8"))
+        partial.write_text(text, encoding="utf-8")
     return Path(path)
 
 
@@ -253,22 +245,17 @@ def open_lock_file(path: PathLike) -> int:
     refuses a pipe, socket, device or folder, in one line naming the path.
     """
     path = Path(path)
-    try:
+    kind = special_file_kind(path)
+    if kind in (None, "missing"):  # opened without following a link or blocking on a pipe swapped in since
         fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
         kind = mode_kind(os.fstat(fd).st_mode)
-    except OSError as error:
-        kind = special_file_kind(path)
-        if error.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR) and kind in (None, "missing"):
-            raise
-        fd, kind = None, kind or "not a regular file"
-    if kind:
-        if fd is not None:
-            os.close(fd)
-        raise UnsafeFileError(
-            f"the lock file {escape_name(path)} is {kind}; remove it (training recreates it as a plain file)"
-        )
-    os.set_blocking(fd, True)
-    return fd
+        if not kind:
+            os.set_blocking(fd, True)
+            return fd
+        os.close(fd)
+    raise UnsafeFileError(
+        f"the lock file {escape_name(path)} is {kind}; remove it (training makes a plain file)"
+    )
 
 
 # --------------------------------------------------------------------------- .keras caps
@@ -300,8 +287,7 @@ def check_keras_archive(path: PathLike) -> None:
             problem = _keras_archive_problem(archive)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as error:
         problem = (
-            f"is not a valid .keras file ({' '.join(str(error).split())}); it is corrupt or truncated. "
-            "Save it again with save_model()."
+            f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
         )
     if problem:
         raise ValueError(f"{escape_name(path)} {problem}")
@@ -312,24 +298,18 @@ def _keras_archive_problem(archive: zipfile.ZipFile) -> str | None:
     for info in infos:
         if info.file_size > KERAS_MEMBER_MAX_EXPANSION * info.compress_size + KERAS_MEMBER_SLACK_BYTES:
             return (
-                f"is not a model file this library loads: its member {escape_name(info.filename)} would "
-                f"unpack from {info.compress_size:,} to {info.file_size:,} bytes (model weights barely "
-                "compress), as a decompression bomb does. Use a .keras file saved by Keras."
+                f"is not a model file: its member {escape_name(info.filename)} would unpack from "
+                f"{info.compress_size:,} to {info.file_size:,} bytes, as a decompression bomb does (weights barely compress)"
             )
     total = sum(info.file_size for info in infos)
     if total > KERAS_MAX_UNPACKED_BYTES:
-        return f"would unpack to {total / 2**30:.1f} GiB, more than the {KERAS_MAX_UNPACKED_BYTES >> 30} GiB this library loads"
+        return f"would unpack to {total / 2**30:.1f} GiB, over the {KERAS_MAX_UNPACKED_BYTES >> 30} GiB cap"
     config = next((info for info in infos if info.filename == "config.json"), None)
-    if config is None:
-        return None
-    if config.file_size > KERAS_MAX_CONFIG_BYTES:
-        return (
-            f"has a config.json of {config.file_size:,} bytes, more than any model needs; is it a model file?"
-        )
-    with archive.open(config) as member:
-        depth = json_depth(member.read(KERAS_MAX_CONFIG_BYTES + 1))
+    if config is not None and config.file_size > KERAS_MAX_CONFIG_BYTES:
+        return f"has a {config.file_size:,}-byte config.json, more than any model needs"
+    depth = 0 if config is None else json_depth(archive.read(config))  # no more than it declares
     if depth > KERAS_MAX_CONFIG_DEPTH:
-        return f"is not a model file this library loads: its config.json nests {depth} levels deep, more than any model's"
+        return f"is not a model file: its config.json nests {depth} levels deep, more than any model's"
     return None
 
 
@@ -356,22 +336,23 @@ def check_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLi
     """
     folder = Path(folder).expanduser().resolve()
     home = Path.home().resolve()
+    guarded = [Path(checkout).resolve() for checkout in protect]
     forbidden = {
         "the root of the file system": folder == Path(folder.anchor),
         "your home directory": folder == home,
         "a home directory": folder.parent == home.parent != Path(home.anchor),  # /home/<anyone>
+        "the checkout or a folder that holds it": any(folder == g or folder in g.parents for g in guarded),
     }
-    for guarded in (Path(guarded).resolve() for guarded in protect):
-        forbidden[f"the checkout ({guarded})"] = folder == guarded
-        forbidden[f"a folder that holds the checkout ({guarded})"] = folder in guarded.parents
     why = next((why for why, hit in forbidden.items() if hit), None)
     kind = special_file_kind(folder, follow_links=True)
     if why:
-        problem = f"will not write into {escape_name(folder)}: it is {why}, and writing there means clearing it first"
+        problem = (
+            f"will not write into {escape_name(folder)}: it is {why}, and writing means clearing it first"
+        )
     elif kind not in ("missing", "a folder"):
         problem = f"will not replace {escape_name(folder)}: it is {kind or 'a file'}, not a folder it made"
     elif kind == "a folder" and special_file_kind(folder / OUTPUT_MARKER) and any(folder.iterdir()):
-        problem = f"will not clear {escape_name(folder)}: it exists and was not made by this project (no {OUTPUT_MARKER} in it) and you did not empty it"
+        problem = f"will not clear {escape_name(folder)}: it was not made by this project (it has no {OUTPUT_MARKER})"
     else:
         return folder
     raise UnsafeFileError(f"{tool} {problem}; choose a new folder (such as build/site)")

@@ -69,22 +69,15 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
     height, width = _as_height_width(size)
     if fit not in ("crop", "stretch"):
         raise ValueError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
-    kind = special_file_kind(path, follow_links=True)
-    if kind == "missing":
-        raise FileNotFoundError(f"no image file at {escape_name(path)}")
-    try:
-        if kind:  # never opened: reading a pipe would block forever
-            raise ImageReadError(path, f"not a regular file: {kind}")
+    try:  # a pipe or a device is refused unopened (reading a pipe would block forever)
         data = files.read_bounded(path, MAX_IMAGE_BYTES, "an image")
         if not data:
             raise ImageReadError(path, "empty file (0 bytes)")
         if sniff_format(data) is None:
             raise ImageReadError(path, _unidentified_reason(path, data))
         rgb, _ = decode_rgb(data)
-    except files.FileTooLargeError as error:
-        raise ImageReadError(path, f"file {error.reason}") from None
-    except UnsupportedImageError as error:
-        raise ImageReadError(path, str(error)) from None
+    except (files.UnsafeFileError, UnsupportedImageError) as error:
+        raise ImageReadError(path, getattr(error, "reason", str(error))) from None
     return np.asarray(_resize(rgb, width, height, fit), dtype=np.uint8)
 
 
@@ -154,19 +147,12 @@ class FolderPredictions:
 
     def to_rows(self) -> list[dict[str, Any]]:
         """One dict per file (predictions, then failures); JSON-ready, or for ``pandas.DataFrame``."""
-        return [
-            {
-                "file": p.path.name,
-                "prediction": p.top_k[0].label,
-                "confidence": p.top_k[0].confidence,
-                "top_k": ", ".join(f"{s.label} {s.confidence:.0%}" for s in p.top_k),
-                "error": "",
-            }
-            for p in self.predictions
-        ] + [
-            {"file": f.path.name, "prediction": "", "confidence": None, "top_k": "", "error": f.reason}
-            for f in self.failures
-        ]
+        keys = ("file", "prediction", "confidence", "top_k", "error")
+        rows = []
+        for p in self.predictions:
+            top = ", ".join(f"{s.label} {s.confidence:.0%}" for s in p.top_k)
+            rows.append(dict(zip(keys, (p.path.name, p.top_k[0].label, p.top_k[0].confidence, top, ""))))
+        return rows + [dict(zip(keys, (f.path.name, "", None, "", f.reason))) for f in self.failures]
 
     def format(self) -> str:
         """A plain-text table of predictions, followed by the unreadable files.
@@ -174,24 +160,25 @@ class FolderPredictions:
         Names are escaped: a newline in a file name cannot forge a row, nor an escape code
         reach the terminal.
         """
-        label_width = max((len(s.label) for p in self.predictions for s in p.top_k), default=0)
-        rows = [
-            (
-                escape_name(p.path.name),
-                "  ".join(f"{s.label:<{label_width}} {s.confidence:6.1%}" for s in p.top_k),
-            )
-            for p in self.predictions
+        width = max((len(s.label) for p in self.predictions for s in p.top_k), default=0)
+        scores = [
+            "  ".join(f"{s.label:<{width}} {s.confidence:6.1%}" for s in p.top_k) for p in self.predictions
         ]
-        failed = [(escape_name(f.path.name), escape_name(f.reason)) for f in self.failures]
-        lines = [f"{len(rows)} image(s) classified in {escape_name(self.folder)}"]
-        for title, table in (("", rows), (f"{len(failed)} file(s) could not be read:", failed)):
-            width = max((len(name) for name, _ in table), default=0)
-            lines += ([title] if title and table else []) + [
-                f"  {name:<{width}}  {text}" for name, text in table
-            ]
+        lines = [f"{len(scores)} image(s) classified in {escape_name(self.folder)}"]
+        lines += _aligned([p.path.name for p in self.predictions], scores)
+        if self.failures:
+            lines.append(f"{len(self.failures)} file(s) could not be read:")
+            lines += _aligned([f.path.name for f in self.failures], [f.reason for f in self.failures])
         return "\n".join(lines)
 
     __str__ = format
+
+
+def _aligned(names: list[str], texts: list[str]) -> list[str]:
+    """Table rows: the names padded to one width, each followed by its text; both escaped."""
+    names = [escape_name(name) for name in names]
+    width = max(map(len, names), default=0)
+    return [f"  {name:<{width}}  {escape_name(text)}" for name, text in zip(names, texts, strict=True)]
 
 
 def predict_folder(
@@ -210,25 +197,19 @@ def predict_folder(
     if not folder.is_dir():
         if not folder.exists():
             raise FileNotFoundError(f"folder {folder} does not exist")
-        raise ValueError(
-            f"{folder} is not a folder; use load_image() and predict_images() for a single image"
-        )
+        raise ValueError(f"{folder} is not a folder; for one image use load_image() and predict_images()")
     _check_top_k(top_k, len(options.get("class_names", CIFAR10_CLASSES)))
     size = _model_image_size(model)
     if size is None:
-        raise ValueError(
-            f"the model's input_shape {getattr(model, 'input_shape', None)} fixes no image size; "
-            "resize the images with load_image(path, size) and use predict_images()"
-        )
+        raise ValueError("the model fixes no image size; use load_image(path, size) and predict_images()")
     try:
-        paths = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+        paths = [
+            p for p in sorted(folder.iterdir()) if p.name[0] != "." and special_file_kind(p) != "a folder"
+        ]
     except OSError as error:
         raise files.folder_listing_error(error) from None
-    paths = [path for path in paths if special_file_kind(path) != "a folder"]
     if not paths:
-        raise ValueError(
-            f"folder {folder} has no files to classify (hidden files and sub-folders are skipped)"
-        )
+        raise ValueError(f"folder {folder} has no files to classify (hidden files and folders are skipped)")
     images, readable, failures = [], [], []
     for path in paths:
         try:
@@ -261,15 +242,15 @@ def predict_images(
     ``tta``) go to :func:`predict_probabilities`.
     """
     _check_top_k(top_k, len(class_names))
-    probabilities = predict_probabilities(model, images, **options)
-    if probabilities.shape[1] != len(class_names):
+    probs = predict_probabilities(model, images, **options)
+    if probs.shape[1] != len(class_names):
         raise ValueError(
-            f"the model outputs {probabilities.shape[1]} scores per image but {len(class_names)} class names were given"
+            f"the model gives {probs.shape[1]} scores an image for {len(class_names)} class names"
         )
-    best_first = np.argsort(-probabilities, axis=1, kind="stable")[:, :top_k]
+    best_first = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
     return [
         tuple(ClassScore(class_names[i], int(i), float(row[i])) for i in best)
-        for row, best in zip(probabilities, best_first, strict=True)
+        for row, best in zip(probs, best_first, strict=True)
     ]
 
 
@@ -283,37 +264,25 @@ def predict_probabilities(
     """
     check_positive_int(batch_size, "batch_size")
     images = np.asarray(images)
-    if images.ndim == 3 and images.shape[-1] == 3:
-        images = images[np.newaxis]  # a single image
+    images = images[np.newaxis] if images.ndim == 3 and images.shape[-1] == 3 else images  # one image
     if images.ndim != 4 or images.shape[-1] != 3 or len(images) == 0:
-        grey = "; for grey images repeat them to 3 channels: np.repeat(images[..., None], 3, axis=-1)"
-        raise ValueError(
-            f"images must have shape (N, height, width, 3) with N >= 1; got {images.shape}"
-            + (grey if images.ndim == 3 else "")
-        )
+        grey = "; grey images: np.repeat(images[..., None], 3, axis=-1)" if images.ndim == 3 else ""
+        raise ValueError(f"images must have shape (N, height, width, 3), N >= 1; got {images.shape}{grey}")
     floats = np.issubdtype(images.dtype, np.floating)
     if np.issubdtype(images.dtype, np.integer) and images.size and (images.max() > 255 or images.min() < 0):
         raise ValueError(
-            f"pixel values must lie in [0, 255], got {images.min()}..{images.max()} ({images.dtype}); "
-            "16-bit images: divide by 257 (or load them with load_image)"
+            f"pixel values must lie in [0, 255], not {images.min()}..{images.max()} ({images.dtype}); 16-bit: divide by 257"
         )
     expected = _model_image_size(model)
     if expected and images.shape[1:3] != expected:
         raise ValueError(
-            f"images are {images.shape[1]}x{images.shape[2]} but the model takes {expected[0]}x{expected[1]}; "
-            f"resize them with load_image(path, {expected}) or predict_folder()"
+            f"images are {images.shape[1]}x{images.shape[2]} but the model takes {expected[0]}x{expected[1]}; resize them"
         )
     if floats and not np.isfinite(images).all():
         bad = int((~np.isfinite(images)).any(axis=(1, 2, 3)).sum())
-        raise ValueError(
-            f"{bad} of {len(images)} images hold NaN or infinite pixel values; pixels must be in [0, 255]"
-        )
+        raise ValueError(f"{bad} of {len(images)} images hold NaN or infinite pixel values, not [0, 255]")
     if floats and 0 < images.max() <= 1.0:
-        warnings.warn(
-            "images look scaled to [0, 1], but the model expects pixel values in "
-            "[0, 255] (it rescales inside); multiply by 255 or pass uint8 images",
-            stacklevel=2,
-        )
+        warnings.warn("images look scaled to [0, 1]; the model takes [0, 255]: multiply by 255", stacklevel=2)
 
     def logits_of(batch: np.ndarray) -> np.ndarray:
         return np.asarray(model.predict(batch, batch_size=batch_size, verbose=0), dtype=np.float64)
@@ -331,35 +300,30 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 def _model_image_size(model: keras.Model) -> tuple[int, int] | None:
     """(height, width) the model takes, from ``model.input_shape``; None if it does not fix them."""
     shape = getattr(model, "input_shape", None)
-    if not isinstance(shape, tuple) or len(shape) != 4 or shape[1] is None or shape[2] is None:
-        return None
-    return int(shape[1]), int(shape[2])
+    fixed = isinstance(shape, tuple) and len(shape) == 4 and None not in shape[1:3]
+    return (int(shape[1]), int(shape[2])) if fixed else None
 
 
 def _check_top_k(top_k: int, num_classes: int) -> None:
     if not is_positive_int(top_k) or top_k > num_classes:
-        raise ValueError(
-            f"top_k must be an integer from 1 to {num_classes} (the number of classes); got {top_k!r}"
-        )
+        raise ValueError(f"top_k must be an integer from 1 to {num_classes} (the classes); got {top_k!r}")
 
 
 def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)) -> None:
     """Raise ``ValueError`` unless ``model`` maps one image batch to ``num_classes`` logits.
 
     Checked before a model is used for :func:`predict_folder` or an evaluation, so
-    a model of another task fails with one clear sentence instead of deep inside NumPy.
+    a model of another task (or with several outputs) fails with one clear sentence
+    instead of deep inside NumPy.
     """
     shape = getattr(model, "output_shape", None)
-    if isinstance(shape, tuple) and len(shape) == 2 and shape[1] == num_classes:
-        return
-    several = isinstance(shape, (list, dict)) or (
-        isinstance(shape, tuple) and shape and isinstance(shape[0], tuple)
-    )
-    found = f"has {len(shape)} outputs" if several else f"outputs shape {shape}"
-    raise ValueError(
-        f"the model {found}, but a CIFAR-10 classifier outputs (batch, {num_classes}) class scores "
-        "(logits); is it the right model file?"
-    )
+    if not (isinstance(shape, tuple) and len(shape) == 2 and shape[1] == num_classes):
+        several = isinstance(shape, list | dict | tuple) and not all(isinstance(n, int | None) for n in shape)
+        found = f"has {len(shape)} outputs" if several else f"outputs shape {shape}"
+        raise ValueError(
+            f"the model {found}, but a CIFAR-10 classifier outputs one (batch, {num_classes}) "
+            "of class scores (logits); is it the right model file?"
+        )
 
 
 # --------------------------------------------------------------------------- saving and loading
@@ -367,10 +331,7 @@ def save_model(model: keras.Model, path: str | Path) -> Path:
     """Save the whole model (architecture, weights, optimizer) as a ``.keras`` file."""
     path = Path(path)
     if path.suffix != ".keras":
-        raise ValueError(
-            f"save_model writes the Keras format, so the path must end in .keras; "
-            f"got {path.name}. For a TensorFlow SavedModel use export_saved_model()."
-        )
+        raise ValueError(f"the path must end in .keras; got {path.name} (a SavedModel: export_saved_model())")
     path.parent.mkdir(parents=True, exist_ok=True)
     with files.atomic_output(path) as partial:  # never half a file, never written through a link
         model.save(partial)
@@ -431,18 +392,14 @@ def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Mo
     path = Path(path)
     if path.is_dir():
         if not (path / "saved_model.pb").is_file():
-            raise ValueError(
-                f"{path} is a directory without saved_model.pb: expected a .keras file or a SavedModel directory"
-            )
+            raise ValueError(f"{path} is a directory without saved_model.pb: not a SavedModel directory")
         if not trust_saved_model:
             raise UntrustedModelError(
-                f"{path} is a TensorFlow SavedModel: loading it runs the TensorFlow graph it "
-                "contains, which Keras' safe mode cannot check. Load it only if you exported it "
-                "yourself or trust its source: load_model(path, trust_saved_model=True), or "
-                "--trust-saved-model on the command line. A .keras file loads safely without it."
+                f"{path} is a TensorFlow SavedModel: loading it runs the TensorFlow graph it holds, which safe mode cannot "
+                "check; if you trust it: load_model(path, trust_saved_model=True) or --trust-saved-model"
             )
         return _load_saved_model(path)
-    files.check_regular_file(path, ".keras file")
+    files.check_regular_file(path, "a .keras file")
     if path.suffix != ".keras":
         raise ValueError(f"expected a .keras file or a SavedModel directory; got {path.name}")
     files.check_keras_archive(path)
@@ -493,8 +450,7 @@ def _load_saved_model(path: Path) -> keras.Model:
     # SavedModel; all mean the same thing to the caller.
     except Exception as error:  # noqa: BLE001
         raise ValueError(
-            f"could not load the SavedModel at {path} ({type(error).__name__}: "
-            f"{error}). Export it again with export_saved_model()."
+            f"could not load the SavedModel at {path} ({type(error).__name__}: {error}); export it again"
         ) from error
     inputs = keras.Input(shape=tuple(specs[0].shape[1:]), dtype=specs[0].dtype.name)
     as_list = bool(args) and isinstance(args[0], (list, tuple))

@@ -279,7 +279,7 @@ def test_an_image_file_over_the_size_cap_is_refused_by_name(
         source = write_tar_gz(tmp_path / "big.tar.gz", files)
     else:
         source = write_tree(tmp_path / "tree", files)
-    with pytest.raises(ValueError, match=r"train/cat/0000\.png is .* MiB, more than the 0\.0 MiB"):
+    with pytest.raises(ValueError, match=r"train/cat/0000\.png is .* MiB, over the 0\.0 MiB"):
         load_cifar10(source, limit=3)
 
 
@@ -372,7 +372,7 @@ def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest
         yield from real_walk(top, onerror=onerror, **kwargs)
 
     monkeypatch.setattr(data_sources.os, "walk", walk)
-    with pytest.raises(PermissionError, match=r"cannot list the folder .*test \(Permission denied\); check"):
+    with pytest.raises(PermissionError, match=r"cannot read the folder .*test \(Permission denied\); check"):
         load_cifar10(tree)
 
 
