@@ -14,6 +14,7 @@ and devices are refused, and a whole archive, once decoded, is cached as arrays.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -93,8 +94,7 @@ def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
 def _keras_cached_files() -> list[Path]:
     """Existing cached CIFAR-10 downloads, where keras.utils.get_file keeps them."""
     homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
-    candidates = [home / "datasets" / "cifar-10-batches-py-target_archive" for home in homes]
-    return [path for path in candidates if path.is_file()]
+    return [p for p in (h / "datasets" / "cifar-10-batches-py-target_archive" for h in homes) if p.is_file()]
 
 
 def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
@@ -119,9 +119,7 @@ def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
 def _existing_source_path(source: Any) -> Path:
     """Turn a path-like source into an existing Path, or explain what is wrong."""
     if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(
-            f"source must be a str or a path, not {type(source).__name__}; valid: {VALID_SOURCES_TEXT}"
-        )
+        raise TypeError(f"source must be a str or a path, not {type(source).__name__} ({VALID_SOURCES_TEXT})")
     path, text = Path(source).expanduser(), os.fspath(source)
     if path.exists():
         return path
@@ -129,9 +127,7 @@ def _existing_source_path(source: Any) -> Path:
         "/" in text or os.sep in text or _is_archive(path) or text.startswith((".", "~"))
     ):
         raise ValueError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
-    raise FileNotFoundError(
-        f"data source {text!r} does not exist ({path.resolve()}); check the path, or use 'sample' (bundled)"
-    )
+    raise FileNotFoundError(f"data source {text!r} does not exist ({path.resolve()}); check the path")
 
 
 def _is_archive(path: Path) -> bool:
@@ -187,13 +183,11 @@ def _directory_entries(root: Path) -> Iterator[_Entry]:
         if not (root / split).is_dir():
             continue  # reported as a missing split
         for folder, subfolders, names in os.walk(root / split, onerror=_raise_walk_error):
-            for name in subfolders + names:  # a link to a folder is listed as a folder
-                path = Path(folder, name)
+            # a link to a folder is among the subfolders: listed (and refused), never followed
+            for path in (Path(folder, name) for name in subfolders + names):
                 info = os.lstat(path)
+                read = functools.partial(files.read_bounded, path, MAX_IMAGE_FILE_BYTES, follow_links=False)
                 if not stat.S_ISDIR(info.st_mode):
-                    read = functools.partial(
-                        files.read_bounded, path, MAX_IMAGE_FILE_BYTES, follow_links=False
-                    )
                     yield path.relative_to(root).as_posix(), files.mode_kind(info.st_mode), info.st_size, read
 
 
@@ -249,8 +243,7 @@ def _read_wanted(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
     skipped before they are read; the caps are checked on each entry's size before it is read.
     Names lose a wrapper folder that holds train/ and test/.
     """
-    contents: dict[str, bytes] = {}
-    special, total = [], 0
+    contents, special, total = {}, [], 0
     for name, kind, size, read in entries:
         name = name.removeprefix("./").rstrip("/")
         if not _is_data(name.split("/")):
@@ -263,12 +256,9 @@ def _read_wanted(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
             contents[name] = read()
     tops = {name.split("/", 1)[0] for name in contents}
     prefix = f"{tops.pop()}/" if len(tops) == 1 and not tops & set(SPLIT_FOLDERS) else ""
-    special = [entry for entry in special if entry.startswith(prefix)]
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
-        raise ValueError(
-            f"{where}: only regular image files are read, but found {shown}; replace them with the files themselves"
-        )
+        raise ValueError(f"{where}: found {shown}; only regular image files are read (copy the files in)")
     return {name.removeprefix(prefix): data for name, data in contents.items() if name.startswith(prefix)}
 
 
@@ -282,12 +272,9 @@ def _check_caps(where: str, name: str, size: int, count: int, total: int, archiv
     elif count > MAX_FILES:
         problem = f"more than {MAX_FILES:,} files under train/ and test/; a CIFAR-10 copy has 60,000"
     elif total > bomb_cap:
-        problem = f"the files under train/ and test/ add up to more than {_mib(bomb_cap)}" + (
-            f" from {_mib(archive_bytes or 0)} on disk; image files barely compress, so this looks like a "
-            "decompression bomb, not a dataset"
-            if bomb_cap < MAX_TOTAL_BYTES
-            else "; CIFAR-10 as JPEG or PNG takes under 200 MiB"
-        )
+        bomb = f" from {_mib(archive_bytes or 0)} on disk, so this looks like a decompression bomb"
+        why = bomb if bomb_cap < MAX_TOTAL_BYTES else "; CIFAR-10 as JPEG or PNG takes under 200 MiB"
+        problem = f"the files under train/ and test/ add up to more than {_mib(bomb_cap)}{why}"
     else:
         return
     raise ValueError(f"{where}: {problem}. Is this the right data?")
@@ -341,8 +328,7 @@ def _decode_class_folders(
 ) -> RawData:
     """Decode the images of a validated class-folder layout (at most ``limit`` per class)."""
     layout = _group_by_split_and_class(contents, where)
-    arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    counts: Counter[str] = Counter()  # of image formats
+    arrays, counts = {}, Counter()  # counts: of the image formats
     for split in SPLIT_FOLDERS:
         names = [name for class_name in CIFAR10_CLASSES for name in layout[split][class_name]]
         labels = np.repeat(np.arange(len(CIFAR10_CLASSES)), [len(layout[split][c]) for c in CIFAR10_CLASSES])
@@ -381,9 +367,7 @@ def array_cache_dir() -> Path:
     folder = Path(os.environ.get("SHIFTVIT_CACHE") or Path.home() / ".cache" / "shiftvit_lib")
     kind = files.special_file_kind(folder, follow_links=True)
     if kind not in ("missing", "a folder"):
-        raise ValueError(
-            f"cache {files.escape_name(folder)} is {kind or 'a file'}; point SHIFTVIT_CACHE at a folder"
-        )
+        raise ValueError(f"{files.escape_name(folder)}: {kind or 'a file'}; point SHIFTVIT_CACHE at a folder")
     return folder
 
 
@@ -419,10 +403,8 @@ def _read_cache(cache: Path) -> RawData | None:
 
 def _write_cache(cache: Path, raw: RawData) -> None:
     """Write ``cache`` atomically; a failed write (a full disk) leaves no partial file."""
-    try:
+    with contextlib.suppress(OSError):  # no writable cache (or no space): the next run decodes again
         cache.parent.mkdir(parents=True, exist_ok=True)
         files.remove_abandoned_partials(cache.parent, "*cifar10-*")
         with files.atomic_output(cache) as partial:  # a reader never sees half a file
             np.savez(partial, **vars(raw))  # plain arrays and strings: no pickle needed to read them
-    except OSError:
-        pass  # no writable cache (or no space): the next run decodes again, nothing else changes

@@ -214,10 +214,8 @@ def process_alive(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except PermissionError:
-        return True  # alive, another user's
-    except OSError:
-        return False
+    except OSError as error:
+        return isinstance(error, PermissionError)  # alive, another user's; else gone
     return True
 
 
@@ -230,8 +228,8 @@ def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path
     removed = []
     for leftover in Path(folder).glob(pattern):
         match = _PARTIAL.fullmatch(leftover.name)
-        owner = int(match.group(1) or match.group(2)) if match else None
-        if owner is not None and not process_alive(owner) and special_file_kind(leftover) is None:
+        dead = match is not None and not process_alive(int(match.group(1) or match.group(2)))
+        if dead and special_file_kind(leftover) is None:
             leftover.unlink(missing_ok=True)
             removed.append(leftover)
     return removed
@@ -346,9 +344,7 @@ def check_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLi
     why = next((why for why, hit in forbidden.items() if hit), None)
     kind = special_file_kind(folder, follow_links=True)
     if why:
-        problem = (
-            f"will not write into {escape_name(folder)}: it is {why}, and writing means clearing it first"
-        )
+        problem = f"will not write into {escape_name(folder)}: it is {why}, and writing means clearing it"
     elif kind not in ("missing", "a folder"):
         problem = f"will not replace {escape_name(folder)}: it is {kind or 'a file'}, not a folder it made"
     elif kind == "a folder" and special_file_kind(folder / OUTPUT_MARKER) and any(folder.iterdir()):

@@ -118,15 +118,12 @@ class ClassScore(NamedTuple):
     confidence: float  # softmax probability in [0, 1]
 
 
-TopK = tuple[ClassScore, ...]
-
-
 @dataclasses.dataclass(frozen=True)
 class FilePrediction:
     """The top-k classes for one file, most likely first."""
 
     path: Path
-    top_k: TopK
+    top_k: tuple[ClassScore, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,7 +230,7 @@ def predict_images(
     top_k: int = 3,
     class_names: Sequence[str] = CIFAR10_CLASSES,
     **options: Any,
-) -> list[TopK]:
+) -> list[tuple[ClassScore, ...]]:
     """Top-k classes with softmax confidences for a batch of images.
 
     ``images`` has shape (N, H, W, 3) with pixel values in [0, 255] (uint8 is
