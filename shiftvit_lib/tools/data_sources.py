@@ -120,9 +120,10 @@ def _existing_source_path(source: Any) -> Path:
     """Turn a path-like source into an existing Path, or explain what is wrong."""
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"source must be a str or a path, not {type(source).__name__} ({VALID_SOURCES_TEXT})")
-    path, text = Path(source).expanduser(), os.fspath(source)
+    path = Path(source).expanduser()
     if path.exists():
         return path
+    text = os.fspath(source)
     if isinstance(source, str) and not (
         "/" in text or os.sep in text or _is_archive(path) or text.startswith((".", "~"))
     ):
@@ -179,10 +180,9 @@ _Entry = tuple[str, str | None, int, Callable[[], bytes]]
 
 def _directory_entries(root: Path) -> Iterator[_Entry]:
     """train/ and test/ under ``root`` (not the rest of root, which may be large); links not followed."""
-    for split in SPLIT_FOLDERS:
-        if not (root / split).is_dir():
-            continue  # reported as a missing split
-        for folder, subfolders, names in os.walk(root / split, onerror=_raise_walk_error):
+    # A missing split folder is reported once the layout is checked.
+    for top in (root / split for split in SPLIT_FOLDERS if (root / split).is_dir()):
+        for folder, subfolders, names in os.walk(top, onerror=_raise_walk_error):
             # a link to a folder is among the subfolders: listed (and refused), never followed
             for path in (Path(folder, name) for name in subfolders + names):
                 info = os.lstat(path)
@@ -225,7 +225,8 @@ def _read_source(path: Path) -> tuple[dict[str, bytes], str]:
     """The image files (name -> bytes) of a directory or archive, and its name for messages."""
     if path.is_dir():
         return _read_wanted(_directory_entries(path), f"directory {path}"), f"directory {path}"
-    kind, where = ("zip" if path.name.lower().endswith(".zip") else "tar"), f"archive {path.name}"
+    kind = "zip" if path.name.lower().endswith(".zip") else "tar"
+    where = f"archive {path.name}"
     try:
         entries = _zip_entries(path) if kind == "zip" else _tar_entries(path)
         return _read_wanted(entries, where, path.stat().st_size), where
@@ -243,7 +244,9 @@ def _read_wanted(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
     skipped before they are read; the caps are checked on each entry's size before it is read.
     Names lose a wrapper folder that holds train/ and test/.
     """
-    contents, special, total = {}, [], 0
+    contents: dict[str, bytes] = {}
+    special = []
+    total = 0
     for name, kind, size, read in entries:
         name = name.removeprefix("./").rstrip("/")
         if not _is_data(name.split("/")):
@@ -328,7 +331,8 @@ def _decode_class_folders(
 ) -> RawData:
     """Decode the images of a validated class-folder layout (at most ``limit`` per class)."""
     layout = _group_by_split_and_class(contents, where)
-    arrays, counts = {}, Counter()  # counts: of the image formats
+    arrays = {}
+    counts = Counter()  # of the image formats
     for split in SPLIT_FOLDERS:
         names = [name for class_name in CIFAR10_CLASSES for name in layout[split][class_name]]
         labels = np.repeat(np.arange(len(CIFAR10_CLASSES)), [len(layout[split][c]) for c in CIFAR10_CLASSES])

@@ -102,15 +102,12 @@ def open_regular(path: PathLike, what: str = "a file", *, follow_links: bool = T
     """Open a regular file for reading, never blocking on a pipe or a device swapped in."""
     path = check_regular_file(path, what, follow_links=follow_links)
     fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | (0 if follow_links else _NOFOLLOW))
-    try:
-        kind = mode_kind(os.fstat(fd).st_mode)
-        if kind:  # swapped since it was checked
-            raise UnsafeFileError(f"{escape_name(path)} is {kind}, not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
+    kind = mode_kind(os.fstat(fd).st_mode)
+    if kind:  # swapped since it was checked
         os.close(fd)
-        raise
+        raise UnsafeFileError(f"{escape_name(path)} is {kind}, not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def folder_listing_error(error: OSError, doing: str = "list") -> OSError:
