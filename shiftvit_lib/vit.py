@@ -33,7 +33,7 @@ import keras
 from keras import layers, ops
 
 from shiftvit_lib.config import ModelFamily, TrainingRecipe, register_family
-from shiftvit_lib.layers import ImagePreprocessing, register
+from shiftvit_lib.layers import MLP, ImagePreprocessing, register
 from shiftvit_lib.model import initialise_like_spach
 
 # The order of `diagonal_shifts`' copies. "left_up": the *content* moves left and up (zeros
@@ -91,17 +91,6 @@ def extract_patches(images: Any, patch_size: int) -> Any:
     return ops.reshape(x, (-1, rows * cols, patch_size * patch_size * channels))
 
 
-def _patch_vector_size(tokenizer: layers.Layer, input_shape: tuple[Any, ...], copies: int = 1) -> int:
-    """Numbers in one flattened patch of ``copies`` stacked images; the images must tile into patches."""
-    _, height, width, channels = input_shape
-    if height % tokenizer.patch_size or width % tokenizer.patch_size:
-        raise ValueError(
-            f"{tokenizer.name}: image size {height}x{width} is not a multiple of "
-            f"patch_size {tokenizer.patch_size}."
-        )
-    return tokenizer.patch_size * tokenizer.patch_size * copies * int(channels)
-
-
 @register
 class PatchTokenizer(layers.Layer):
     """Vanilla ViT tokenizer: ``(b, H, W, C) -> (b, (H/p) * (W/p), projection_dim)``.
@@ -110,24 +99,27 @@ class PatchTokenizer(layers.Layer):
     with kernel = stride = p computes the same; this shows "an image as a sentence").
     """
 
+    copies = 1  # images stacked on the channel axis before cutting patches
+
     def __init__(self, patch_size: int, projection_dim: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.patch_size = int(patch_size)
-        self.projection_dim = int(projection_dim)
-        self.projection = layers.Dense(self.projection_dim, name="projection")
+        self.projection = layers.Dense(int(projection_dim), name="projection")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
-        self.projection.build((None, None, _patch_vector_size(self, input_shape)))
+        _, height, width, channels = input_shape
+        if height % self.patch_size or width % self.patch_size:
+            raise ValueError(
+                f"{self.name}: image size {height}x{width} is not a multiple of patch_size {self.patch_size}."
+            )
+        self.projection.build((None, None, self.patch_size**2 * self.copies * int(channels)))
 
     def call(self, images: Any) -> Any:
         return self.projection(extract_patches(images, self.patch_size))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "patch_size": self.patch_size, "projection_dim": self.projection_dim}
-
 
 @register
-class ShiftedPatchTokenizer(layers.Layer):
+class ShiftedPatchTokenizer(PatchTokenizer):
     """SPT (Lee et al. 2021, Sec. 3.1): tokenise the image with four shifted copies of itself.
 
     The image and its :func:`diagonal_shifts` by half a patch are stacked on the
@@ -135,6 +127,8 @@ class ShiftedPatchTokenizer(layers.Layer):
     token now also sees half a patch beyond each border; the LayerNorm keeps the 5x
     wider patch vector well scaled at initialisation.
     """
+
+    copies = 5  # the image and its four diagonal shifts
 
     def __init__(
         self,
@@ -144,34 +138,19 @@ class ShiftedPatchTokenizer(layers.Layer):
         layer_norm_epsilon: float = 1e-6,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.patch_size = int(patch_size)
-        self.projection_dim = int(projection_dim)
+        super().__init__(patch_size, projection_dim, **kwargs)
         # Half a patch by default, as in the paper: any token overlaps its neighbours
         # by exactly half their width.
         self.shift = self.patch_size // 2 if shift is None else int(shift)
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.norm = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm")
-        self.projection = layers.Dense(self.projection_dim, name="projection")
+        self.norm = layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
-        patch_dim = _patch_vector_size(self, input_shape, copies=5)  # the image and its 4 shifted copies
-        self.norm.build((None, None, patch_dim))
-        self.projection.build((None, None, patch_dim))
+        super().build(input_shape)
+        self.norm.build((None, None, self.projection.kernel.shape[0]))
 
     def call(self, images: Any) -> Any:
         stacked = ops.concatenate([images, *diagonal_shifts(images, self.shift)], axis=-1)
-        patches = extract_patches(stacked, self.patch_size)
-        return self.projection(self.norm(patches))
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "patch_size": self.patch_size,
-            "projection_dim": self.projection_dim,
-            "shift": self.shift,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return self.projection(self.norm(extract_patches(stacked, self.patch_size)))
 
 
 @register
@@ -199,9 +178,6 @@ class PositionEmbedding(layers.Layer):
     def call(self, tokens: Any) -> Any:
         # (n, d) broadcasts over the batch axis.
         return tokens + ops.cast(self.embedding, tokens.dtype)
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "initializer_stddev": self.initializer_stddev}
 
 
 @register
@@ -232,80 +208,52 @@ class MultiHeadSelfAttention(layers.Layer):
         self, num_heads: int, key_dim: int, locality: bool = False, dropout: float = 0.0, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.num_heads = int(num_heads)
-        self.key_dim = int(key_dim)
-        self.locality = bool(locality)
-        self.dropout = float(dropout)
-        inner = self.num_heads * self.key_dim
+        self.num_heads, self.key_dim, self.locality = int(num_heads), int(key_dim), bool(locality)
         # One Dense per role; each produces all heads at once (reshaped in `call`).
-        self.query_dense = layers.Dense(inner, name="query")
-        self.key_dense = layers.Dense(inner, name="key")
-        self.value_dense = layers.Dense(inner, name="value")
-        self.attention_dropout = layers.Dropout(self.dropout, name="attention_dropout")
+        self.query_dense, self.key_dense, self.value_dense = (
+            layers.Dense(self.num_heads * self.key_dim, name=role) for role in ("query", "key", "value")
+        )
+        self.attention_dropout = layers.Dropout(dropout, name="attention_dropout")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
         dim = int(input_shape[-1])
-        inner = self.num_heads * self.key_dim
         for dense in (self.query_dense, self.key_dense, self.value_dense):
             dense.build((None, None, dim))
         self.output_dense = layers.Dense(dim, name="output")
-        self.output_dense.build((None, None, inner))
-        if self.locality:
-            # A single scalar shared by all heads, as in the paper.
-            self.temperature = self.add_weight(
-                name="temperature",
-                shape=(),
-                initializer=keras.initializers.Constant(math.sqrt(self.key_dim)),
-            )
-        else:
-            self.temperature = None
-
-    def _split_heads(self, x: Any) -> Any:
-        # (b, n, heads * key_dim) -> (b, heads, n, key_dim): heads lead, so that the two
-        # products below are plain batched matmuls (XLA on a CPU runs an einsum with the
-        # batch axes in the middle several times slower).
-        shape = ops.shape(x)
-        x = ops.reshape(x, (shape[0], shape[1], self.num_heads, self.key_dim))
-        return ops.transpose(x, (0, 2, 1, 3))
+        self.output_dense.build((None, None, self.num_heads * self.key_dim))
+        self.temperature = None
+        if self.locality:  # a single scalar shared by all heads, as in the paper
+            start = keras.initializers.Constant(math.sqrt(self.key_dim))
+            self.temperature = self.add_weight(name="temperature", shape=(), initializer=start)
 
     def call(self, x: Any, training: bool | None = None, return_attention_scores: bool = False) -> Any:
-        q = self._split_heads(self.query_dense(x))
-        k = self._split_heads(self.key_dense(x))
-        v = self._split_heads(self.value_dense(x))
+        batch, n = ops.shape(x)[0], ops.shape(x)[1]
 
-        # Every query against every key, per head: (b, heads, n_query, n_key).
-        logits = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
-        # Softmax in float32: it exponentiates, and under mixed precision float16
-        # would overflow for logits above ~11 and round small weights to zero.
-        logits = ops.cast(logits, "float32")
+        def split_heads(projected: Any) -> Any:
+            # (b, n, heads * key_dim) -> (b, heads, n, key_dim): heads lead, so that the two
+            # products below are plain batched matmuls (XLA on a CPU runs an einsum with the
+            # batch axes in the middle several times slower).
+            return ops.transpose(
+                ops.reshape(projected, (batch, n, self.num_heads, self.key_dim)), (0, 2, 1, 3)
+            )
+
+        q, k, v = (split_heads(dense(x)) for dense in (self.query_dense, self.key_dense, self.value_dense))
+        # Every query against every key, per head: (b, heads, n_query, n_key). Softmax in
+        # float32: it exponentiates, and under mixed precision float16 would overflow for
+        # logits above ~11 and round small weights to zero.
+        logits = ops.cast(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "float32")
         if self.locality:
             logits = logits / ops.cast(self.temperature, "float32")
-            n = ops.shape(logits)[-1]
             self_pairs = ops.cast(ops.eye(n), "bool")  # True on the diagonal (i, i)
             logits = ops.where(self_pairs, self.MASK_VALUE, logits)
         else:
             logits = logits / math.sqrt(self.key_dim)
-        weights = ops.softmax(logits, axis=-1)
-        weights = ops.cast(weights, self.compute_dtype)
+        weights = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
         dropped = self.attention_dropout(weights, training=training)
-
         # Weighted sum of values, heads concatenated back: (b, n, heads * key_dim).
         out = ops.transpose(ops.matmul(dropped, v), (0, 2, 1, 3))
-        shape = ops.shape(out)
-        out = ops.reshape(out, (shape[0], shape[1], self.num_heads * self.key_dim))
-        out = self.output_dense(out)
-        if return_attention_scores:
-            return out, weights
-        return out
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_heads": self.num_heads,
-            "key_dim": self.key_dim,
-            "locality": self.locality,
-            "dropout": self.dropout,
-        }
+        out = self.output_dense(ops.reshape(out, (batch, n, self.num_heads * self.key_dim)))
+        return (out, weights) if return_attention_scores else out
 
 
 @register
@@ -315,7 +263,8 @@ class TransformerBlock(layers.Layer):
         x = x + Dropout(Attention(LayerNorm(x)))          # tokens talk to each other
         x = x + MLP(LayerNorm(x))                          # each token thinks alone
 
-    A ShiftViT block keeps the second line and replaces the first by the shift.
+    A ShiftViT block keeps the second line (the same :class:`~shiftvit_lib.layers.MLP`)
+    and replaces the first by the shift.
     """
 
     def __init__(
@@ -329,49 +278,23 @@ class TransformerBlock(layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.num_heads = int(num_heads)
-        self.key_dim = int(key_dim)
-        self.mlp_ratio = float(mlp_ratio)
-        self.dropout = float(dropout)
-        self.locality = bool(locality)
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.norm1 = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm1")
+        self.norm1 = layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm1")
         # Dropout on the attention weights too, as in the keras-io example.
         self.attention = MultiHeadSelfAttention(
-            self.num_heads, self.key_dim, locality=self.locality, dropout=self.dropout, name="attention"
+            num_heads, key_dim, locality=locality, dropout=dropout, name="attention"
         )
-        self.attention_output_dropout = layers.Dropout(self.dropout, name="attention_output_dropout")
-        self.norm2 = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm2")
-        self.mlp_dropout1 = layers.Dropout(self.dropout, name="mlp_dropout1")
-        self.mlp_dropout2 = layers.Dropout(self.dropout, name="mlp_dropout2")
+        self.attention_output_dropout = layers.Dropout(dropout, name="attention_output_dropout")
+        self.norm2 = layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm2")
+        self.mlp = MLP(mlp_ratio, dropout, name="mlp")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
-        dim = int(input_shape[-1])
-        hidden = int(round(self.mlp_ratio * dim))
-        self.norm1.build(input_shape)
-        self.attention.build(input_shape)
-        self.norm2.build(input_shape)
-        self.mlp_hidden = layers.Dense(hidden, activation="gelu", name="mlp_hidden")
-        self.mlp_hidden.build((None, None, dim))
-        self.mlp_out = layers.Dense(dim, name="mlp_out")
-        self.mlp_out.build((None, None, hidden))
+        for sublayer in (self.norm1, self.attention, self.norm2, self.mlp):
+            sublayer.build(input_shape)
 
     def call(self, x: Any, training: bool | None = None) -> Any:
         attended = self.attention(self.norm1(x), training=training)
         x = x + self.attention_output_dropout(attended, training=training)
-        h = self.mlp_dropout1(self.mlp_hidden(self.norm2(x)), training=training)
-        return x + self.mlp_dropout2(self.mlp_out(h), training=training)
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_heads": self.num_heads,
-            "key_dim": self.key_dim,
-            "mlp_ratio": self.mlp_ratio,
-            "dropout": self.dropout,
-            "locality": self.locality,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return x + self.mlp(self.norm2(x), training=training)
 
 
 @register
@@ -392,21 +315,16 @@ class ClassifierHead(layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.num_classes = int(num_classes)
-        self.hidden_units = tuple(int(u) for u in hidden_units)
-        self.dropout = float(dropout)
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.norm = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm")
-        self.flatten = layers.Flatten(name="flatten")
-        self.input_dropout = layers.Dropout(self.dropout, name="input_dropout")
+        self.norm = layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm")
+        self.input_dropout = layers.Dropout(dropout, name="input_dropout")
         self.hidden = [
-            layers.Dense(u, activation="gelu", name=f"hidden_{i}") for i, u in enumerate(self.hidden_units)
+            layers.Dense(int(u), activation="gelu", name=f"hidden_{i}") for i, u in enumerate(hidden_units)
         ]
         self.hidden_dropout = [
-            layers.Dropout(self.dropout, name=f"hidden_dropout_{i}") for i in range(len(self.hidden_units))
+            layers.Dropout(dropout, name=f"hidden_dropout_{i}") for i in range(len(self.hidden))
         ]
         # Logits stay float32 under mixed precision, so the loss is computed accurately.
-        self.logits = layers.Dense(self.num_classes, dtype="float32", name="logits")
+        self.logits = layers.Dense(int(num_classes), dtype="float32", name="logits")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
         _, n, d = input_shape
@@ -414,26 +332,15 @@ class ClassifierHead(layers.Layer):
             raise ValueError(f"{self.name}: the number of tokens must be static to flatten.")
         self.norm.build(input_shape)
         width = int(n) * int(d)
-        for dense in self.hidden:
+        for dense in [*self.hidden, self.logits]:
             dense.build((None, width))
             width = dense.units
-        self.logits.build((None, width))
 
     def call(self, tokens: Any, training: bool | None = None) -> Any:
-        x = self.flatten(self.norm(tokens))
-        x = self.input_dropout(x, training=training)
+        x = self.input_dropout(ops.reshape(self.norm(tokens), (ops.shape(tokens)[0], -1)), training=training)
         for dense, drop in zip(self.hidden, self.hidden_dropout, strict=True):
             x = drop(dense(x), training=training)
         return self.logits(x)
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_classes": self.num_classes,
-            "hidden_units": list(self.hidden_units),
-            "dropout": self.dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
 
 
 @dataclass(frozen=True)
@@ -621,7 +528,7 @@ def count_vit_macs(config: ViTConfig) -> dict[str, int]:
     """
     n, d = config.num_tokens, config.projection_dim
     heads, key_dim = config.num_heads, config.head_key_dim
-    inner, hidden = heads * key_dim, int(round(config.mlp_ratio * d))
+    inner, hidden = heads * key_dim, int(config.mlp_ratio * d)  # as layers.MLP
     patch_dim = config.patch_size**2 * config.input_shape[-1] * (5 if config.use_spt else 1)
     macs = {"patch_projection": n * patch_dim * d}
     macs["attention_projections"] = config.depth * 4 * n * d * inner

@@ -397,7 +397,7 @@ def test_transformer_block_is_residual():
     x = tokens(2, 4, 8)
     block = TransformerBlock(2, 4, dropout=0.0)
     block.build(x.shape)
-    for dense in (block.attention.output_dense, block.mlp_out):
+    for dense in (block.attention.output_dense, block.mlp.project):
         dense.kernel.assign(np.zeros(dense.kernel.shape, "float32"))
         dense.bias.assign(np.zeros(dense.bias.shape, "float32"))
     np.testing.assert_allclose(keras.ops.convert_to_numpy(block(x)), x, atol=1e-6)
@@ -574,7 +574,7 @@ def test_quick_model_forward(quick_models, name):
     else:
         assert "PatchTokenizer" in layer_types and "ShiftedPatchTokenizer" not in layer_types
     blocks = [layer for layer in model.layers if isinstance(layer, TransformerBlock)]
-    assert len(blocks) == cfg.depth and all(b.locality == cfg.use_lsa for b in blocks)
+    assert len(blocks) == cfg.depth and all(b.attention.locality == cfg.use_lsa for b in blocks)
 
 
 def test_quick_models_are_small(quick_models):
