@@ -32,7 +32,7 @@ from typing import Any
 import keras
 from keras import layers, ops
 
-from shiftvit_lib.config import ModelFamily, TrainingRecipe, register_family
+from shiftvit_lib.config import ModelFamily, TrainingRecipe, bounded, register_family
 from shiftvit_lib.layers import MLP, ImagePreprocessing, register
 from shiftvit_lib.model import initialise_like_spach
 
@@ -355,37 +355,31 @@ class ViTConfig(TrainingRecipe):
 
     # 48 px / patch 4 = 12 x 12 = 144 tokens: the same token grid as ShiftViT's first
     # stage and the same sequence length as the keras-io example (patch 6 on 72 px).
-    patch_size: int = 4
-    projection_dim: int = 64
-    num_heads: int = 4
+    patch_size: int = bounded(4, 1)
+    projection_dim: int = bounded(64, 1)
+    num_heads: int = bounded(4, 1)
     # keras-io uses key_dim = projection_dim; None means projection_dim // num_heads.
-    key_dim: int | None = 64
-    depth: int = 8
+    key_dim: int | None = bounded(64, 1)
+    depth: int = bounded(8, 1)
     mlp_ratio: float = 2.0
-    dropout: float = 0.1
+    dropout: float = bounded(0.1, 0, 1)
     head_units: tuple[int, ...] = (2048, 1024)
-    head_dropout: float = 0.5
+    head_dropout: float = bounded(0.5, 0, 1)
     use_spt: bool = False
     use_lsa: bool = False
     layer_norm_epsilon: float = 1e-6
 
-    def architecture_problems(self) -> list[str]:
-        problems = []
-        if self.patch_size < 1 or self.image_size % self.patch_size:
+    def combination_problems(self) -> list[str]:
+        problems = super().combination_problems()
+        if self.image_size % self.patch_size:
             problems.append(
                 f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"
             )
-        if self.depth < 1 or self.num_heads < 1 or self.projection_dim < 1:
-            problems.append("depth, num_heads and projection_dim must be positive")
-        elif self.key_dim is None and self.projection_dim % self.num_heads:
+        if self.key_dim is None and self.projection_dim % self.num_heads:
             problems.append(
                 f"key_dim=None needs projection_dim ({self.projection_dim}) divisible by "
                 f"num_heads ({self.num_heads})"
             )
-        if self.key_dim is not None and self.key_dim < 1:
-            problems.append(f"key_dim must be positive or None, got {self.key_dim}")
-        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.head_dropout < 1.0:
-            problems.append("dropout and head_dropout must lie in [0, 1)")
         return problems
 
     @property

@@ -132,8 +132,8 @@ def test_strong_preset_keeps_the_seed_architecture_and_turns_the_regularisers_on
 @pytest.mark.parametrize(
     "changes, message",
     [
-        (dict(mixup_alpha=-1.0), "mixup_alpha and cutmix_alpha must be >= 0"),
-        (dict(random_erasing=1.5), "random_erasing is a probability"),
+        (dict(mixup_alpha=-1.0), "mixup_alpha must be >= 0"),
+        (dict(random_erasing=1.5), r"random_erasing must lie in \[0, 1\], got 1.5"),
         (dict(rand_augment_ops=-1), "rand_augment_ops must be >= 0"),
         (dict(label_smoothing=1.0), "label_smoothing must lie in"),
         (dict(init="xavier"), "init must be 'keras' or 'spach'"),
