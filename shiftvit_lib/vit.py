@@ -538,20 +538,3 @@ def count_vit_macs(config: ViTConfig) -> dict[str, int]:
 
 
 register_family(ModelFamily("vit", ViTConfig, VIT_PRESETS, build_vit, count_vit_macs))
-
-__all__ = [
-    "DIAGONAL_DIRECTIONS",
-    "ClassifierHead",
-    "MultiHeadSelfAttention",
-    "PatchTokenizer",
-    "PositionEmbedding",
-    "ShiftedPatchTokenizer",
-    "TransformerBlock",
-    "VIT_PRESETS",
-    "ViTConfig",
-    "build_vit",
-    "count_vit_macs",
-    "diagonal_shifts",
-    "extract_patches",
-    "vit_preset",
-]
