@@ -178,17 +178,9 @@ class ImagePreprocessing(layers.Layer):
     @classmethod
     def for_pipeline(cls, pipeline: Any, seed: int | None = None) -> ImagePreprocessing:
         """The layer of a config's input pipeline (:class:`shiftvit_lib.config.InputPipeline`)."""
-        return cls(
-            resize_to=pipeline.resize_to,
-            crop_size=pipeline.image_size,
-            flip=pipeline.flip,
-            augment=pipeline.augment,
-            seed=seed,
-            rand_augment_ops=pipeline.rand_augment_ops,
-            rand_augment_factor=pipeline.rand_augment_factor,
-            random_erasing=pipeline.random_erasing,
-            name="preprocessing",
-        )
+        same = ("resize_to", "flip", "augment", "rand_augment_ops", "rand_augment_factor", "random_erasing")
+        options = {field: getattr(pipeline, field) for field in same}
+        return cls(crop_size=pipeline.image_size, seed=seed, name="preprocessing", **options)
 
 
 @register

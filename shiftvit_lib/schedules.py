@@ -54,9 +54,4 @@ class WarmUpCosine(keras.optimizers.schedules.LearningRateSchedule):
         return cls(config.lr_start, config.lr_max, int(total * config.warmup_fraction), total)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            "lr_start": self.lr_start,
-            "lr_max": self.lr_max,
-            "warmup_steps": self.warmup_steps,
-            "total_steps": self.total_steps,
-        }
+        return {key: getattr(self, key) for key in ("lr_start", "lr_max", "warmup_steps", "total_steps")}

@@ -474,34 +474,20 @@ def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
         )
     inputs = keras.Input(shape=config.input_shape, name="images")
     x = ImagePreprocessing.for_pipeline(config, seed=seed)(inputs)
-    epsilon = config.layer_norm_epsilon
+    epsilon = dict(layer_norm_epsilon=config.layer_norm_epsilon)
     if config.use_spt:
-        tokenizer = ShiftedPatchTokenizer(
-            config.patch_size,
-            config.projection_dim,
-            layer_norm_epsilon=epsilon,
-            name="shifted_patch_tokenizer",
-        )
+        name = "shifted_patch_tokenizer"
+        tokenizer = ShiftedPatchTokenizer(config.patch_size, config.projection_dim, name=name, **epsilon)
     else:
         tokenizer = PatchTokenizer(config.patch_size, config.projection_dim, name="patch_tokenizer")
     x = PositionEmbedding(name="position_embedding")(tokenizer(x))
+    block = dict(mlp_ratio=config.mlp_ratio, dropout=config.dropout, locality=config.use_lsa, **epsilon)
     for i in range(config.depth):
-        x = TransformerBlock(
-            config.num_heads,
-            config.head_key_dim,
-            mlp_ratio=config.mlp_ratio,
-            dropout=config.dropout,
-            locality=config.use_lsa,
-            layer_norm_epsilon=epsilon,
-            name=f"block_{i}",
-        )(x)
-    logits = ClassifierHead(
-        config.num_classes,
-        config.head_units,
-        dropout=config.head_dropout,
-        layer_norm_epsilon=epsilon,
-        name="head",
-    )(x)
+        x = TransformerBlock(config.num_heads, config.head_key_dim, name=f"block_{i}", **block)(x)
+    head = ClassifierHead(
+        config.num_classes, config.head_units, dropout=config.head_dropout, name="head", **epsilon
+    )
+    logits = head(x)
     model = keras.Model(inputs, logits, name=config.model_name)
     if config.init == "spach":
         initialise_like_spach(model, seed=seed)

@@ -283,3 +283,14 @@ def test_augmentations_stay_float32_under_mixed_precision():
     images = np.random.default_rng(0).integers(0, 256, (4, 32, 32, 3)).astype("float32")
     logits = ops.convert_to_numpy(model(images, training=True))
     assert logits.dtype == np.float32 and np.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("outputs", [lambda x: keras.layers.Dense(5)(x), lambda x: [keras.layers.Dense(10)(x)] * 2])
+def test_evaluate_names_a_model_whose_outputs_do_not_fit_the_classes(outputs):
+    from shiftvit_lib.recipe import evaluate
+
+    inputs = keras.Input((32, 32, 3))
+    model = keras.Model(inputs, outputs(keras.layers.GlobalAveragePooling2D()(inputs)))
+    with pytest.raises(ValueError, match=r"the model outputs .*10 classes.*right model") as refused:
+        evaluate(model, random_splits(n_test=8), batch_size=8)
+    assert "\n" not in str(refused.value)
