@@ -208,7 +208,8 @@ class TrainingRecipe(InputPipeline):
         """
         architecture = [f.name for f in dataclasses.fields(self) if f.name not in _RECIPE_TYPE_FIELDS]
         order = ["name", *PIPELINE_FIELDS, *architecture, *RECIPE_FIELDS]
-        return {key: _json_value(getattr(self, key)) for key in order}
+        values = {key: getattr(self, key) for key in order}
+        return {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}
 
     @classmethod
     def from_preset(cls, presets: dict[str, dict[str, Any]], name: str, **overrides: Any) -> Self:
@@ -232,10 +233,6 @@ class TrainingRecipe(InputPipeline):
         """
         _check_field_names(cls, data)
         return cls(**data)
-
-
-def _json_value(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 # The fields that make two models' training comparable, each declared once above.
@@ -303,13 +300,14 @@ class ShiftViTConfig(TrainingRecipe):
                 "a smaller patch_size"
             )
         if self.shift == "keras_io":
-            # The example's split(x, C // num_div) needs C divisible by C // num_div.
-            bad = [dim for dim in self.stage_dims if dim >= self.num_div and dim % (dim // self.num_div)]
+            # The example's split(x, C // num_div) needs C divisible by C // num_div, and
+            # at least four groups (the ones that move).
+            bad = [dim for dim in self.stage_dims if dim < 4 * self.num_div or dim % (dim // self.num_div)]
             if bad:
                 problems.append(
-                    f"the keras-io shift splits C channels into C // num_div groups, so every stage "
-                    f"width must be divisible by width // num_div; {bad} are not with num_div "
-                    f"{self.num_div}: choose num_div 8 or 16 for power-of-two widths"
+                    f"the keras-io shift splits C channels into C // num_div groups, four of which move, so "
+                    f"every stage width must be at least 4 * num_div and divisible by width // num_div; "
+                    f"{bad} are not with num_div {self.num_div}: choose num_div 8 or 16 for power-of-two widths"
                 )
         return problems
 

@@ -172,9 +172,6 @@ class ImagePreprocessing(layers.Layer):
         coin = keras.random.uniform((batch, 1, 1, 1), seed=self.seed_generator)
         return ops.where(coin < 0.5, ops.flip(x, axis=2), x)
 
-    def compute_output_shape(self, input_shape: Sequence[Any]) -> tuple[Any, ...]:
-        return (input_shape[0], self.crop_size, self.crop_size, input_shape[-1])
-
     @classmethod
     def for_pipeline(cls, pipeline: Any, seed: int | None = None) -> ImagePreprocessing:
         """The layer of a config's input pipeline (:class:`shiftvit_lib.config.InputPipeline`)."""
@@ -222,7 +219,6 @@ class DropPath(layers.Layer):
         if not 0.0 <= rate < 1.0:
             raise ValueError(f"DropPath rate must lie in [0, 1), got {rate}.")
         self.rate = float(rate)
-        self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def call(self, x: Any, training: bool | None = None) -> Any:
@@ -299,12 +295,6 @@ class PatchMerging(layers.Layer):
     def call(self, x: Any) -> Any:
         return self.reduction(self.norm(x))
 
-    def compute_output_shape(self, input_shape: Sequence[Any]) -> tuple[Any, ...]:
-        def half(size: Any) -> Any:
-            return None if size is None else -(-size // 2)
-
-        return (input_shape[0], half(input_shape[1]), half(input_shape[2]), 2 * input_shape[3])
-
 
 @register
 class ShiftViTStage(layers.Layer):
@@ -350,11 +340,6 @@ class ShiftViTStage(layers.Layer):
         if self.patch_merging is not None:
             x = self.patch_merging(x)
         return x
-
-    def compute_output_shape(self, input_shape: Sequence[Any]) -> tuple[Any, ...]:
-        if self.patch_merging is None:
-            return tuple(input_shape)
-        return self.patch_merging.compute_output_shape(input_shape)
 
 
 def drop_path_rates(depths: Sequence[int], max_rate: float, schedule: str = "network") -> list[list[float]]:

@@ -72,6 +72,9 @@ def test_keras_io_shift_needs_widths_its_split_can_divide():
     with pytest.raises(ValueError, match="keras-io shift"):
         preset("cpu", shift="keras_io")
     assert preset("cpu", shift="keras_io", num_div=16).stage_dims == (64, 128, 256)
+    # 24 // 12 = 2 groups: fewer than the four that move (the model would fail at its first call).
+    with pytest.raises(ValueError, match=r"keras-io shift.*at least 4 \* num_div.*\[24\]"):
+        preset("quick", shift="keras_io")
     assert preset("seed", shift="keras_io").num_div == 12  # 96 // 12 = 8 divides 96, 192, ...
 
 
