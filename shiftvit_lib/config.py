@@ -321,11 +321,7 @@ class ShiftViTConfig(TrainingRecipe):
         """Feature-map side length of each stage (merging halves it)."""
         # Patch projection and merging use "same" padding, hence the ceilings.
         side = -(-self.image_size // self.patch_size)
-        sides = []
-        for _ in self.depths:
-            sides.append(side)
-            side = -(-side // 2)
-        return tuple(sides)
+        return tuple(-(-side // 2**stage) for stage in range(len(self.depths)))
 
 
 # What SPACH's ImageNet models share: 224 px and 1000 classes, a norm after the stem

@@ -155,13 +155,6 @@ def no_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
     return x
 
 
-SHIFT_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "official": shift_channels,
-    "keras_io": keras_io_shift,
-    "none": no_shift,
-}
-
-
 def get_shift_function(kind: str, implementation: str = "slice") -> Callable[..., Any]:
     """The shift used by a block: ``"official"``, ``"keras_io"`` or ``"none"``.
 
@@ -170,9 +163,8 @@ def get_shift_function(kind: str, implementation: str = "slice") -> Callable[...
     """
     if implementation not in ("slice", "roll"):
         raise ValueError(f"Unknown shift implementation {implementation!r}; use 'slice' or 'roll'")
-    if kind == "official" and implementation == "roll":
-        return shift_channels_roll
-    try:
-        return SHIFT_FUNCTIONS[kind]
-    except KeyError:
-        raise ValueError(f"Unknown shift {kind!r}; choose one of {sorted(SHIFT_FUNCTIONS)}") from None
+    official = shift_channels_roll if implementation == "roll" else shift_channels
+    functions = {"official": official, "keras_io": keras_io_shift, "none": no_shift}
+    if kind not in functions:
+        raise ValueError(f"Unknown shift {kind!r}; choose one of {sorted(functions)}")
+    return functions[kind]

@@ -32,7 +32,7 @@ from typing import Any
 import keras
 from keras import layers, ops
 
-from shiftvit_lib.config import ModelFamily, TrainingRecipe, bounded, register_family
+from shiftvit_lib.config import PRESETS, RECIPE_FIELDS, ModelFamily, TrainingRecipe, bounded, register_family
 from shiftvit_lib.layers import MLP, ImagePreprocessing, register
 from shiftvit_lib.model import initialise_like_spach
 
@@ -62,14 +62,13 @@ def diagonal_shifts(images: Any, shift: int) -> list[Any]:
         raise ValueError(f"shift must be >= 0, got {shift}.")
     height, width = images.shape[1], images.shape[2]
     padded = ops.pad(images, [[0, 0], [shift, shift], [shift, shift], [0, 0]])
-    shifted = []
-    for direction in DIAGONAL_DIRECTIONS:
-        dy, dx = _DIRECTION_OFFSETS[direction]
-        # In padded coordinates the original pixel (i, j) sits at (i + shift, j + shift),
-        # so x[i + dy*s, j + dx*s] sits at padded row i + s + dy*s: start there.
-        top, left = shift + dy * shift, shift + dx * shift
-        shifted.append(padded[:, top : top + height, left : left + width, :])
-    return shifted
+    # In padded coordinates the original pixel (i, j) sits at (i + s, j + s), so
+    # x[i + dy*s, j + dx*s] sits at padded row i + s + dy*s: the window starts there.
+    starts = [
+        (shift + dy * shift, shift + dx * shift)
+        for dy, dx in map(_DIRECTION_OFFSETS.get, DIAGONAL_DIRECTIONS)
+    ]
+    return [padded[:, top : top + height, left : left + width, :] for top, left in starts]
 
 
 def extract_patches(images: Any, patch_size: int) -> Any:
@@ -404,8 +403,10 @@ VIT_PRESETS: dict[str, dict[str, Any]] = {
     "vit_cifar": dict(),
     # The same with the two small-dataset fixes switched on.
     "vit_spt_lsa_cifar": dict(use_spt=True, use_lsa=True),
-    # Tiny and fast for CPU tests and CI: 16 px crops, patch 4 -> 16 tokens.
+    # Tiny and fast for CPU tests and CI, with the recipe of ShiftViT's `quick`: 16 px crops,
+    # patch 4 -> 16 tokens.
     "vit_quick": dict(
+        {key: value for key, value in PRESETS["quick"].items() if key in RECIPE_FIELDS},  # its recipe
         resize_to=18,
         image_size=16,
         patch_size=4,
@@ -416,11 +417,6 @@ VIT_PRESETS: dict[str, dict[str, Any]] = {
         dropout=0.0,
         head_units=(32,),
         head_dropout=0.0,
-        batch_size=64,
-        epochs=5,
-        warmup_fraction=0.1,
-        lr_max=2e-3,
-        early_stopping_patience=None,
     ),
 }
 VIT_PRESETS["vit_spt_lsa_quick"] = dict(VIT_PRESETS["vit_quick"], use_spt=True, use_lsa=True)
