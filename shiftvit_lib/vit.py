@@ -296,50 +296,36 @@ class TransformerBlock(layers.Layer):
         return x + self.mlp(self.norm2(x), training=training)
 
 
-@register
-class ClassifierHead(layers.Layer):
-    """keras-io's ViT head: ``(b, n, d) -> (b, num_classes)`` logits.
+def classifier_head(
+    num_classes: int,
+    hidden_units: Sequence[int] = (2048, 1024),
+    dropout: float = 0.5,
+    layer_norm_epsilon: float = 1e-6,
+    name: str = "head",
+) -> keras.Sequential:
+    """keras-io's ViT head, Keras layers in sequence: ``(b, n, d) -> (b, num_classes)`` logits.
 
     LayerNorm, then *all* tokens flattened (no class token, no pooling) into an MLP of
     ``hidden_units``. With 144 tokens of 64 numbers its first ``Dense(2048)`` alone
     holds ~18.9 M weights, most of the model (ShiftViT pools before its classifier).
     """
-
-    def __init__(
-        self,
-        num_classes: int,
-        hidden_units: Sequence[int] = (2048, 1024),
-        dropout: float = 0.5,
-        layer_norm_epsilon: float = 1e-6,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.norm = layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm")
-        self.input_dropout = layers.Dropout(dropout, name="input_dropout")
-        self.hidden = [
-            layers.Dense(int(u), activation="gelu", name=f"hidden_{i}") for i, u in enumerate(hidden_units)
+    hidden = []
+    for i, units in enumerate(hidden_units):
+        hidden += [
+            layers.Dense(units, activation="gelu", name=f"hidden_{i}"),
+            layers.Dropout(dropout, name=f"hidden_dropout_{i}"),
         ]
-        self.hidden_dropout = [
-            layers.Dropout(dropout, name=f"hidden_dropout_{i}") for i in range(len(self.hidden))
-        ]
-        # Logits stay float32 under mixed precision, so the loss is computed accurately.
-        self.logits = layers.Dense(int(num_classes), dtype="float32", name="logits")
-
-    def build(self, input_shape: tuple[Any, ...]) -> None:
-        _, n, d = input_shape
-        if n is None:
-            raise ValueError(f"{self.name}: the number of tokens must be static to flatten.")
-        self.norm.build(input_shape)
-        width = int(n) * int(d)
-        for dense in [*self.hidden, self.logits]:
-            dense.build((None, width))
-            width = dense.units
-
-    def call(self, tokens: Any, training: bool | None = None) -> Any:
-        x = self.input_dropout(ops.reshape(self.norm(tokens), (ops.shape(tokens)[0], -1)), training=training)
-        for dense, drop in zip(self.hidden, self.hidden_dropout, strict=True):
-            x = drop(dense(x), training=training)
-        return self.logits(x)
+    return keras.Sequential(
+        [
+            layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm"),
+            layers.Flatten(name="flatten"),
+            layers.Dropout(dropout, name="input_dropout"),
+            *hidden,
+            # Logits stay float32 under mixed precision, so the loss is computed accurately.
+            layers.Dense(num_classes, dtype="float32", name="logits"),
+        ],
+        name=name,
+    )
 
 
 @dataclass(frozen=True)
@@ -460,7 +446,7 @@ def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
 
         images -> ImagePreprocessing (the recipe's, as ShiftViT's)
                -> PatchTokenizer | ShiftedPatchTokenizer -> PositionEmbedding
-               -> TransformerBlock x depth (vanilla attention | LSA) -> ClassifierHead
+               -> TransformerBlock x depth (vanilla attention | LSA) -> classifier_head
 
     ``seed`` seeds the random crop and flip (weights follow ``keras.utils.set_random_seed``).
     """
@@ -480,9 +466,7 @@ def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
     block = dict(mlp_ratio=config.mlp_ratio, dropout=config.dropout, locality=config.use_lsa, **epsilon)
     for i in range(config.depth):
         x = TransformerBlock(config.num_heads, config.head_key_dim, name=f"block_{i}", **block)(x)
-    head = ClassifierHead(
-        config.num_classes, config.head_units, dropout=config.head_dropout, name="head", **epsilon
-    )
+    head = classifier_head(config.num_classes, config.head_units, config.head_dropout, **epsilon)
     logits = head(x)
     model = keras.Model(inputs, logits, name=config.model_name)
     if config.init == "spach":

@@ -27,7 +27,6 @@ from shiftvit_lib import vit
 from shiftvit_lib.vit import (
     DIAGONAL_DIRECTIONS,
     VIT_PRESETS,
-    ClassifierHead,
     MultiHeadSelfAttention,
     PatchTokenizer,
     PositionEmbedding,
@@ -35,6 +34,7 @@ from shiftvit_lib.vit import (
     TransformerBlock,
     ViTConfig,
     build_vit,
+    classifier_head,
     count_vit_macs,
     diagonal_shifts,
     extract_patches,
@@ -405,7 +405,7 @@ def test_transformer_block_is_residual():
 
 def test_classifier_head_shape_and_params():
     x = tokens(3, 6, 4)
-    head = ClassifierHead(num_classes=7, hidden_units=(11, 5), dropout=0.5)
+    head = classifier_head(num_classes=7, hidden_units=(11, 5), dropout=0.5)
     assert head(x).shape == (3, 7)
     assert head.count_params() == 2 * 4 + (24 * 11 + 11) + (11 * 5 + 5) + (5 * 7 + 7)
     # dropout is off at inference
@@ -422,7 +422,6 @@ LAYER_CASES = [
     (lambda: MultiHeadSelfAttention(2, 3, locality=True, dropout=0.1, name="lsa"), (2, 4, 8)),
     (lambda: MultiHeadSelfAttention(2, 3, name="mhsa"), (2, 4, 8)),
     (lambda: TransformerBlock(2, 4, mlp_ratio=1.5, dropout=0.2, locality=True, name="blk"), (2, 4, 8)),
-    (lambda: ClassifierHead(5, hidden_units=(6,), dropout=0.3, name="head"), (2, 4, 8)),
 ]
 
 
@@ -457,7 +456,6 @@ def test_registered_names_are_ours_after_importing_every_module():
         PositionEmbedding,
         MultiHeadSelfAttention,
         TransformerBlock,
-        ClassifierHead,
     ):
         key = f"shiftvit_lib>{cls.__name__}"
         assert keras.saving.get_registered_object(key) is cls, key
