@@ -131,18 +131,19 @@ class TrainingRecipe(InputPipeline):
     def validate(self) -> None:
         """Raise ``ValueError`` naming the fields that cannot work, in one line.
 
-        Three rounds, each needing the one before: types, then each field alone (its
-        :func:`bounded` range or its ``Literal`` choices), then fields together.
+        Two rounds, the second needing the first: each field alone (its type, then its
+        :func:`bounded` range or its ``Literal`` choices), then the fields together.
         """
-        problems = self.type_problems() or self.field_problems() or self.combination_problems()
+        problems = self.field_problems() or self.combination_problems()
         if problems:
             raise ValueError(f"Invalid {type(self).__name__} {self.name!r}: " + "; ".join(problems))
 
-    def type_problems(self) -> list[str]:
-        """Fields of the wrong type: ``depths=(2)`` is the int 2, ``num_div=4.5`` no count of groups."""
-        problems = []
-        for name, hint in typing.get_type_hints(type(self)).items():
-            value = getattr(self, name)
+    def field_problems(self) -> list[str]:
+        """Each field alone: its type (``depths=(2)`` is the int 2, ``num_div=4.5`` no count of
+        groups), then its :func:`bounded` range or its ``Literal`` choices (``ShiftKind``...)."""
+        problems, hints = [], typing.get_type_hints(type(self))
+        for field in dataclasses.fields(self):
+            name, value, hint = field.name, getattr(self, field.name), hints[field.name]
             if isinstance(hint, types.UnionType):  # `int | None`: None passes, else the type
                 hint = None if value is None else typing.get_args(hint)[0]
             if hint is int and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
@@ -154,26 +155,20 @@ class TrainingRecipe(InputPipeline):
                     f"{name} must be a list of whole numbers such as (2, 2), got {value!r} "
                     "(in Python (2) is the number 2; write (2,) for one stage)"
                 )
-        return problems
-
-    def field_problems(self) -> list[str]:
-        """Fields outside their :func:`bounded` range or their ``Literal`` choices (``ShiftKind``...)."""
-        problems, hints = [], typing.get_type_hints(type(self))
-        for field in dataclasses.fields(self):
-            name, value = field.name, getattr(self, field.name)
-            choices = typing.get_args(hints[name]) if typing.get_origin(hints[name]) is Literal else ()
-            if choices and value not in choices:
+            elif typing.get_origin(hint) is Literal and value not in typing.get_args(hint):
+                choices = typing.get_args(hint)
                 allowed = " or ".join([", ".join(map(repr, choices[:-1])), repr(choices[-1])])
                 problems.append(f"{name} must be {allowed}, got {value!r}")
-            low, high, closed = field.metadata.get("range", (None, None, None))
-            if None not in (low, value) and not (low <= value <= high if closed else low <= value < high):
-                limit = (
-                    f"be >= {low:g}"
-                    if high == math.inf
-                    else f"lie in [{low:g}, {high:g}{']' if closed else ')'}"
-                )
-                finite = " and finite" if high == math.inf and isinstance(value, float) else ""
-                problems.append(f"{name} must {limit}{finite}, got {value!r}")
+            elif "range" in field.metadata and value is not None:
+                low, high, closed = field.metadata["range"]
+                if not (low <= value <= high if closed else low <= value < high):
+                    limit = (
+                        f"be >= {low:g}"
+                        if high == math.inf
+                        else f"lie in [{low:g}, {high:g}{']' if closed else ')'}"
+                    )
+                    finite = " and finite" if high == math.inf and isinstance(value, float) else ""
+                    problems.append(f"{name} must {limit}{finite}, got {value!r}")
         return problems
 
     def combination_problems(self) -> list[str]:

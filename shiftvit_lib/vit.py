@@ -25,7 +25,6 @@ for ``.keras`` saving in safe mode.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -296,38 +295,6 @@ class TransformerBlock(layers.Layer):
         return x + self.mlp(self.norm2(x), training=training)
 
 
-def classifier_head(
-    num_classes: int,
-    hidden_units: Sequence[int] = (2048, 1024),
-    dropout: float = 0.5,
-    layer_norm_epsilon: float = 1e-6,
-    name: str = "head",
-) -> keras.Sequential:
-    """keras-io's ViT head, Keras layers in sequence: ``(b, n, d) -> (b, num_classes)`` logits.
-
-    LayerNorm, then *all* tokens flattened (no class token, no pooling) into an MLP of
-    ``hidden_units``. With 144 tokens of 64 numbers its first ``Dense(2048)`` alone
-    holds ~18.9 M weights, most of the model (ShiftViT pools before its classifier).
-    """
-    hidden = []
-    for i, units in enumerate(hidden_units):
-        hidden += [
-            layers.Dense(units, activation="gelu", name=f"hidden_{i}"),
-            layers.Dropout(dropout, name=f"hidden_dropout_{i}"),
-        ]
-    return keras.Sequential(
-        [
-            layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm"),
-            layers.Flatten(name="flatten"),
-            layers.Dropout(dropout, name="input_dropout"),
-            *hidden,
-            # Logits stay float32 under mixed precision, so the loss is computed accurately.
-            layers.Dense(num_classes, dtype="float32", name="logits"),
-        ],
-        name=name,
-    )
-
-
 @dataclass(frozen=True)
 class ViTConfig(TrainingRecipe):
     """A (SPT/LSA) ViT: its architecture, plus the :class:`TrainingRecipe` it is trained with.
@@ -430,6 +397,32 @@ VIT_PRESETS["vit_cpu"] = dict(
 VIT_PRESETS["vit_spt_lsa_cpu"] = dict(VIT_PRESETS["vit_cpu"], use_spt=True, use_lsa=True)
 
 
+def classifier_head(config: ViTConfig) -> keras.Sequential:
+    """keras-io's ViT head, Keras layers in sequence: ``(b, n, d) -> (b, num_classes)`` logits.
+
+    LayerNorm, then *all* tokens flattened (no class token, no pooling) into an MLP of
+    ``config.head_units``. With 144 tokens of 64 numbers its first ``Dense(2048)`` alone
+    holds ~18.9 M weights, most of the model (ShiftViT pools before its classifier).
+    """
+    hidden = []
+    for i, units in enumerate(config.head_units):
+        hidden += [
+            layers.Dense(units, activation="gelu", name=f"hidden_{i}"),
+            layers.Dropout(config.head_dropout, name=f"hidden_dropout_{i}"),
+        ]
+    return keras.Sequential(
+        [
+            layers.LayerNormalization(epsilon=config.layer_norm_epsilon, name="norm"),
+            layers.Flatten(name="flatten"),
+            layers.Dropout(config.head_dropout, name="input_dropout"),
+            *hidden,
+            # Logits stay float32 under mixed precision, so the loss is computed accurately.
+            layers.Dense(config.num_classes, dtype="float32", name="logits"),
+        ],
+        name="head",
+    )
+
+
 def vit_preset(name: str, **overrides: Any) -> ViTConfig:
     """Look up a ViT preset by name, optionally overriding fields.
 
@@ -466,7 +459,7 @@ def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
     block = dict(mlp_ratio=config.mlp_ratio, dropout=config.dropout, locality=config.use_lsa, **epsilon)
     for i in range(config.depth):
         x = TransformerBlock(config.num_heads, config.head_key_dim, name=f"block_{i}", **block)(x)
-    head = classifier_head(config.num_classes, config.head_units, config.head_dropout, **epsilon)
+    head = classifier_head(config)
     logits = head(x)
     model = keras.Model(inputs, logits, name=config.model_name)
     if config.init == "spach":

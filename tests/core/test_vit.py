@@ -405,7 +405,7 @@ def test_transformer_block_is_residual():
 
 def test_classifier_head_shape_and_params():
     x = tokens(3, 6, 4)
-    head = classifier_head(num_classes=7, hidden_units=(11, 5), dropout=0.5)
+    head = classifier_head(vit_preset("vit_quick", num_classes=7, head_units=(11, 5), head_dropout=0.5))
     assert head(x).shape == (3, 7)
     assert head.count_params() == 2 * 4 + (24 * 11 + 11) + (11 * 5 + 5) + (5 * 7 + 7)
     # dropout is off at inference
