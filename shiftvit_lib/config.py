@@ -87,14 +87,9 @@ class InputPipeline:
     cutmix_alpha: float = bounded(0.0, 0)
 
     @property
-    def mixes_labels(self) -> bool:
-        """True if MixUp or CutMix is on: training targets are then mixed one-hot vectors."""
-        return self.mixup_alpha > 0 or self.cutmix_alpha > 0
-
-    @property
     def one_hot_targets(self) -> bool:
         """True if training needs one-hot targets: mixed (MixUp/CutMix) or smoothed labels."""
-        return self.mixes_labels or self.label_smoothing > 0
+        return self.mixup_alpha > 0 or self.cutmix_alpha > 0 or self.label_smoothing > 0
 
 
 @dataclass(frozen=True)

@@ -77,11 +77,8 @@ class DataSplits:
         """A few lines: the source, then the size of each split."""
         lines = [self.source]
         for split, counts in self.class_counts().items():
-            per_class = (
-                f"{counts[0]:,}"
-                if len(counts) and counts.min() == counts.max()
-                else f"{counts.min():,} to {counts.max():,}"
-            )
+            low, high = (counts.min(), counts.max()) if len(counts) else (0, 0)
+            per_class = f"{low:,}" if low == high else f"{low:,} to {high:,}"
             lines.append(f"  {split + ':':6} {counts.sum():>6,} images ({per_class} per class)")
         height, width, channels = self.x_train.shape[1:]
         lines.append(
@@ -162,15 +159,10 @@ def load_splits(
     description = raw.description
     if limit is not None:
         description += f" (at most {limit:,} images per class kept, seed {seed})"
+    x, y = raw.x_train, raw.y_train
+    x_test, y_test = raw.x_test[test_idx], raw.y_test[test_idx]
     return DataSplits(
-        x_train=raw.x_train[train_idx],
-        y_train=raw.y_train[train_idx],
-        x_val=raw.x_train[val_idx],
-        y_val=raw.y_train[val_idx],
-        x_test=raw.x_test[test_idx],
-        y_test=raw.y_test[test_idx],
-        class_names=CIFAR10_CLASSES,
-        source=description,
+        x[train_idx], y[train_idx], x[val_idx], y[val_idx], x_test, y_test, CIFAR10_CLASSES, description
     )
 
 
@@ -197,16 +189,10 @@ def _load_from_keras() -> RawData:
     (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
     if x_train.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
         x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
-    return RawData(
-        np.ascontiguousarray(x_train),
-        y_train.reshape(-1).astype(np.int64),
-        np.ascontiguousarray(x_test),
-        y_test.reshape(-1).astype(np.int64),
-        description=(
-            f"CIFAR-10 via keras.datasets.cifar10 (original release): "
-            f"{len(x_train):,} train / {len(x_test):,} test images"
-        ),
-    )
+    y_train, y_test = y_train.reshape(-1).astype(np.int64), y_test.reshape(-1).astype(np.int64)
+    source = f"{len(x_train):,} train / {len(x_test):,} test images"
+    description = f"CIFAR-10 via keras.datasets.cifar10 (original release): {source}"
+    return RawData(np.ascontiguousarray(x_train), y_train, np.ascontiguousarray(x_test), y_test, description)
 
 
 def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:

@@ -158,9 +158,8 @@ class ImagePreprocessing(layers.Layer):
         offsets = keras.random.randint(
             (batch, 2), 0, self.resize_to - self.crop_size + 1, seed=self.seed_generator
         )
-        span = ops.arange(self.crop_size, dtype=offsets.dtype)
-        rows = offsets[:, 0:1] + span[None, :]
-        cols = offsets[:, 1:2] + span[None, :]
+        positions = offsets[:, :, None] + ops.arange(self.crop_size, dtype=offsets.dtype)  # (batch, 2, crop)
+        rows, cols = positions[:, 0], positions[:, 1]
         channels = x.shape[-1]
         rows = ops.broadcast_to(rows[:, :, None, None], (batch, self.crop_size, self.resize_to, channels))
         x = ops.take_along_axis(x, rows, axis=1)

@@ -105,12 +105,8 @@ class PatchTokenizer(layers.Layer):
         self.projection = layers.Dense(int(projection_dim), name="projection")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
-        _, height, width, channels = input_shape
-        if height % self.patch_size or width % self.patch_size:
-            raise ValueError(
-                f"{self.name}: image size {height}x{width} is not a multiple of patch_size {self.patch_size}."
-            )
-        self.projection.build((None, None, self.patch_size**2 * self.copies * int(channels)))
+        # extract_patches refuses images that do not tile into patches.
+        self.projection.build((None, None, self.patch_size**2 * self.copies * int(input_shape[-1])))
 
     def call(self, images: Any) -> Any:
         return self.projection(extract_patches(images, self.patch_size))
@@ -487,11 +483,8 @@ def count_vit_macs(config: ViTConfig) -> dict[str, int]:
     macs["attention_projections"] = config.depth * 4 * n * d * inner
     macs["attention_matmuls"] = config.depth * 2 * heads * n * n * key_dim
     macs["mlp"] = config.depth * 2 * n * d * hidden
-    width, head = n * d, 0
-    for units in (*config.head_units, config.num_classes):
-        head += width * units
-        width = units
-    macs["classifier"] = head
+    widths = [n * d, *config.head_units, config.num_classes]  # the flattened tokens, then each layer
+    macs["classifier"] = sum(inputs * outputs for inputs, outputs in zip(widths[:-1], widths[1:]))
     macs["total"] = sum(macs.values())
     return macs
 

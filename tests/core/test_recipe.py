@@ -124,7 +124,7 @@ def test_make_dataset_one_hot_without_mixing_keeps_uint8_and_needs_classes_to_mi
 def test_strong_preset_keeps_the_seed_architecture_and_turns_the_regularisers_on():
     strong, seed = preset("strong"), preset("seed")
     assert (strong.depths, strong.projected_dim, strong.image_size) == (seed.depths, seed.projected_dim, seed.image_size)
-    assert strong.mixes_labels and not seed.mixes_labels
+    assert strong.one_hot_targets and not seed.one_hot_targets
     assert strong.rand_augment_ops == 2 and strong.random_erasing > 0 and strong.label_smoothing > 0
     assert strong.init == "spach" and strong.early_stopping_patience is None
 
@@ -226,7 +226,7 @@ def _tiny_splits() -> DataSplits:
 
 def test_training_datasets_drop_the_last_batch_and_carry_one_hot_targets_when_mixing():
     config = preset("quick", batch_size=16, mixup_alpha=0.8, cutmix_alpha=1.0)
-    assert config.mixes_labels and not preset("quick").mixes_labels
+    assert config.one_hot_targets and not preset("quick").one_hot_targets
     train_ds, val_ds, steps = training_datasets(config, _tiny_splits(), seed=0)
     assert steps == len(train_ds) == 2
     _, targets = train_ds[0]
