@@ -87,8 +87,7 @@ class DataSplits:
         )
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.summary()
+    __str__ = summary
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={v:,}" for k, v in self.split_sizes().items())

@@ -189,13 +189,12 @@ class MLP(layers.Layer):
     def __init__(self, mlp_ratio: float = 2.0, dropout: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mlp_ratio = mlp_ratio
-        self.dropout = dropout
+        self.drop = layers.Dropout(dropout)
 
     def build(self, input_shape: Sequence[Any]) -> None:
         channels = int(input_shape[-1])
         self.expand = layers.Dense(int(channels * self.mlp_ratio), activation="gelu", name="expand")
         self.project = layers.Dense(channels, name="project")
-        self.drop = layers.Dropout(self.dropout)
         self.expand.build(input_shape)
         self.project.build((*input_shape[:-1], int(channels * self.mlp_ratio)))
 

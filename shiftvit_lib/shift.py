@@ -151,7 +151,6 @@ def keras_io_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
 
 def no_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
     """The identity, for the "no shift at all" ablation (arguments are ignored)."""
-    del num_div, shift_pixel
     return x
 
 

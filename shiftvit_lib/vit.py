@@ -165,9 +165,7 @@ class PositionEmbedding(layers.Layer):
         if num_tokens is None:
             raise ValueError(f"{self.name}: the number of tokens must be static.")
         initializer = keras.initializers.RandomNormal(stddev=self.initializer_stddev)
-        self.embedding = self.add_weight(
-            name="embedding", shape=(int(num_tokens), int(dim)), initializer=initializer
-        )
+        self.embedding = self.add_weight(name="embedding", shape=(num_tokens, dim), initializer=initializer)
 
     def call(self, tokens: Any) -> Any:
         # (n, d) broadcasts over the batch axis.
@@ -236,12 +234,10 @@ class MultiHeadSelfAttention(layers.Layer):
         # float32: it exponentiates, and under mixed precision float16 would overflow for
         # logits above ~11 and round small weights to zero.
         logits = ops.cast(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "float32")
-        if self.locality:
-            logits = logits / ops.cast(self.temperature, "float32")
-            self_pairs = ops.cast(ops.eye(n), "bool")  # True on the diagonal (i, i)
-            logits = ops.where(self_pairs, self.MASK_VALUE, logits)
-        else:
-            logits = logits / math.sqrt(self.key_dim)
+        temperature = ops.cast(self.temperature, "float32") if self.locality else math.sqrt(self.key_dim)
+        logits = logits / temperature
+        if self.locality:  # mask the self-pairs, the diagonal (i, i)
+            logits = ops.where(ops.cast(ops.eye(n), "bool"), self.MASK_VALUE, logits)
         weights = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
         dropped = self.attention_dropout(weights, training=training)
         # Weighted sum of values, heads concatenated back: (b, n, heads * key_dim).
