@@ -1,16 +1,17 @@
-"""Checks for the pieces the learner writes in lessons 02-05.
+"""Checks for the pieces the learner writes in the lessons.
 
-Each ``check_*`` function runs a learner's piece on inputs chosen to expose the
-likely mistakes and raises ``AssertionError`` with a one-line hint naming what
-is wrong ("the residual must carry the shifted map"). ``try_yours`` is what a
-lesson's checking cell calls: it checks the learner's version, or, while that
-is still a blank (``NotImplementedError``), says so in one line and checks and
-returns the solution instead, so the lesson runs on.
+Each ``check_*`` function runs a learner's piece and the library's (or a reference) on
+inputs chosen to expose the likely mistakes, and raises ``AssertionError`` with a
+one-line hint naming what is wrong ("the residual must carry the shifted map"). Most
+hints come from one table per check, the result a known mistake gives -> its hint,
+read by one helper (``_diagnose``). ``try_yours`` is what a blank's checking cell calls
+(lessons 02-05): it checks the learner's version or, while that is still a blank
+(``NotImplementedError``), says so and checks and returns the solution, so the lesson
+runs on. ``exercise`` is what an exercise's checking cell calls (lessons 00-07).
 
-``tests/test_checks.py`` injects a catalogue of plausible mistakes into every
-piece and asserts that each check fails on every one of them and passes the
-solution. This is a lesson helper: it imports the core; the core never
-imports it.
+``tests/lessons/test_checks.py`` injects a catalogue of plausible mistakes into every
+piece and asserts that each check fails on every one of them and passes the solution.
+This is a lesson helper: it imports the core; the core never imports it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from shiftvit_lib.layers import PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
+from shiftvit_lib.layers import MLP, PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
 from shiftvit_lib.model import build_shiftvit
 from shiftvit_lib.schedules import WarmUpCosine
 from shiftvit_lib.shift import shift_channels
@@ -33,14 +34,9 @@ def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
 
     A wrong version raises the check's ``AssertionError``: "Run all" stops at it.
     """
-    if not getattr(check, "__name__", "").startswith("check_") and getattr(yours, "__name__", "").startswith(
-        "check_"
-    ):
-        raise TypeError(
-            f"try_yours takes the check first: try_yours({yours.__name__}, yours, solution); "
-            f"you passed {getattr(check, '__name__', check)!r} first"
-        )
     name = getattr(yours, "__name__", type(yours).__name__)
+    if name.startswith("check_"):
+        raise TypeError(f"try_yours takes the check first: try_yours({name}, yours, solution)")
     try:
         check(yours)
     except NotImplementedError:
@@ -51,524 +47,6 @@ def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
     return yours
 
 
-def _numpy(x: Any) -> np.ndarray:
-    if x is None:
-        raise AssertionError("your function returned None: did you forget its `return` line?")
-    return np.asarray(ops.convert_to_numpy(x))
-
-
-def _expect_class(given: Any, name: str) -> None:
-    """A check that builds layers takes the class (``DropPath``), not one layer (``DropPath(0.1)``)."""
-    if not isinstance(given, type) and isinstance(given, keras.layers.Layer):
-        raise TypeError(
-            f"pass the class itself ({type(given).__name__}), not a layer made from it "
-            f"({type(given).__name__}(...)); the check makes its own {name}"
-        )
-
-
-def _close(a: Any, b: Any, tol: float = 1e-4) -> bool:
-    a, b = _numpy(a), _numpy(b)
-    return a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol)
-
-
-# The shift (lesson 02) ----------------------------------------------------
-SHIFT_CASES = [  # (shape, num_div, shift_pixel)
-    ((1, 5, 5, 6), 6, 1),
-    ((2, 7, 9, 24), 12, 1),
-    ((2, 6, 10, 50), 8, 2),
-    ((1, 6, 6, 13), 4, 3),
-]
-DIRECTIONS = ["left", "right", "up", "down"]
-
-
-def check_shift(shift: Callable[..., Any]) -> None:
-    """``shift(x, num_div, s)`` must equal ``sv.shift_channels`` exactly."""
-    rng = np.random.default_rng(0)
-    for shape, num_div, s in SHIFT_CASES:
-        x = rng.uniform(1.0, 2.0, size=shape).astype("float32")  # no zeros
-        where = f"(shape {shape}, num_div={num_div}, s={s})"
-        got = _numpy(shift(x, num_div, s))
-        expected = _numpy(shift_channels(x, num_div, s))
-        assert got.shape == x.shape, f"the shift must keep the shape {shape}, got {got.shape} {where}"
-        g = shape[-1] // num_div
-        moved = int((got != x).any(axis=(0, 1, 2)).sum())
-        assert moved <= 4 * g or got[..., 4 * g :].any(), (
-            f"channels from 4g = {4 * g} on must stay as they are, not become zeros {where}"
-        )
-        assert moved == 4 * g, (
-            f"the shift must move 4 * (C // num_div) = {4 * g} channels, it moved {moved} {where}"
-        )
-        for k, direction in enumerate(DIRECTIONS):
-            part = slice(k * g, (k + 1) * g)
-            if np.array_equal(got[..., part], expected[..., part]):
-                continue
-            for j, other in enumerate(DIRECTIONS):
-                if j != k and np.array_equal(
-                    got[..., part],
-                    _numpy(shift_channels(np.concatenate([x[..., part]] * 4, axis=-1), 4, s))[
-                        ..., j * g : (j + 1) * g
-                    ],
-                ):
-                    raise AssertionError(
-                        f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {other} {where}"
-                    )
-            if (
-                len(x) > 1
-                and np.array_equal(got[:1, ..., part], expected[:1, ..., part])
-                and np.array_equal(got[1:, ..., part], x[1:, ..., part])
-            ):
-                raise AssertionError(
-                    f"only the first image moved: slice every image of the batch (x[:, ...]) {where}"
-                )
-            for other_s in range(1, 4):
-                if other_s != s and np.array_equal(
-                    got[..., part], _numpy(shift_channels(x, num_div, other_s))[..., part]
-                ):
-                    raise AssertionError(
-                        f"the {direction} group moved {other_s} pixel(s), not s = {s}: every slice "
-                        f"offset must be s {where}"
-                    )
-            assert np.array_equal(got[..., part] != 0, expected[..., part] != 0), (
-                f"moving {direction}, what falls over the border is lost and zeros fill the emptied "
-                f"side, {s} pixel(s) wide {where}"
-            )
-            raise AssertionError(f"the {direction} group holds the wrong numbers: check its slices {where}")
-        assert np.array_equal(got[..., 4 * g :], x[..., 4 * g :]), (
-            f"channels from 4g = {4 * g} on must stay as they are {where}"
-        )
-
-
-# The MLP (lesson 03) -------------------------------------------------------
-def _dense_kernels(layer: keras.layers.Layer) -> list[Any]:
-    return [w for w in layer.weights if w.path.split("/")[-1] == "kernel"]
-
-
-def check_mlp(mlp_class: Callable[..., Any]) -> None:
-    """``mlp_class(ratio)``: Dense(ratio * C, GELU) then Dense(C), equal to ``sv.MLP``
-    with the same weights (outside training, where its dropout does nothing)."""
-    from shiftvit_lib.layers import MLP
-
-    rng = np.random.default_rng(8)
-    for channels, ratio in [(8, 2.0), (6, 3.0)]:
-        x = rng.normal(size=(2, 4, 4, channels)).astype("float32")
-        mine, library = mlp_class(ratio), MLP(mlp_ratio=ratio, dropout=0.2)
-        got = _numpy(mine(x))
-        library(x)
-        assert got.shape == x.shape, f"the MLP must give back C = {channels} channels, got {got.shape[-1]}"
-        kernels = _dense_kernels(mine)
-        hidden = int(ratio * channels)
-        assert len(kernels) == 2, f"the MLP needs two Dense layers, it has {len(kernels)}"
-        assert tuple(kernels[0].shape) == (channels, hidden), (
-            f"the hidden layer must have ratio * C = {ratio:g} * {channels} = {hidden} units, "
-            f"got {tuple(kernels[0].shape)[-1]}"
-        )
-        _randomise(library, 9)
-        library_weights = [_numpy(w) for w in library.trainable_weights]
-        for weight, value in zip(mine.trainable_weights, library_weights):
-            weight.assign(value)
-        got, expected = _numpy(mine(x, training=False)), _numpy(library(x, training=False))
-        if _close(got, expected):
-            continue
-        (w1, b1, w2, b2), gelu = library_weights, keras.activations.gelu
-        hidden_values = _numpy(gelu(x @ w1 + b1))
-        hints = {
-            "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
-            "GELU goes between the two Dense layers, not after the second (no activation on the first)": _numpy(
-                gelu((x @ w1 + b1) @ w2 + b2)
-            ),
-            "GELU goes between the two Dense layers, not after the second": _numpy(
-                gelu(hidden_values @ w2 + b2)
-            ),
-            "the MLP returns the second Dense's output without adding x (the block adds the residual)": hidden_values
-            @ w2
-            + b2
-            + x,
-        }
-        for hint, value in hints.items():
-            if _close(got, value):
-                raise AssertionError(hint)
-        raise AssertionError(
-            "with sv.MLP's weights the output differs: Dense(ratio * C, gelu), then Dense(C)"
-        )
-
-
-# DropPath (lesson 03) -----------------------------------------------------
-def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
-    """``drop_path_class(rate)`` must drop whole samples, with any random numbers.
-
-    The check is statistical, so a correct layer passes whatever its seed: 400
-    samples at rate 0.25 must be all-or-nothing, about a quarter dropped, the kept
-    ones scaled by 1 / 0.75, other samples dropped at the next call, and nothing
-    may change at inference.
-    """
-    _expect_class(drop_path_class, "DropPath layers")
-    rng = np.random.default_rng(1)
-    x = rng.uniform(1.0, 2.0, size=(400, 3, 3, 4)).astype("float32")
-    layer = drop_path_class(0.25)
-    assert _close(layer(x, training=False), x, 1e-6), "at inference (training=False) DropPath must return x"
-    assert _close(drop_path_class(0.0)(x, training=True), x, 1e-6), "with rate 0 DropPath must return x"
-    out = _numpy(layer(x, training=True))
-    assert out.shape == x.shape, f"DropPath must keep the shape {x.shape}, got {out.shape}"
-    ratio = out / x
-    per_sample = ratio.reshape(len(x), -1)
-    assert np.allclose(per_sample, per_sample[:, :1], atol=1e-5), (
-        "DropPath must keep or drop a whole sample (one random number per sample)"
-    )
-    values = per_sample[:, 0]
-    dropped = np.isclose(values, 0.0, atol=1e-6)
-    assert np.allclose(values[~dropped], 1 / 0.75, rtol=1e-4), (
-        f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {values[~dropped][:1]}"
-    )
-    assert 0.15 <= dropped.mean() <= 0.35, (
-        f"at rate 0.25 about a quarter of the samples must be dropped, got {dropped.mean():.0%}"
-    )
-    masks = [dropped] + [
-        np.isclose(_numpy(layer(x, training=True))[:, 0, 0, 0], 0.0, atol=1e-6) for _ in range(3)
-    ]
-    assert any(not np.array_equal(masks[0], mask) for mask in masks[1:]), (
-        "four training calls dropped the same samples: draw new numbers at every call "
-        "(keep a keras.random.SeedGenerator in __init__ and pass it as seed)"
-    )
-
-
-# The block (lesson 03) ----------------------------------------------------
-def _randomise(layer: keras.layers.Layer, seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    for weight in layer.trainable_weights:
-        weight.assign(rng.normal(0.0, 0.3, size=tuple(weight.shape)).astype("float32"))
-
-
-def check_block(block_class: Callable[..., Any]) -> None:
-    """``block_class(num_div=..., drop_path_rate=...)`` with ``.norm`` and ``.mlp``.
-
-    Its output must be ``s + DropPath(mlp(norm(s)))`` with ``s = shift(x)``, at
-    inference and in training, with drop path at rate 0.5 on 64 samples.
-    """
-    _expect_class(block_class, "blocks")
-    num_div, rng = 6, np.random.default_rng(2)
-    x = rng.normal(size=(64, 5, 5, 24)).astype("float32")
-    block = block_class(num_div=num_div, drop_path_rate=0.5)
-    block(x[:1], training=False)  # build
-    _randomise(block, 3)  # random biases too: an MLP of zeros is not zero
-    s = shift_channels(x, num_div)
-    branch = _numpy(block.mlp(block.norm(s)))
-    expected = _numpy(s) + branch
-    got = _numpy(block(x, training=False))
-    per_sample = (got - _numpy(s)).reshape(len(x), -1)
-    assert not np.all(np.isclose(per_sample, 0.0, atol=1e-5), axis=1).any(), (
-        "at inference (training=False) drop path must drop nothing: pass training=training"
-    )
-    if not _close(got, expected):
-        s12 = shift_channels(x, 12)
-        wrong = {  # what a plausible mistake computes -> the hint
-            "the residual must carry the shifted map, not the unshifted x": x + branch,
-            "the block must shift its input first (sv.shift_channels)": x + _numpy(block.mlp(block.norm(x))),
-            "the block must add the branch to the shifted map (the residual connection)": branch,
-            "the MLP must see the normalised shifted map: norm first, then MLP": _numpy(s)
-            + _numpy(block.mlp(s)),
-            "shift with the block's own self.num_div, not a fixed 12": _numpy(s12)
-            + _numpy(block.mlp(block.norm(s12))),
-        }
-        for hint, value in wrong.items():
-            if _close(got, value):
-                raise AssertionError(hint)
-        raise AssertionError("the block must return s + drop_path(mlp(norm(s))) with s = shift(x)")
-    got = _numpy(block(x, training=True))
-    extra = (got - _numpy(s)).reshape(len(x), -1)
-    kept = np.all(np.isclose(extra, 2.0 * branch.reshape(len(x), -1), rtol=1e-3, atol=1e-3), axis=1)
-    dropped = np.all(np.isclose(extra, 0.0, atol=1e-4), axis=1)
-    if np.allclose(got, expected, rtol=1e-4, atol=1e-4):
-        raise AssertionError("in training the block must pass training to its drop path: nothing was dropped")
-    skip_dropped = np.all(np.isclose(got.reshape(len(x), -1), 0.0, atol=1e-4), axis=1)
-    assert not skip_dropped.any(), (
-        "DropPath must wrap the MLP's branch only: the skip connection is never dropped"
-    )
-    assert np.all(kept | dropped), (
-        "in training each sample must get s + 0 or s + branch / (1 - rate): drop path goes "
-        "after the MLP, on the branch"
-    )
-    assert 12 <= dropped.sum() <= 52, f"at rate 0.5 about half of 64 branches must drop, got {dropped.sum()}"
-
-
-# Patch merging (lesson 03) ------------------------------------------------
-def _weights_by_role(layer: keras.layers.Layer) -> dict[str, Any]:
-    roles = {}
-    for weight in layer.weights:
-        name = weight.path.split("/")[-1]
-        roles.setdefault(name, weight)
-    return roles
-
-
-def check_patch_merging(merging_class: Callable[[], Any]) -> None:
-    """``merging_class()``: LayerNorm, then a 2x2 stride-2 convolution without bias,
-    ``C -> 2C`` channels, on odd maps too (7x7 -> 4x4)."""
-    _expect_class(merging_class, "patch merging layers")
-    rng = np.random.default_rng(4)
-    for side in (8, 7):  # an even map first: what differs only on 7x7 is the padding
-        x = rng.normal(size=(2, side, side, 8)).astype("float32")
-        mine = merging_class()
-        got = _numpy(mine(x))
-        half = -(-side // 2)
-        assert got.shape[-1] == 16, f"patch merging must double the channels: 8 -> 16, got {got.shape[-1]}"
-        if side % 2 and got.shape[1] == side // 2:
-            raise AssertionError(
-                f"patch merging must pad odd maps: {side}x{side} must become "
-                f"{half}x{half}, got {got.shape[1]}x{got.shape[2]} (padding='same')"
-            )
-        assert got.shape[1:3] == (half, half), (
-            f"patch merging must halve the map (2x2 kernel, stride 2): {side}x{side} -> {half}x{half}, "
-            f"got {got.shape[1]}x{got.shape[2]}"
-        )
-        library = PatchMerging()
-        library(x)
-        _randomise(library, 5)
-        mine_roles, library_roles = _weights_by_role(mine), _weights_by_role(library)
-        assert "bias" not in mine_roles, "the merging convolution must have no bias (use_bias=False)"
-        assert "moving_mean" not in mine_roles, (
-            "normalise each position over its channels (LayerNormalization), not over the batch "
-            "(BatchNormalization)"
-        )
-        assert not _layers_of(mine, keras.layers.GroupNormalization), (
-            "use LayerNormalization (each position over its channels), as the library: GroupNormalization "
-            "normalises over the whole map"
-        )
-        assert {"gamma", "beta"} <= set(mine_roles), "patch merging must normalise (a LayerNormalization)"
-        assert tuple(mine_roles["gamma"].shape) == (8,), (
-            "the norm goes before the convolution: it normalises the C input channels"
-        )
-        kernel = mine_roles.get("kernel")
-        assert kernel is not None and tuple(kernel.shape) == (2, 2, 8, 16), (
-            "the merging convolution must have a 2x2 kernel from C to 2C channels"
-        )
-        for role, weight in library_roles.items():
-            mine_roles[role].assign(_numpy(weight))
-        expected, got = _numpy(library(x)), _numpy(mine(x))
-        if _close(got, expected):
-            continue
-        for activation in ("gelu", "relu"):
-            if _close(got, keras.activations.get(activation)(expected)):
-                raise AssertionError(f"no activation after the merging convolution (found {activation})")
-        epsilons = {norm.epsilon for norm in _layers_of(mine, keras.layers.LayerNormalization)}
-        assert epsilons <= {1e-5}, f"LayerNormalization(epsilon=1e-5), as the library, not {sorted(epsilons)}"
-        assert side % 2 == 0, (
-            f"even maps match, the {side}x{side} map differs: pad odd maps at the bottom and right, as "
-            "padding='same' does"
-        )
-        raise AssertionError(
-            "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution"
-        )
-
-
-def _layers_of(layer: keras.layers.Layer, kind: type) -> list[Any]:
-    return [sub for sub in layer._flatten_layers() if isinstance(sub, kind)]
-
-
-# The builder (lesson 04) --------------------------------------------------
-def builder_configs() -> list[Any]:
-    """Configs that move every field the builder reads away from its default."""
-    from shiftvit_lib.config import preset
-
-    quick = preset("quick")  # depths (1, 2, 1), 24 channels
-    return [
-        quick.replace(
-            num_div=6,
-            mlp_ratio=3.0,
-            mlp_dropout=0.3,
-            drop_path_rate=0.4,
-            drop_path_schedule="network",
-            augment=False,
-        ),
-        quick.replace(
-            shift="keras_io",
-            depths=(2, 1, 2),
-            projected_dim=48,
-            drop_path_rate=0.3,
-            drop_path_schedule="per_stage",
-        ),
-        quick.replace(shift="none", shift_pixel=2, depths=(1, 1)),
-    ]
-
-
-def _layers(model: keras.Model, kind: type) -> list[Any]:
-    return [layer for layer in model._flatten_layers() if isinstance(layer, kind)]
-
-
-def check_builder(build: Callable[[Any], keras.Model]) -> None:
-    """``build(config)`` must read every field: stages, merging, num_div, shift,
-    shift_pixel, MLP ratio and dropout, drop path and augmentation."""
-    probe = np.random.default_rng(6).integers(0, 256, size=(4, 32, 32, 3), dtype="uint8")
-    for config in builder_configs():
-        model, library = build(config), build_shiftvit(config)
-        stages = _layers(model, ShiftViTStage)
-        blocks = [block for stage in stages for block in stage.blocks] or _layers(model, ShiftViTBlock)
-        if blocks:  # built from the library's stages: name the field it ignores
-            assert len(blocks) == sum(config.depths), (
-                f"the model has {len(blocks)} blocks, config.depths {config.depths} asks for "
-                f"{sum(config.depths)}"
-            )
-            rates = [
-                rate
-                for stage in drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
-                for rate in stage
-            ]
-            for field, got, want in [
-                ("num_div", [b.num_div for b in blocks], config.num_div),
-                ("shift", [b.shift for b in blocks], config.shift),
-                ("shift_pixel", [b.shift_pixel for b in blocks], config.shift_pixel),
-                ("mlp_ratio", [b.mlp_ratio for b in blocks], config.mlp_ratio),
-                ("mlp_dropout", [b.mlp_dropout for b in blocks], config.mlp_dropout),
-            ]:
-                assert all(value == want for value in got), (
-                    f"every block must get config.{field} = {want!r}, got {sorted(set(got))}"
-                )
-            assert np.allclose([b.drop_path_rate for b in blocks], rates), (
-                f"the blocks' drop-path rates must be sv.drop_path_rates(depths, drop_path_rate, "
-                f"drop_path_schedule) = {np.round(rates, 3).tolist()}"
-            )
-        mergings, merges = len(_layers(model, PatchMerging)), len(config.depths) - 1
-        assert mergings == merges, (
-            f"every stage but the last must end in a patch merging: {merges} expected, got {mergings}"
-        )
-        assert model.count_params() == library.count_params(), (
-            f"the model has {model.count_params():,} parameters, sv.build_shiftvit {library.count_params():,}"
-        )
-        model.set_weights(library.get_weights())
-        assert _close(model(probe, training=False), library(probe, training=False)), (
-            "with the library's weights the logits differ: pass num_div, shift, shift_pixel and "
-            "mlp_ratio from the config to every stage"
-        )
-    _check_training_mode(build, builder_configs()[0], probe)
-
-
-def _check_training_mode(build: Callable[[Any], keras.Model], config: Any, probe: np.ndarray) -> None:
-    """Each random part must follow its config field: off means training = inference."""
-    quiet = config.replace(augment=False, mlp_dropout=0.0, drop_path_rate=0.0)
-    for field, value, what in [
-        ("augment", True, "augment=True must crop and flip at random in training"),
-        ("mlp_dropout", 0.5, "mlp_dropout must switch on the MLPs' dropout"),
-        ("drop_path_rate", 0.5, "drop_path_rate must switch on drop path"),
-    ]:
-        model = build(quiet.replace(**{field: value}))
-        logits = _numpy(model(probe, training=True)), _numpy(model(probe, training=True))
-        assert not _close(*logits), f"{what}: two training passes gave the same logits"
-    model = build(quiet)
-    assert _close(model(probe, training=True), model(probe, training=False)), (
-        "with augment=False, mlp_dropout=0 and drop_path_rate=0 training must equal inference: "
-        "a random layer ignores its config field"
-    )
-
-
-# The schedule (lesson 05) -------------------------------------------------
-SCHEDULE_ARGS = dict(lr_start=1e-4, lr_max=1e-2, warmup_steps=10, total_steps=50)
-
-
-def check_schedule(schedule: Callable[..., float]) -> None:
-    """``schedule(step, lr_start, lr_max, warmup_steps, total_steps)`` must equal
-    ``sv.WarmUpCosine`` at every step from 0 to past the end."""
-    a = SCHEDULE_ARGS
-    steps = np.arange(a["total_steps"] + 6)
-    expected = _numpy(WarmUpCosine(**a)(steps)).astype("float64")
-    got = np.array([float(schedule(int(step), **a)) for step in steps])
-
-    def same(x: Any, y: Any) -> Any:
-        return np.isclose(x, y, rtol=1e-4, atol=1e-8)
-
-    if not same(got, expected).all():
-        assert not same(got[:-1], expected[1:]).all(), (
-            "the schedule is one step ahead: step 0 must give lr_start"
-        )
-        assert not same(got[1:], expected[:-1]).all(), "the schedule is one step behind: step 1 must move"
-    w, t = a["warmup_steps"], a["total_steps"]
-    assert same(got[0], a["lr_start"]), f"the warm-up must start at lr_start at step 0, got {got[0]:.3g}"
-    assert same(got[w], a["lr_max"]), (
-        f"the warm-up must end at step warmup_steps with lr_max, got {got[w]:.3g} there"
-    )
-    assert same(got[:w], expected[:w]).all(), (
-        "during the warm-up the rate must rise in a straight line from lr_start towards lr_max"
-    )
-    assert same(got[w : t + 1], expected[w : t + 1]).all(), (
-        "after the warm-up the rate must follow half a cosine from lr_max to 0 at total_steps"
-    )
-    assert same(got[t:], 0.0).all(), "after total_steps the rate must stay 0"
-
-
-# One training step (lesson 05) --------------------------------------------
-STEP_LEARNING_RATE = 0.01
-
-
-class DoubledInTraining(keras.layers.Layer):
-    """Doubles its input in training, identity at inference: a deterministic
-    stand-in for a layer such as dropout that behaves differently in training."""
-
-    def call(self, x: Any, training: bool | None = None) -> Any:
-        return x * 2.0 if training else x
-
-
-def _step_model(seed: int = 0) -> keras.Model:
-    keras.utils.set_random_seed(seed)
-    inputs = keras.Input((6,))
-    x = keras.layers.Dense(8, activation="tanh")(inputs)
-    x = keras.layers.Dense(3)(x)
-    return keras.Model(inputs, DoubledInTraining()(x))
-
-
-def check_train_step(step: Callable[..., float]) -> None:
-    """``step(model, optimizer, loss_fn, images, labels)`` must return the loss of
-    the model in training mode and take one step of the optimizer it is given (Adam
-    here) along the gradient. Needs the TensorFlow backend (the reference step uses
-    ``GradientTape``)."""
-    import tensorflow as tf
-
-    rng = np.random.default_rng(7)
-    images = rng.normal(size=(16, 6)).astype("float32")
-    labels = rng.integers(0, 3, size=16)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    model, reference = _step_model(), _step_model()
-    reference.set_weights(model.get_weights())
-    before = [w.copy() for w in model.get_weights()]
-    training_loss = float(loss_fn(labels, model(images, training=True)))
-    inference_loss = float(loss_fn(labels, model(images, training=False)))
-    loss = step(model, keras.optimizers.Adam(STEP_LEARNING_RATE), loss_fn, images, labels)
-    with tf.GradientTape() as tape:
-        reference_loss = loss_fn(labels, reference(images, training=True))
-    gradients = tape.gradient(reference_loss, reference.trainable_variables)
-    plain_sgd_moves = [-STEP_LEARNING_RATE * _numpy(g) for g in gradients]
-    keras.optimizers.Adam(STEP_LEARNING_RATE).apply_gradients(zip(gradients, reference.trainable_variables))
-    if not np.isclose(float(loss), training_loss, rtol=1e-5):
-        assert not np.isclose(float(loss), inference_loss, rtol=1e-5), (
-            "the step must run the model with training=True (the loss is the inference loss)"
-        )
-        raise AssertionError(
-            f"the step must return the loss of this batch before the update: "
-            f"expected {training_loss:.4f}, got {float(loss):.4f}"
-        )
-    after, wanted = model.get_weights(), reference.get_weights()
-    moves = [a - b for a, b in zip(after, before)]
-    wanted_moves = [w - b for w, b in zip(wanted, before)]
-    assert any(np.abs(m).max() > 0 for m in moves), (
-        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)"
-    )
-    assert all(np.abs(m).max() > 0 for m in moves), (
-        "some weights did not change: take the gradient for every model.trainable_variables"
-    )
-    if all(np.allclose(m, -w, atol=1e-6) for m, w in zip(moves, wanted_moves)):
-        raise AssertionError(
-            "the weights moved uphill: the optimizer needs the gradients, not their negatives"
-        )
-    if all(np.allclose(m, sgd, atol=1e-6) for m, sgd in zip(moves, plain_sgd_moves)):
-        raise AssertionError(
-            "the weights moved by -lr * gradient, a plain SGD step: let the optimizer "
-            "apply the gradients (optimizer.apply_gradients), Adam steps differently"
-        )
-    if all(np.allclose(m, 2 * w, rtol=1e-3, atol=1e-6) for m, w in zip(moves, wanted_moves)):
-        raise AssertionError("the weights moved twice as far: apply the gradients once per step")
-    assert all(np.allclose(a, w, atol=1e-6) for a, w in zip(after, wanted)), (
-        "after one step the weights differ from one optimizer step along the loss's gradient "
-        "(computed in training mode)"
-    )
-
-
-# The exercises (lessons 00-07) ----------------------------------------------
 class NotAnswered(Exception):
     """An exercise still blank: ``exercise`` says so in one line and the lesson goes on."""
 
@@ -593,33 +71,360 @@ def _blank(value: Any, what: str) -> None:
         raise NotAnswered(what)
 
 
+def _numpy(x: Any) -> np.ndarray:
+    if x is None:
+        raise AssertionError("your function returned None: did you forget its `return` line?")
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+def _same(a: Any, b: Any, rtol: float = 1e-4) -> bool:
+    """Equal results: integers exactly, floats to ``rtol`` of ``b``'s scale, lists item by item."""
+    if isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y, rtol) for x, y in zip(a, b))
+    a, b = _numpy(a), _numpy(b)
+    if a.shape != b.shape or not b.size:
+        return a.shape == b.shape
+    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+        return bool(np.array_equal(a, b))
+    return bool(np.allclose(a, b, rtol=rtol, atol=rtol * np.abs(b).max()))
+
+
+def _diagnose(got: Any, expected: Any, mistakes: dict[str, Any], otherwise: str, rtol: float = 1e-4) -> None:
+    """Pass if ``got`` is ``expected``; else raise the hint of the first mistake whose result
+    ``got`` is (a result may be a function, called only when needed), or ``otherwise``."""
+    if not _same(got, expected, rtol):
+        results = ((hint, wrong() if callable(wrong) else wrong) for hint, wrong in mistakes.items())
+        hints = (hint for hint, wrong in results if _same(got, wrong, rtol))
+        raise AssertionError(next(hints, otherwise))
+
+
+def _expect_class(given: Any) -> None:
+    """A check that builds layers takes the class (``DropPath``), not one layer (``DropPath(0.1)``)."""
+    if isinstance(given, keras.layers.Layer):
+        name = type(given).__name__
+        raise TypeError(f"pass the class itself ({name}), not a layer made from it ({name}(...))")
+
+
+def _randomise(layer: keras.layers.Layer, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    for weight in layer.trainable_weights:
+        weight.assign(rng.normal(0.0, 0.3, size=tuple(weight.shape)).astype("float32"))
+    return [_numpy(weight) for weight in layer.trainable_weights]
+
+
+def _layers(layer: keras.layers.Layer, kind: type) -> list[Any]:
+    return [sub for sub in layer._flatten_layers() if isinstance(sub, kind)]
+
+
+def _each_way(x: np.ndarray, s: int) -> list[np.ndarray]:
+    """``x`` shifted left, right, up and down by ``s`` pixels."""
+    return np.split(_numpy(shift_channels(np.concatenate([x] * 4, axis=-1), 4, s)), 4, axis=-1)
+
+
+# The shift (lesson 02) ----------------------------------------------------
+SHIFT_CASES = [((1, 5, 5, 6), 6, 1), ((2, 7, 9, 24), 12, 1), ((2, 6, 10, 50), 8, 2), ((1, 6, 6, 13), 4, 3)]
+DIRECTIONS = ["left", "right", "up", "down"]
+
+
+def check_shift(shift: Callable[..., Any]) -> None:
+    """``shift(x, num_div, s)`` must equal ``sv.shift_channels`` exactly, on (shape, num_div, s) cases."""
+    rng = np.random.default_rng(0)
+    for shape, num_div, s in SHIFT_CASES:
+        x, g = rng.uniform(1.0, 2.0, size=shape).astype("float32"), shape[-1] // num_div  # no zeros
+        got, expected = _numpy(shift(x, num_div, s)), _numpy(shift_channels(x, num_div, s))
+        where = f"(shape {shape}, num_div={num_div}, s={s})"
+        assert got.shape == x.shape, f"the shift must keep the shape {shape}, got {got.shape} {where}"
+        moved = int((got != x).any(axis=(0, 1, 2)).sum())
+        assert moved == 4 * g, f"4 * (C // num_div) = {4 * g} move, the rest stay; {moved} moved {where}"
+        for k, direction in enumerate(DIRECTIONS):
+            part = slice(k * g, (k + 1) * g)
+            ways = zip(DIRECTIONS, _each_way(x[..., part], s))
+            hint = f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {{}} {where}"
+            mistakes = {hint.format(other): way for other, way in ways if other != direction}
+            first_only = np.concatenate([expected[:1, ..., part], x[1:, ..., part]])
+            mistakes[f"only the first image moved: slice every image (x[:, ...]) {where}"] = first_only
+            for o in {1, 2, 3} - {s}:
+                hint = f"the {direction} group moved {o} pixel(s), not s = {s}: each offset is s {where}"
+                mistakes[hint] = _numpy(shift_channels(x, num_div, o))[..., part]
+            otherwise = f"the {direction} group holds the wrong numbers: check its slices {where}"
+            if not np.array_equal(got[..., part] != 0, expected[..., part] != 0):
+                otherwise = f"moving {direction}, what crosses the border is lost: zeros fill {s} pixel(s)"
+            _diagnose(got[..., part], expected[..., part], mistakes, otherwise)
+
+
+# The MLP, DropPath, the block and patch merging (lesson 03) --------------------
+def check_mlp(mlp_class: Callable[..., Any]) -> None:
+    """``mlp_class(ratio)``: Dense(ratio * C, GELU) then Dense(C), equal to ``sv.MLP``
+    with the same weights (outside training, where its dropout does nothing)."""
+    rng, gelu = np.random.default_rng(8), keras.activations.gelu
+    for channels, ratio in [(8, 2.0), (6, 3.0)]:
+        x = rng.normal(size=(2, 4, 4, channels)).astype("float32")
+        mine, library, hidden = mlp_class(ratio), MLP(mlp_ratio=ratio, dropout=0.2), int(ratio * channels)
+        assert _numpy(mine(x)).shape == x.shape, f"the MLP must give back the C = {channels} channels it got"
+        kernels = [tuple(w.shape) for w in mine.weights if w.path.endswith("kernel")]
+        assert len(kernels) == 2 and kernels[0] == (channels, hidden), (
+            f"two Dense layers, ratio * C = {ratio:g} * {channels} = {hidden} units, then C: got {kernels}"
+        )
+        library(x)
+        weights = _randomise(library, 9)
+        for weight, value in zip(mine.trainable_weights, weights):
+            weight.assign(value)
+        w1, b1, w2, b2 = weights
+        mistakes = {
+            "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
+            "GELU goes between the two Dense layers, not after the second": gelu((x @ w1 + b1) @ w2 + b2),
+            "the MLP returns the second Dense's output, not + x (the block adds the residual)": (
+                _numpy(gelu(x @ w1 + b1)) @ w2 + b2 + x
+            ),
+        }
+        otherwise = "with sv.MLP's weights the output differs: Dense(ratio * C, gelu), then Dense(C)"
+        _diagnose(mine(x, training=False), library(x, training=False), mistakes, otherwise)
+
+
+def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
+    """``drop_path_class(rate)`` must drop whole samples, with any random numbers.
+
+    The check is statistical, so a correct layer passes whatever its seed: 400
+    samples at rate 0.25 must be all-or-nothing, about a quarter dropped, the kept
+    ones scaled by 1 / 0.75, other samples dropped at the next call, and nothing
+    may change at inference.
+    """
+    _expect_class(drop_path_class)
+    x = np.random.default_rng(1).uniform(1.0, 2.0, size=(400, 3, 3, 4)).astype("float32")
+    layer = drop_path_class(0.25)
+    assert _same(layer(x, training=False), x), "at inference (training=False) DropPath must return x"
+    assert _same(drop_path_class(0.0)(x, training=True), x), "with rate 0 DropPath must return x"
+    kept = (_numpy(layer(x, training=True)) / x).reshape(len(x), -1)
+    assert np.allclose(kept, kept[:, :1], atol=1e-5), "DropPath keeps or drops whole samples (a number each)"
+    kept, dropped = kept[:, 0], np.isclose(kept[:, 0], 0.0, atol=1e-6)
+    scale = f"kept samples must be scaled by 1 / (1 - rate) = {1 / 0.75:.3f}, got {kept[~dropped][:1]}"
+    assert np.allclose(kept[~dropped], 1 / 0.75, rtol=1e-4), scale
+    assert 0.15 <= dropped.mean() <= 0.35, f"at rate 0.25 a quarter must drop, {dropped.mean():.0%} did"
+    later = [np.isclose(_numpy(layer(x, training=True))[:, 0, 0, 0], 0.0, atol=1e-6) for _ in range(3)]
+    assert any((mask != dropped).any() for mask in later), (
+        "four training calls dropped the same samples: draw new numbers at every call "
+        "(keep a keras.random.SeedGenerator in __init__ and pass it as seed)"
+    )
+
+
+def check_block(block_class: Callable[..., Any]) -> None:
+    """``block_class(num_div=..., drop_path_rate=...)`` with ``.norm`` and ``.mlp``.
+
+    Its output must be ``s + DropPath(mlp(norm(s)))`` with ``s = shift(x)``, at
+    inference and in training, with drop path at rate 0.5 on 64 samples.
+    """
+    _expect_class(block_class)
+    x = np.random.default_rng(2).normal(size=(64, 5, 5, 24)).astype("float32")
+    block = block_class(num_div=6, drop_path_rate=0.5)
+    block(x[:1], training=False)  # build
+    _randomise(block, 3)  # random biases too: an MLP of zeros is not zero
+    s, s12 = _numpy(shift_channels(x, 6)), _numpy(shift_channels(x, 12))
+    branch, got = _numpy(block.mlp(block.norm(s))), _numpy(block(x, training=False))
+    unchanged = np.isclose(got - s, 0.0, atol=1e-5).reshape(len(x), -1).all(axis=1)
+    assert not unchanged.any(), "at inference drop path must drop nothing: pass training=training"
+    mistakes = {
+        "the residual must carry the shifted map, not the unshifted x": x + branch,
+        "the block must shift first (sv.shift_channels)": lambda: x + _numpy(block.mlp(block.norm(x))),
+        "the block must add the branch to the shifted map (the residual connection)": branch,
+        "the MLP must see the normalised shifted map: norm first, then MLP": lambda: s + _numpy(block.mlp(s)),
+        "shift by the block's own self.num_div, not 12": lambda: s12 + _numpy(block.mlp(block.norm(s12))),
+    }
+    _diagnose(got, s + branch, mistakes, "the block must return s + drop_path(mlp(norm(s))), s = shift(x)")
+    extra, branch = (_numpy(block(x, training=True)) - s).reshape(len(x), -1), branch.reshape(len(x), -1)
+    assert not _same(extra, branch), "in training the block must pass training to its drop path"
+    skip_dropped = np.isclose(extra, -s.reshape(len(x), -1), atol=1e-4).all(axis=1)
+    assert not skip_dropped.any(), "DropPath must wrap the MLP's branch only: the skip is never dropped"
+    dropped = np.isclose(extra, 0.0, atol=1e-4).all(axis=1)
+    kept = np.isclose(extra, 2.0 * branch, rtol=1e-3, atol=1e-3).all(axis=1)
+    assert np.all(dropped | kept), "in training a sample gets s or s + branch / (1 - rate): drop the branch"
+    assert 12 <= dropped.sum() <= 52, f"at rate 0.5 about half of 64 branches must drop, got {dropped.sum()}"
+
+
+def check_patch_merging(merging_class: Callable[[], Any]) -> None:
+    """``merging_class()``: LayerNorm, then a 2x2 stride-2 convolution without bias,
+    ``C -> 2C`` channels, on odd maps too (7x7 -> 4x4)."""
+    _expect_class(merging_class)
+    rng = np.random.default_rng(4)
+    for side in (8, 7):  # an even map first: what differs only on 7x7 is the padding
+        x, half, mine = rng.normal(size=(2, side, side, 8)).astype("float32"), -(-side // 2), merging_class()
+        got = _numpy(mine(x)).shape
+        odd = f"{side}x{side} -> {half}x{half}, got {got[1]}x{got[2]}"
+        assert got[-1] == 16, f"patch merging must double the channels: 8 -> 16, got {got[-1]}"
+        assert not side % 2 or got[1] != side // 2, f"pad odd maps (padding='same'): {odd}"
+        assert got[1:3] == (half, half), f"patch merging halves the map (2x2 kernel, stride 2): {odd}"
+        roles = {w.path.split("/")[-1]: w for w in mine.weights}
+        shapes = {role: tuple(weight.shape) for role, weight in roles.items()}
+        epsilons = {norm.epsilon for norm in _layers(mine, keras.layers.LayerNormalization)} - {1e-5}
+        gamma, kernel = shapes.get("gamma"), shapes.get("kernel")
+        group_norm = _layers(mine, keras.layers.GroupNormalization)
+        for hint, wrong in {
+            "the merging convolution must have no bias (use_bias=False)": "bias" in roles,
+            "normalise each position's channels, not the batch (BatchNormalization)": "moving_mean" in roles,
+            "GroupNormalization normalises the whole map: use LayerNormalization, as the library": group_norm,
+            "patch merging must normalise (a LayerNormalization)": not {"gamma", "beta"} <= set(roles),
+            "the norm comes before the convolution: it normalises the C input channels": gamma != (8,),
+            "the merging convolution has a 2x2 kernel from C to 2C channels": kernel != (2, 2, 8, 16),
+            f"LayerNormalization(epsilon=1e-5), as the library, not {epsilons}": epsilons,
+        }.items():
+            assert not wrong, hint
+        library = PatchMerging()
+        library(x)
+        _randomise(library, 5)
+        for weight in library.weights:
+            roles[weight.path.split("/")[-1]].assign(_numpy(weight))
+        expected = _numpy(library(x))
+        mistakes = {
+            f"no activation after the convolution (found {a})": keras.activations.get(a)(expected)
+            for a in ("gelu", "relu")
+        }
+        otherwise = "with the library's weights the output differs: norm, then the 2x2 stride-2 convolution"
+        if side % 2:
+            otherwise = f"the {side}x{side} map differs: pad odd maps at the bottom and right, padding='same'"
+        _diagnose(mine(x), expected, mistakes, otherwise)
+
+
+# The builder (lesson 04) --------------------------------------------------
+def builder_configs() -> list[Any]:
+    """Configs that move every field the builder reads away from its default."""
+    from shiftvit_lib.config import preset
+
+    quick = preset("quick")  # depths (1, 2, 1), 24 channels, drop path schedule "network"
+    per_stage = dict(drop_path_rate=0.3, drop_path_schedule="per_stage")
+    return [
+        quick.replace(num_div=6, mlp_ratio=3.0, mlp_dropout=0.3, drop_path_rate=0.4, augment=False),
+        quick.replace(shift="keras_io", depths=(2, 1, 2), projected_dim=48, **per_stage),
+        quick.replace(shift="none", shift_pixel=2, depths=(1, 1)),
+    ]
+
+
+def check_builder(build: Callable[[Any], keras.Model]) -> None:
+    """``build(config)`` must read every field: stages, merging, num_div, shift,
+    shift_pixel, MLP ratio and dropout, drop path and augmentation."""
+    probe = np.random.default_rng(6).integers(0, 256, size=(4, 32, 32, 3), dtype="uint8")
+    for config in builder_configs():
+        model, library = build(config), build_shiftvit(config)
+        blocks = [block for stage in _layers(model, ShiftViTStage) for block in stage.blocks]
+        if blocks:  # built from the library's stages: name the field it ignores
+            for field in ("num_div", "shift", "shift_pixel", "mlp_ratio", "mlp_dropout"):
+                got, wanted = {getattr(block, field) for block in blocks}, getattr(config, field)
+                assert got == {wanted}, f"every block needs config.{field} = {wanted!r}, got {sorted(got)}"
+            rates = drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
+            rates = np.concatenate(rates)
+            hint = f"the blocks' drop-path rates are sv.drop_path_rates(...) = {np.round(rates, 3).tolist()}"
+            assert np.allclose([block.drop_path_rate for block in blocks], rates), hint
+        mergings, merges = len(_layers(model, PatchMerging)), len(config.depths) - 1
+        assert mergings == merges, f"every stage but the last ends in a merging: {merges}, not {mergings}"
+        parameters = f"{model.count_params():,} parameters, sv.build_shiftvit {library.count_params():,}"
+        assert model.count_params() == library.count_params(), f"the model has {parameters}"
+        model.set_weights(library.get_weights())
+        logits = _same(model(probe, training=False), library(probe, training=False))
+        assert logits, "with the library's weights the logits differ: pass the config's fields to every stage"
+    # Each random part must follow its config field: off means training = inference.
+    quiet = builder_configs()[0].replace(augment=False, mlp_dropout=0.0, drop_path_rate=0.0)
+    for field, value in [("augment", True), ("mlp_dropout", 0.5), ("drop_path_rate", 0.5)]:
+        model = build(quiet.replace(**{field: value}))
+        random = not _same(model(probe, training=True), model(probe, training=True))
+        assert random, f"{field}={value}: two training passes gave the same logits, a random layer ignores it"
+    model = build(quiet)
+    assert _same(model(probe, training=True), model(probe, training=False)), (
+        "with augment=False, mlp_dropout=0 and drop_path_rate=0 training must equal inference: "
+        "a random layer ignores its config field"
+    )
+
+
+# The schedule and one training step (lesson 05) ----------------------------
+SCHEDULE_ARGS = dict(lr_start=1e-4, lr_max=1e-2, warmup_steps=10, total_steps=50)
+
+
+def check_schedule(schedule: Callable[..., float]) -> None:
+    """``schedule(step, lr_start, lr_max, warmup_steps, total_steps)`` must equal
+    ``sv.WarmUpCosine`` at every step from 0 to past the end."""
+    a, w, t = SCHEDULE_ARGS, SCHEDULE_ARGS["warmup_steps"], SCHEDULE_ARGS["total_steps"]
+    expected = _numpy(WarmUpCosine(**a)(np.arange(t + 6))).astype("float64")
+    got = np.array([float(schedule(step, **a)) for step in range(t + 6)])
+    assert not _same(got[:-1], expected[1:]), "the schedule is one step ahead: step 0 must give lr_start"
+    assert _same(got, expected) or not _same(got[1:], expected[:-1]), "the schedule is one step behind"
+    assert _same(got[0], a["lr_start"]), f"the warm-up must start at lr_start at step 0, got {got[0]:.3g}"
+    assert _same(got[w], a["lr_max"]), f"the warm-up must reach lr_max at step warmup_steps, got {got[w]:.3g}"
+    assert _same(got[:w], expected[:w]), "the warm-up rises in a straight line from lr_start towards lr_max"
+    assert _same(got[w : t + 1], expected[w : t + 1]), "then half a cosine from lr_max to 0 at total_steps"
+    assert np.allclose(got[t:], 0.0, atol=1e-8), "after total_steps the rate must stay 0"
+
+
+class DoubledInTraining(keras.layers.Layer):
+    """Doubles its input in training, identity at inference: a deterministic
+    stand-in for a layer such as dropout that behaves differently in training."""
+
+    def call(self, x: Any, training: bool | None = None) -> Any:
+        return x * 2.0 if training else x
+
+
+def _step_model() -> keras.Model:
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((6,))
+    x = keras.layers.Dense(3)(keras.layers.Dense(8, activation="tanh")(inputs))
+    return keras.Model(inputs, DoubledInTraining()(x))
+
+
+def check_train_step(step: Callable[..., float]) -> None:
+    """``step(model, optimizer, loss_fn, images, labels)`` must return the loss of
+    the model in training mode and take one step of the optimizer it is given (Adam
+    here) along the gradient. Needs the TensorFlow backend (the reference step uses
+    ``GradientTape``)."""
+    import tensorflow as tf
+
+    rng, lr = np.random.default_rng(7), 0.01
+    images, labels = rng.normal(size=(16, 6)).astype("float32"), rng.integers(0, 3, size=16)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model, reference = _step_model(), _step_model()
+    reference.set_weights(before := [w.copy() for w in model.get_weights()])
+    training_loss, inference_loss = (float(loss_fn(labels, model(images, training=t))) for t in (True, False))
+    loss = float(step(model, keras.optimizers.Adam(lr), loss_fn, images, labels))
+    with tf.GradientTape() as tape:
+        reference_loss = loss_fn(labels, reference(images, training=True))
+    gradients = tape.gradient(reference_loss, reference.trainable_variables)
+    keras.optimizers.Adam(lr).apply_gradients(zip(gradients, reference.trainable_variables))
+    mistakes = {"run the model with training=True (that is the inference loss)": inference_loss}
+    otherwise = f"return the loss of this batch before the update: {training_loss:.4f}, got {loss:.4f}"
+    _diagnose(loss, training_loss, mistakes, f"the step must {otherwise}")
+    moves = [a - b for a, b in zip(model.get_weights(), before)]
+    wanted = [w - b for w, b in zip(reference.get_weights(), before)]
+    still, uphill, twice = ([factor * m for m in wanted] for factor in (0, -1, 2))
+    plain_sgd = [-lr * _numpy(g) for g in gradients]
+    mistakes = {
+        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)": still,
+        "the weights moved uphill: the optimizer needs the gradients, not their negatives": uphill,
+        "the weights moved by -lr * gradient, a plain SGD step: let the optimizer (Adam) step": plain_sgd,
+        "the weights moved twice as far: apply the gradients once per step": twice,
+    }
+    if any(not m.any() for m in moves):
+        otherwise = "some weights did not change: take the gradient for every model.trainable_variables"
+    else:
+        otherwise = "the weights differ from one optimizer step along the training loss's gradient"
+    _diagnose(moves, wanted, mistakes, otherwise, rtol=1e-3)  # Adam's epsilon: two steps are not quite 2x
+
+
+# The exercises (lessons 00-07) ----------------------------------------------
 def check_moved_channels(moved_channels: Callable[[int, int], int]) -> None:
     """Lesson 00: ``moved_channels(C, num_div)`` equals what ``shift_channels`` moves."""
     _blank(moved_channels(96, 12), "Write moved_channels, then run both cells again.")
     rng = np.random.default_rng(0)
-    for channels, num_div in [(96, 12), (192, 12), (50, 8), (13, 4)]:
-        x = rng.uniform(1.0, 2.0, size=(1, 6, 6, channels)).astype("float32")
-        moved = int((_numpy(shift_channels(x, num_div=num_div)) != x).any(axis=(0, 1, 2)).sum())
-        got = moved_channels(channels, num_div)
-        if got == moved:
-            continue
-        assert got != channels // num_div, "C // num_div is one group: four groups move"
-        assert got != 4 * channels / num_div, (
-            f"with C = {channels}, num_div = {num_div} the groups hold C // num_div channels (integer "
-            f"division): the leftover C % num_div channels stay"
-        )
-        raise AssertionError(f"moved_channels({channels}, {num_div}) = {got}, the shift moved {moved}")
+    for c, n in [(96, 12), (192, 12), (50, 8), (13, 4)]:
+        x = rng.uniform(1.0, 2.0, size=(1, 6, 6, c)).astype("float32")
+        moved, got = int((_numpy(shift_channels(x, n)) != x).any(axis=(0, 1, 2)).sum()), moved_channels(c, n)
+        mistakes = {
+            "C // num_div is one group: four groups move": c // n,
+            f"C = {c}, num_div = {n}: groups of C // num_div channels, the other C % num_div stay": 4 * c / n,
+        }
+        _diagnose(got, moved, mistakes, f"moved_channels({c}, {n}) = {got}, the shift moved {moved}")
 
 
 def check_val_counts(counts: Any, data: Any) -> None:
     """Lesson 01: the number of validation images per class."""
     _blank(counts, "Fill in my_val_counts and run the cell again.")
-    counts, wanted = np.asarray(counts), np.asarray(data.class_counts()["val"])
-    assert counts.shape == wanted.shape, f"one count per class: {len(wanted)} numbers, got {counts.shape}"
-    assert not np.array_equal(counts, data.class_counts()["train"]), (
-        "those are the training counts: count data.y_val"
-    )
-    assert np.array_equal(counts, wanted), "count how often each class occurs in data.y_val (np.bincount)"
+    mistakes = {"those are the training counts: count data.y_val": data.class_counts()["train"]}
+    otherwise = f"count how often each of the {len(data.class_counts()['val'])} classes occurs in data.y_val"
+    _diagnose(np.asarray(counts), data.class_counts()["val"], mistakes, f"{otherwise} (np.bincount)")
 
 
 def check_centre_crop(centre_crop: Callable[[np.ndarray, int], np.ndarray]) -> None:
@@ -631,76 +436,54 @@ def check_centre_crop(centre_crop: Callable[[np.ndarray, int], np.ndarray]) -> N
     _blank(centre_crop(resized, 40), "Write centre_crop, then run both cells again.")
     for crop in (40, 46):
         got = np.asarray(centre_crop(resized, crop))
-        assert got.shape == (2, crop, crop, 3), (
-            f"the crop must be (batch, {crop}, {crop}, 3), got {got.shape}"
-        )
+        assert got.shape == (2, crop, crop, 3), f"the crop must be (2, {crop}, {crop}, 3), not {got.shape}"
         layer = ImagePreprocessing(resize_to=52, crop_size=crop, augment=False)
-        expected = _numpy(layer(images, training=False)) * 255.0
-        if np.allclose(got, expected, atol=1e-3):
-            continue
-        assert not np.allclose(got, resized[:, :crop, :crop], atol=1e-3), (
-            "that is the top-left corner: the window starts at (size - crop) // 2"
-        )
-        raise AssertionError(
-            f"the {crop}x{crop} window is off centre: start at (size - crop) // 2 on both axes"
-        )
+        mistakes = {"that is the top-left corner: start at (size - crop) // 2": resized[:, :crop, :crop]}
+        otherwise = f"the {crop}x{crop} window is off centre: start at (size - crop) // 2 on both axes"
+        _diagnose(got, _numpy(layer(images, training=False)) * 255.0, mistakes, otherwise)
 
 
 def check_pad_shift(pad_shift: Callable[..., Any]) -> None:
     """Lesson 02: the shift built from slices and padding equals ``shift_channels``."""
-    x = np.random.default_rng(11).normal(size=(2, 7, 9, 30)).astype("float32")
-    answer = pad_shift(x, num_div=6, s=2)
-    _blank(answer, "Fill in `up` and `down`, then run both cells again.")
-    got, expected, g = _numpy(answer), _numpy(shift_channels(x, num_div=6, shift_pixel=2)), 30 // 6
+    x, g = np.random.default_rng(11).normal(size=(2, 7, 9, 30)).astype("float32"), 30 // 6
+    _blank(answer := pad_shift(x, num_div=6, s=2), "Fill in `up` and `down`, then run both cells again.")
+    got, expected = _numpy(answer), _numpy(shift_channels(x, num_div=6, shift_pixel=2))
     assert got.shape == x.shape, f"the shift must keep the shape {x.shape}, got {got.shape}"
-    for k, direction in [(2, "up"), (3, "down")]:
+    for k, direction in [(2, "up"), (3, "down")]:  # the other way: group 5 - k of _each_way
         part = slice(k * g, (k + 1) * g)
-        if np.array_equal(got[..., part], expected[..., part]):
-            continue
-        other = 5 - k  # up <-> down, as groups of a four-group stack of this part
-        wrong_way = _numpy(shift_channels(np.concatenate([x[..., part]] * 4, -1), 4, 2))
-        assert not np.array_equal(got[..., part], wrong_way[..., other * g : (other + 1) * g]), (
-            f"the {direction} channels moved the other way: swap the slice and the padded side"
-        )
-        raise AssertionError(
-            f"the {direction} channels differ: keep the rows that survive the move, then "
-            "pad s zero rows on the side the content left"
-        )
+        hint = f"the {direction} channels moved the other way: swap the slice and the padded side"
+        otherwise = f"the {direction} channels differ: keep the rows that stay, pad s zeros where they left"
+        _diagnose(got[..., part], expected[..., part], {hint: _each_way(x[..., part], 2)[5 - k]}, otherwise)
     assert np.array_equal(got, expected), "the left, right and unmoved channels must stay as given"
 
 
 def check_inside_block(inside_block: Callable[..., Any]) -> None:
     """Lesson 03: the block with the shift inside the residual branch."""
-    from shiftvit_lib.layers import ShiftViTBlock
-
     block = ShiftViTBlock(num_div=12)
     x = np.random.default_rng(12).normal(size=(2, 6, 6, 24)).astype("float32")
-    answer = inside_block(block, x)
-    _blank(answer, "Write inside_block, then run both cells again.")
+    _blank(answer := inside_block(block, x), "Write inside_block, then run both cells again.")
     shifted = _numpy(shift_channels(x, num_div=12))
     branch = _numpy(block.mlp(block.norm(shifted)))
-    got = _numpy(answer)
-    if _close(got, x + branch):
-        return
-    assert not _close(got, shifted + branch), (
-        "that is the library's block: here the skip carries x and only the branch sees the shift"
-    )
-    assert not _close(got, x + _numpy(block.mlp(block.norm(x)))), "the branch must see the shifted x"
-    raise AssertionError("inside_block must return x + mlp(norm(shift(x)))")
+    library_block = shifted + branch
+    mistakes = {
+        "that is the library's block: here the skip carries x, only the branch sees the shift": library_block,
+        "the branch must see the shifted x": lambda: x + _numpy(block.mlp(block.norm(x))),
+    }
+    _diagnose(answer, x + branch, mistakes, "inside_block must return x + mlp(norm(shift(x)))")
 
 
 def check_block_parameters(answer: Any, channels: int = 384) -> None:
     """Lesson 03: the parameters of one block with ``channels`` channels and MLP ratio 2."""
     _blank(answer, "Replace None with your number, then run the cell.")
     c = channels
-    assert answer != 4 * c * c, f"{answer:,} counts the kernels only: add the MLP's biases and the norm's 2C"
-    assert answer != 4 * c * c + 3 * c, (
-        f"{answer:,} leaves out the norm: it has 2C parameters (scale, offset)"
-    )
-    assert answer != 2 * c * c + 3 * c, f"{answer:,} counts one Dense: the MLP has two (C -> 2C -> C)"
-    assert answer == 4 * c * c + 5 * c, (
-        f"{answer:,} is not the count: C·2C + 2C and 2C·C + C for the MLP, 2C for the norm"
-    )
+    mistakes = {
+        "counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,
+        "leaves out the norm: it has 2C parameters (scale, offset)": 4 * c * c + 3 * c,
+        "counts one Dense: the MLP has two (C -> 2C -> C)": 2 * c * c + 3 * c,
+    }
+    otherwise = "is not the count: C·2C + 2C and 2C·C + C for the MLP, 2C for the norm"
+    hint = next((hint for hint, wrong in mistakes.items() if answer == wrong), otherwise)
+    assert answer == 4 * c * c + 5 * c, f"{answer:,} {hint}"
 
 
 def check_shapes(my_shapes: Callable[[Any], list]) -> None:
@@ -710,29 +493,17 @@ def check_shapes(my_shapes: Callable[[Any], list]) -> None:
 
     _blank(my_shapes(preset("seed")), "Fill in my_shapes, run its cell, then run this cell again.")
     for name in ["quick", "seed", "cpu", "shiftvit_light_tiny"]:
-        config = preset(name)
-        rows = stage_table(build_shiftvit(config))
-        built = [
-            (row["output_shape"][1], row["output_shape"][3])
-            for row in rows
-            if row["layer"] == "patch_projection" or row["layer"].startswith("stage_")
-        ]
+        rows = stage_table(build_shiftvit(config := preset(name)))
+        shapes = [row["output_shape"] for row in rows if row["layer"].startswith(("patch_proj", "stage_"))]
+        built = [(shape[1], shape[3]) for shape in shapes]
         got = [tuple(pair) for pair in my_shapes(config)]
-        if got == built:
-            continue
-        assert len(got) == len(built), (
-            f"{name}: one (side, channels) after the projection and one after each of the "
-            f"{len(config.depths)} stages: {len(built)} entries, got {len(got)}"
-        )
-        assert got[0] == built[0], (
-            f"{name}: after the projection the side is image_size / patch_size, {built[0]}"
-        )
-        assert [c for _, c in got] == [c for _, c in built], (
-            f"{name}: every stage but the last doubles the channels at its merging: {built}"
-        )
-        raise AssertionError(
-            f"{name}: a merging halves the side rounding up, -(-side // 2): {built}, got {got}"
-        )
+        for wrong, hint in [
+            (len(got) != len(built), "one (side, channels) after the projection and one after each stage"),
+            (got[0] != built[0], "after the projection the side is image_size / patch_size"),
+            ([c for _, c in got] != [c for _, c in built], "every stage but the last doubles the channels"),
+            (got != built, "a merging halves the side rounding up, -(-side // 2)"),
+        ]:
+            assert not wrong, f"{name}: {hint}: {built}, got {got}"
 
 
 FLOOR_ARGS = dict(lr_start=1e-5, lr_max=1e-3, warmup_steps=100, total_steps=1100, lr_min=1e-4)
@@ -742,40 +513,25 @@ def check_floor_schedule(floor: Callable[..., float]) -> None:
     """Lesson 05: warm-up as before, then half a cosine from lr_max to lr_min, then lr_min."""
     a = FLOOR_ARGS
     _blank(floor(0, **a), "Write warmup_cosine_floor, then run both cells again.")
-    w, t, low, high = a["warmup_steps"], a["total_steps"], a["lr_min"], a["lr_max"]
+    w, t, low, high = (a[key] for key in ("warmup_steps", "total_steps", "lr_min", "lr_max"))
 
     def wanted(step: int) -> float:
         if step < w:
             return a["lr_start"] + (high - a["lr_start"]) * step / w
-        progress = min(1.0, (step - w) / (t - w))
-        return low + 0.5 * (high - low) * (1 + np.cos(np.pi * progress))
+        return low + 0.5 * (high - low) * (1 + np.cos(np.pi * min(1.0, (step - w) / (t - w))))
 
     def same(step: int) -> bool:
-        return bool(np.isclose(float(floor(step, **a)), wanted(step), rtol=1e-6, atol=1e-12))
+        return _same(floor(step, **a), wanted(step))
 
     assert all(same(step) for step in (0, 50, 99)), "the warm-up stays as it was: lr_start up to lr_max"
     assert same(w), f"at the end of the warm-up (step {w}) the rate must be lr_max"
     assert same(t), f"at the last step ({t}) the rate must be lr_min, got {float(floor(t, **a)):.2e}"
-    quarter, three_quarters = w + (t - w) // 4, w + 3 * (t - w) // 4
-    line = high - (high - low) * 0.25
-    if not same(quarter) and np.isclose(float(floor(quarter, **a)), line, rtol=1e-6):
-        raise AssertionError(
-            "the decay is a straight line: it must follow half a cosine (check a quarter of the way down)"
-        )
-    for step in (quarter, (w + t) // 2, three_quarters, t + 50):
-        assert same(step), (
-            f"at step {step} the rate must be {wanted(step):.3e}, got "
-            f"{float(floor(step, **a)):.3e}: lr_min + (lr_max - lr_min) / 2 * (1 + cos(pi p))"
-        )
-
-
-def ece_probe() -> tuple[np.ndarray, np.ndarray]:
-    """Confidences over every bin, a few of exactly 1.0 and 0.1 (bin edges), and their correctness."""
-    rng = np.random.default_rng(13)
-    confidence = np.concatenate([rng.uniform(0.1, 1.0, 200), [1.0] * 12, [0.1, 0.5, 0.9]])
-    correct = rng.uniform(size=confidence.size) < confidence
-    correct[200:212] = [True, False, True, True, False, True, True, True, False, True, True, True]
-    return confidence, correct
+    quarter, formula = w + (t - w) // 4, "lr_min + (lr_max - lr_min) / 2 * (1 + cos(pi p))"
+    line = {"the decay is a straight line: it must follow half a cosine": high - (high - low) / 4}
+    for step in (quarter, (w + t) // 2, w + 3 * (t - w) // 4, t + 50):
+        got = float(floor(step, **a))
+        otherwise = f"at step {step} the rate must be {formula} = {wanted(step):.3e}, got {got:.3e}"
+        _diagnose(got, wanted(step), line if step == quarter else {}, otherwise)
 
 
 def check_ece(my_ece: Callable[..., float]) -> None:
@@ -783,28 +539,23 @@ def check_ece(my_ece: Callable[..., float]) -> None:
     with confidences of exactly 1.0 among the inputs."""
     from shiftvit_lib.notebook.plots import reliability_table
 
-    confidence, correct = ece_probe()
-    answer = my_ece(confidence, correct, bins=10)
-    _blank(answer, "Write my_ece, run its cell, then run this cell again.")
+    rng, last_bin = np.random.default_rng(13), "they belong in the last bin (np.minimum(group, bins - 1))"
+    # Confidences over every bin, a few of exactly 1.0 and 0.1 (bin edges), and their correctness.
+    confidence = np.concatenate([rng.uniform(0.1, 1.0, 200), [1.0] * 12, [0.1, 0.5, 0.9]])
+    correct = rng.uniform(size=confidence.size) < confidence
+    correct[200:212] = [True, False, True, True, False, True, True, True, False, True, True, True]
+    _blank(my_ece(confidence, correct, bins=10), "Write my_ece, run its cell, then run this cell again.")
+    kept = confidence < 1.0
     for bins in (10, 5):
-        got, expected = (
-            float(my_ece(confidence, correct, bins=bins)),
-            reliability_table(confidence, correct, bins)["ece"],
-        )
-        if np.isclose(got, expected, rtol=1e-6):
-            continue
-        kept = confidence < 1.0
+        got = float(my_ece(confidence, correct, bins=bins))
+        expected = reliability_table(confidence, correct, bins)["ece"]
         without_ones = reliability_table(confidence[kept], correct[kept], bins)["ece"]
-        assert not np.isclose(got, without_ones * kept.mean(), rtol=1e-6) and not np.isclose(
-            got, without_ones, rtol=1e-6
-        ), (
-            "the confidences of exactly 1.0 went missing: they belong in the last bin "
-            "(np.minimum(group, bins - 1))"
-        )
-        raise AssertionError(
-            f"with bins={bins} the ECE is {expected:.4f}, got {got:.4f}: weight each bin's "
-            "|accuracy - mean confidence| by its share of the images"
-        )
+        mistakes = {
+            f"the confidences of exactly 1.0 went missing: {last_bin}": without_ones,
+            f"the confidences of exactly 1.0 fell out of every bin: {last_bin}": without_ones * kept.mean(),
+        }
+        otherwise = f"with bins={bins} the ECE is {expected:.4f}, not {got:.4f}: weight each bin by its share"
+        _diagnose(got, expected, mistakes, otherwise)
 
 
 def check_attention_macs(attention_matmul_macs: Callable[[int, int, int], int]) -> None:
@@ -814,38 +565,14 @@ def check_attention_macs(attention_matmul_macs: Callable[[int, int, int], int]) 
     _blank(attention_matmul_macs(16, 4, 32), "Write attention_matmul_macs, then run both cells again.")
     n, heads, k = 10, 3, 7  # all different, so each mistake gives its own number
     got = attention_matmul_macs(n, heads, k)
-    assert got != heads * n * n * k, "that is one product: Q·Kᵀ and weights·V cost n·n·k each, per head"
-    assert got != 2 * n * n * k, "each head does its own two products: multiply by heads"
-    assert got != 2 * heads * n * k * k, "each product is (n x k) by (k x n) or (n x n) by (n x k): n·n·k"
+    for hint, wrong in {
+        "that is one product: Q·Kᵀ and weights·V cost n·n·k each, per head": heads * n * n * k,
+        "each head does its own two products: multiply by heads": 2 * n * n * k,
+        "each product is (n x k) by (k x n) or (n x n) by (n x k): n·n·k": 2 * heads * n * k * k,
+    }.items():
+        assert got != wrong, hint
     for name in ["vit_quick", "vit_cifar"]:
         config = vit_preset(name)
         expected = count_vit_macs(config)["attention_matmuls"] // config.depth
         got = attention_matmul_macs(config.num_tokens, config.num_heads, config.head_key_dim)
         assert got == expected, f"{name}: {expected:,} MACs per block, got {got:,}"
-
-
-__all__ = [
-    "try_yours",
-    "exercise",
-    "NotAnswered",
-    "check_shift",
-    "check_mlp",
-    "check_drop_path",
-    "check_block",
-    "check_patch_merging",
-    "check_builder",
-    "builder_configs",
-    "check_schedule",
-    "check_train_step",
-    "DoubledInTraining",
-    "check_moved_channels",
-    "check_val_counts",
-    "check_centre_crop",
-    "check_pad_shift",
-    "check_inside_block",
-    "check_block_parameters",
-    "check_shapes",
-    "check_floor_schedule",
-    "check_ece",
-    "check_attention_macs",
-]

@@ -65,15 +65,13 @@ def choose_mode(full_mode: bool = False, environ: Mapping[str, str] | None = Non
     """
     if not isinstance(full_mode, bool):
         raise TypeError(f"full_mode must be True or False, got {full_mode!r}")
-    environ = os.environ if environ is None else environ
-    raw = environ.get(QUICK_ENV, "")
+    raw = (os.environ if environ is None else environ).get(QUICK_ENV, "")
     value = raw.strip().lower()
-    if value in ("1", "true", "yes"):
-        return True, f"{QUICK_ENV}={raw} in the environment, which wins over FULL_MODE"
-    if value in ("0", "false", "no"):
-        return False, f"{QUICK_ENV}={raw} in the environment, which wins over FULL_MODE"
-    if value:
+    if value not in ("", "1", "true", "yes", "0", "false", "no"):
         raise ValueError(f"{QUICK_ENV} must be 1 (quick) or 0 (full), got {raw!r}")
+    if value:
+        reason = f"{QUICK_ENV}={raw} in the environment, which wins over FULL_MODE"
+        return value in ("1", "true", "yes"), reason
     return (False, "FULL_MODE = True") if full_mode else (True, "FULL_MODE = False, the default")
 
 
@@ -92,14 +90,8 @@ def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
 
         tf.get_logger().setLevel("ERROR")
     quick, reason = choose_mode(full_mode)
-    return LessonSettings(
-        quick=quick,
-        reason=reason,
-        data_source="sample" if quick else os.environ.get(DATA_ENV, "auto"),
-        preset_name="quick" if quick else "seed",
-        seed=seed,
-        accelerator=has_accelerator(),
-    )
+    data_source, preset_name = ("sample", "quick") if quick else (os.environ.get(DATA_ENV, "auto"), "seed")
+    return LessonSettings(quick, reason, data_source, preset_name, seed, accelerator=has_accelerator())
 
 
 def environment_report() -> dict[str, Any]:
@@ -112,18 +104,12 @@ def environment_report() -> dict[str, Any]:
 def animation_path(name: str) -> Any:
     """Path of a rendered animation GIF shipped with the package (e.g. ``"shift_operation"``)."""
     folder = resources.files("shiftvit_lib") / "assets" / "animations"
-    path = folder / f"{name}.gif"
-    if not path.is_file():
-        available = (
-            sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
-            if folder.is_dir()
-            else []
-        )
+    if not (folder / f"{name}.gif").is_file():
+        available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
         raise FileNotFoundError(
-            f"no animation named {name!r}; available: {available}. Render them with "
-            "`python animations/render.py`."
+            f"no animation named {name!r}; available: {available} (`python animations/render.py`)"
         )
-    return path
+    return folder / f"{name}.gif"
 
 
 def numbered_feature_map(channels: int, height: int = 5, width: int = 5) -> Any:
@@ -152,18 +138,18 @@ def format_channels(tensor: Any, titles: Sequence[str]) -> str:
         raise ValueError(
             f"format_channels expects one feature map of shape (1, H, W, C); got {values.shape}."
         )
-    values = values[0].astype(int)
     if len(titles) != values.shape[-1]:
         raise ValueError(
             f"got {len(titles)} titles for {values.shape[-1]} channels; give one title per channel."
         )
-    cell = max(len(str(v)) for v in values.ravel()) + 1  # characters per number
-    lines = ["   ".join(f"{title:^{cell * values.shape[1]}}" for title in titles)]
-    for row in range(values.shape[0]):
-        lines.append(
-            "   ".join("".join(f"{v:{cell}d}" for v in values[row, :, c]) for c in range(values.shape[-1]))
-        )
-    return "\n".join(lines)
+    channels = values[0].astype(int).transpose(2, 0, 1)  # (C, H, W)
+    cell = max(len(str(v)) for v in channels.ravel()) + 1  # characters per number
+    lines = [[f"{title:^{cell * channels.shape[2]}}" for title in titles]]
+    lines += [
+        ["".join(f"{v:{cell}d}" for v in channel[row]) for channel in channels]
+        for row in range(channels.shape[1])
+    ]
+    return "\n".join("   ".join(line) for line in lines)
 
 
 def show_animation(name: str, width: int | None = None) -> Any:

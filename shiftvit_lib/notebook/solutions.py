@@ -4,7 +4,9 @@ Lessons 02-05 leave the body of each key piece blank for the learner. The
 checking cell after a blank tries the learner's version; while it is still blank,
 it falls back to the solution here, so a notebook with every blank left empty
 still runs top to bottom. Each lesson shows the same code in a collapsed
-"Solution" below the blank (``tests/test_checks.py`` keeps the two in step).
+"Solution" below the blank (``tests/lessons/test_checks.py`` keeps the two in step).
+The exercises' solutions (lessons 00-07) are not run by the lessons, only by the tests:
+they live beside them, in ``tests/lessons/exercise_solutions.py``.
 
 This is a lesson helper: it imports the core library; the core never imports it.
 """
@@ -130,71 +132,3 @@ def train_step(model, optimizer, loss_fn, images, labels):
     gradients = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(gradients, model.trainable_variables))
     return float(loss)
-
-
-# The exercises (lessons 00-07), as their "Solution" folds show them ----------
-def moved_channels(C, num_div):
-    return 4 * (C // num_div)
-
-
-def val_counts(data):
-    return np.bincount(data.y_val, minlength=10)
-
-
-def centre_crop(images, crop):
-    start = (images.shape[1] - crop) // 2
-    return images[:, start:start + crop, start:start + crop, :]
-
-
-def pad_shift(x, num_div=12, s=1):
-    g = x.shape[-1] // num_div
-    no = (0, 0)
-    left = ops.pad(x[:, :, s:, 0:g], [no, no, (0, s), no])
-    right = ops.pad(x[:, :, :-s, g:2 * g], [no, no, (s, 0), no])
-    up = ops.pad(x[:, s:, :, 2 * g:3 * g], [no, (0, s), no, no])
-    down = ops.pad(x[:, :-s, :, 3 * g:4 * g], [no, (s, 0), no, no])
-    return ops.concatenate([left, right, up, down, x[..., 4 * g:]], axis=-1)
-
-
-def inside_block(block, x):
-    return x + block.mlp(block.norm(sv.shift_channels(x, num_div=12)))
-
-
-BLOCK_PARAMETERS_384 = 4 * 384**2 + 5 * 384  # two Dense layers and a norm
-
-
-def my_shapes(config):
-    side, channels = -(-config.image_size // config.patch_size), config.projected_dim
-    shapes = [(side, channels)]
-    for index in range(len(config.depths)):
-        if index < len(config.depths) - 1:  # merging: half the side (rounded up), twice the channels
-            side, channels = -(-side // 2), 2 * channels
-        shapes.append((side, channels))
-    return shapes
-
-
-def warmup_cosine_floor(step, lr_start, lr_max, warmup_steps, total_steps, lr_min):
-    if step < warmup_steps:
-        return lr_start + (lr_max - lr_start) * step / warmup_steps
-    progress = min(1.0, (step - warmup_steps) / (total_steps - warmup_steps))
-    return lr_min + 0.5 * (lr_max - lr_min) * (1 + math.cos(math.pi * progress))
-
-
-def my_ece(confidence, correct, bins=10):
-    group = np.minimum((confidence * bins).astype(int), bins - 1)
-    ece = 0.0
-    for g in range(bins):
-        members = group == g
-        if members.any():
-            ece += members.mean() * abs(correct[members].mean() - confidence[members].mean())
-    return ece
-
-
-def attention_matmul_macs(n, heads, key_dim):
-    return 2 * heads * n * n * key_dim  # Q K^T and weights x V, n*n*k each per head
-
-
-__all__ = ["my_shift", "MyMLP", "MyDropPath", "MyBlock", "MyPatchMerging",
-           "my_build_shiftvit", "warmup_cosine", "train_step", "moved_channels", "val_counts",
-           "centre_crop", "pad_shift", "inside_block", "BLOCK_PARAMETERS_384", "my_shapes",
-           "warmup_cosine_floor", "my_ece", "attention_matmul_macs"]

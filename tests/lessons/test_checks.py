@@ -12,6 +12,7 @@ import math
 import re
 from pathlib import Path
 
+import exercise_solutions as ex  # the exercises' solutions, as the lessons' folds show them
 import keras
 import numpy as np
 import pytest
@@ -445,7 +446,7 @@ def _floor_variant(decay):
 
 def _ece_without_ones(confidence, correct, bins=10):
     kept = confidence < 1.0
-    return sol.my_ece(confidence[kept], correct[kept], bins)
+    return ex.my_ece(confidence[kept], correct[kept], bins)
 
 
 def _ece_unweighted(confidence, correct, bins=10):
@@ -466,63 +467,63 @@ def _shapes_floor_division(config):
 
 # name -> (check, reference answer, extra arguments of the check, {mistake: answer})
 EXERCISES = {
-    "moved_channels": (checks.check_moved_channels, sol.moved_channels, (), {
+    "moved_channels": (checks.check_moved_channels, ex.moved_channels, (), {
         "one group": lambda c, n: c // n,
         "no integer division": lambda c, n: 4 * c / n,
         "a third of the channels": lambda c, n: c // 3,
     }),
-    "val_counts": (checks.check_val_counts, sol.val_counts(_Splits), (_Splits,), {
+    "val_counts": (checks.check_val_counts, ex.val_counts(_Splits), (_Splits,), {
         "the training counts": np.full(10, 16),
         "the test counts": np.full(10, 5),
         "nine classes": np.full(9, 4),
     }),
-    "centre_crop": (checks.check_centre_crop, sol.centre_crop, (), {
+    "centre_crop": (checks.check_centre_crop, ex.centre_crop, (), {
         "top-left corner": lambda images, crop: images[:, :crop, :crop],
         "one pixel off centre": lambda images, crop: images[:, (images.shape[1] - crop) // 2 + 1:][
             :, :crop, (images.shape[1] - crop) // 2 + 1:][:, :, :crop],
-        "crop minus one": lambda images, crop: sol.centre_crop(images, crop - 1),
+        "crop minus one": lambda images, crop: ex.centre_crop(images, crop - 1),
     }),
-    "pad_shift": (checks.check_pad_shift, sol.pad_shift, (), {
+    "pad_shift": (checks.check_pad_shift, ex.pad_shift, (), {
         "up and down swapped": lambda x, num_div=12, s=1: ops.concatenate(
-            [sol.pad_shift(x, num_div, s)[..., i * (x.shape[-1] // num_div):(i + 1) * (x.shape[-1] // num_div)]
+            [ex.pad_shift(x, num_div, s)[..., i * (x.shape[-1] // num_div):(i + 1) * (x.shape[-1] // num_div)]
              for i in (0, 1, 3, 2)] + [x[..., 4 * (x.shape[-1] // num_div):]], axis=-1),
         "down padded on the wrong side": lambda x, num_div=12, s=1: ops.concatenate(
-            [sol.pad_shift(x, num_div, s)[..., :3 * (x.shape[-1] // num_div)],
+            [ex.pad_shift(x, num_div, s)[..., :3 * (x.shape[-1] // num_div)],
              ops.pad(x[:, :-s, :, 3 * (x.shape[-1] // num_div):4 * (x.shape[-1] // num_div)],
                      [(0, 0), (0, s), (0, 0), (0, 0)]),
              x[..., 4 * (x.shape[-1] // num_div):]], axis=-1),
     }),
-    "inside_block": (checks.check_inside_block, sol.inside_block, (), {
+    "inside_block": (checks.check_inside_block, ex.inside_block, (), {
         "the library's block": lambda block, x: block(x),
         "no shift": lambda block, x: x + block.mlp(block.norm(x)),
         "no skip": lambda block, x: block.mlp(block.norm(sv.shift_channels(x, num_div=12))),
     }),
-    "block_parameters": (checks.check_block_parameters, sol.BLOCK_PARAMETERS_384, (), {
+    "block_parameters": (checks.check_block_parameters, ex.BLOCK_PARAMETERS_384, (), {
         "kernels only": 4 * 384**2,
         "no norm": 4 * 384**2 + 3 * 384,
         "one Dense": 2 * 384**2 + 3 * 384,
         "ratio 4": 8 * 384**2 + 7 * 384,
     }),
-    "shapes": (checks.check_shapes, sol.my_shapes, (), {
+    "shapes": (checks.check_shapes, ex.my_shapes, (), {
         "side rounded down": _shapes_floor_division,
-        "no entry for the projection": lambda config: sol.my_shapes(config)[1:],
+        "no entry for the projection": lambda config: ex.my_shapes(config)[1:],
         "channels never doubled": lambda config: [(side, config.projected_dim) for side, _ in
-                                                  sol.my_shapes(config)],
+                                                  ex.my_shapes(config)],
     }),
-    "floor_schedule": (checks.check_floor_schedule, sol.warmup_cosine_floor, (), {
+    "floor_schedule": (checks.check_floor_schedule, ex.warmup_cosine_floor, (), {
         "ends at 0 (the blank's warmup_cosine)": lambda step, lr_min, **a: sol.warmup_cosine(step, **a),
         "a straight line to lr_min": _floor_variant(lambda p, high, low: high - (high - low) * p),
         "cosine to 0, clipped at lr_min": _floor_variant(
             lambda p, high, low: max(low, 0.5 * high * (1 + math.cos(math.pi * p)))),
-        "warm-up from lr_min": lambda step, lr_start, lr_min, **a: sol.warmup_cosine_floor(
+        "warm-up from lr_min": lambda step, lr_start, lr_min, **a: ex.warmup_cosine_floor(
             step, lr_min, lr_min=lr_min, **a),
     }),
-    "ece": (checks.check_ece, sol.my_ece, (), {
+    "ece": (checks.check_ece, ex.my_ece, (), {
         "confidences of exactly 1.0 dropped": _ece_without_ones,
         "bins not weighted by their size": _ece_unweighted,
         "overall accuracy minus mean confidence": lambda conf, corr, bins=10: abs(corr.mean() - conf.mean()),
     }),
-    "attention_macs": (checks.check_attention_macs, sol.attention_matmul_macs, (), {
+    "attention_macs": (checks.check_attention_macs, ex.attention_matmul_macs, (), {
         "one product": lambda n, heads, k: heads * n * n * k,
         "no heads": lambda n, heads, k: 2 * n * n * k,
         "n k k": lambda n, heads, k: 2 * heads * n * k * k,
@@ -654,19 +655,20 @@ def _solution_blocks(notebook):
                                       "04_shiftvit_model.ipynb", "05_training.ipynb", "06_inference.ipynb",
                                       "07_attention_vs_shift.ipynb"])
 def test_lessons_show_the_solutions_that_run(notebook):
-    """Every line of a solution a lesson shows (blank or exercise) is a line of solutions.py.
+    """Every line of a solution a lesson shows is a line of solutions.py (a blank's, which the lesson
+    runs) or of exercise_solutions.py (an exercise's).
 
-    So each taught piece exists once beside the library's: solutions.py, which the checks
-    run against their mistake catalogues, and the lessons show its lines.
+    So each taught piece exists once beside the library's, and the checks run it against their
+    mistake catalogues while the lessons show its lines.
     """
     import inspect
 
-    module_lines = {line.strip() for line in inspect.getsource(sol).splitlines()}
+    module_lines = {line.strip() for module in (sol, ex) for line in inspect.getsource(module).splitlines()}
     blanks = list(_solution_blocks(notebook))
     assert blanks, f"{notebook} shows no solution of a blank"
     for block in blanks:
         for line in block.strip().splitlines():
-            assert line.strip() in module_lines, f"{notebook}: {line.strip()!r} is not in solutions.py"
+            assert line.strip() in module_lines, f"{notebook}: {line.strip()!r} is not a solution's line"
 
 
 def test_nbval_markers_are_cell_tags_not_comments():
