@@ -117,10 +117,9 @@ class TrainingRecipe(InputPipeline):
 
     def __post_init__(self) -> None:
         # Lists from JSON or from a user become tuples so the config stays hashable.
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
+        for name, value in list(vars(self).items()):
             if isinstance(value, (list, tuple)):
-                object.__setattr__(self, field.name, tuple(int(item) for item in value))
+                object.__setattr__(self, name, tuple(int(item) for item in value))
         self.validate()
 
     def validate(self) -> None:
@@ -198,8 +197,7 @@ class TrainingRecipe(InputPipeline):
         """
         architecture = [f.name for f in dataclasses.fields(self) if f.name not in _RECIPE_TYPE_FIELDS]
         order = ["name", *PIPELINE_FIELDS, *architecture, *RECIPE_FIELDS]
-        values = {key: getattr(self, key) for key in order}
-        return {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}
+        return {key: list(v) if isinstance(v := getattr(self, key), tuple) else v for key in order}
 
     @classmethod
     def from_preset(cls, presets: dict[str, dict[str, Any]], name: str, **overrides: Any) -> Self:

@@ -316,13 +316,10 @@ class ShiftViTStage(layers.Layer):
         **block_options: Any,
     ) -> None:
         super().__init__(name=name, dtype=dtype, trainable=trainable)
-        self.drop_path_rates = [float(rate) for rate in drop_path_rates]
-        self.merge = merge
-        self.block_options = block_options
         norm = dict(norm=block_options.get("norm", "layer"), epsilon=block_options.get("epsilon", 1e-5))
         self.blocks = [
-            ShiftViTBlock(drop_path_rate=rate, name=f"block_{index + 1}", **self.block_options)
-            for index, rate in enumerate(self.drop_path_rates)
+            ShiftViTBlock(drop_path_rate=float(rate), name=f"block_{index + 1}", **block_options)
+            for index, rate in enumerate(drop_path_rates)
         ]
         self.patch_merging = PatchMerging(**norm, name="patch_merging") if merge else None
 
