@@ -25,8 +25,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=8)
     args = parser.parse_args(argv)
     for name in args.presets:
-        timing = runtime.time_training_step(sv.preset(name), jit_compile="auto", batch_size=args.batch_size,
-                                            steps=args.steps, warmup=2)
+        (timing,) = runtime.time_training_steps(sv.preset(name, batch_size=args.batch_size), xla=("auto",),
+                                                steps=args.steps, warmup=2)
         print(f"{keras.backend.backend():10} {name:8} XLA {'on ' if timing.xla else 'off'} "
               f"{1000 * timing.step_seconds:8.1f} ms/step {timing.images_per_second:8,.0f} images/s", flush=True)
     return 0

@@ -73,7 +73,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 def steady_images_per_second(speeds: list[float]) -> float | None:
     """A run's training rate: the median epoch, the first (compilation) left out when there is another.
 
-    The rule of ``run.json`` (``tools.runs.run_record``), so the benchmark reports what a run reports.
+    The rule of ``run.json`` (written by ``tools.runs.train``), so the benchmark reports what a run reports.
     """
     return round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None
 

@@ -22,6 +22,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def save_weights_npz(model, config, path: Path) -> str:
+    """Write ``model``'s weights and ``config`` as a plain ``.npz`` (what ``pretrained`` reads); return its sha256."""
+    import json
+
+    import numpy as np
+
+    from shiftvit_lib.tools.files import atomic_output, sha256_of
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {f"w{i:04d}": np.asarray(v.numpy()) for i, v in enumerate(model.weights)}
+    arrays["paths"] = np.array([v.path for v in model.weights])
+    arrays["config"] = np.array(json.dumps(config.to_dict(), sort_keys=True))
+    with atomic_output(path) as partial, partial.open("wb") as handle:
+        np.savez_compressed(handle, **arrays)
+    return sha256_of(path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="a finished training folder (best.keras, run.json, history.csv)")
@@ -49,7 +66,7 @@ def main() -> int:
     config = ShiftViTConfig.from_dict(record["config"])
     model = keras.saving.load_model(args.run / "best.keras", safe_mode=True)
     out = pt.ASSETS / "pretrained" / f"shiftvit_{args.name}.npz"
-    digest = pt.save_weights_npz(model, config, out)
+    digest = save_weights_npz(model, config, out)
     print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size / 1e6:.2f} MB), sha256 {digest}")
 
     if args.data:

@@ -23,90 +23,49 @@ This facade, its start-up (``_startup``) and the command line (``__main__``) sit
 three; ``tests/test_import_graph.py`` reads each module's layer from its folder and keeps it so.
 
 ``import shiftvit_lib`` loads the core only (no tooling, no matplotlib), and changes nothing
-outside the package but what ``_startup``'s docstring lists. The tooling
-names below (``train``, ``pretrained``, ``load_model``...) load their module the
-first time they are used.
+outside the package but what ``_startup``'s docstring lists. The names below (``_EXPORTS``)
+come from their module on first use: the tooling ones (``train``, ``pretrained``,
+``load_model``...) load their module then.
 """
 
 import importlib
 from typing import Any
 
-from shiftvit_lib._startup import import_backend_quietly
+from shiftvit_lib import _startup
 
 # Everything importing the package does outside it is in _startup's docstring. The core loads
 # after the backend; under `python -m shiftvit_lib` with a backend Keras cannot load, it does
 # not load at all, and the command line (__main__.main) reports the problem in one line.
-if import_backend_quietly():
-    from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset
-    from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, make_dataset
-    from shiftvit_lib.layers import (
-        MLP,
-        DropPath,
-        ImagePreprocessing,
-        PatchMerging,
-        ShiftViTBlock,
-        ShiftViTStage,
-        drop_path_rates,
-    )
-    from shiftvit_lib.model import build_shiftvit, count_macs
-    from shiftvit_lib.recipe import evaluate
-    from shiftvit_lib.schedules import WarmUpCosine
-    from shiftvit_lib.shift import keras_io_shift, shift_channels
-    from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset
+if _startup.import_backend_quietly():
+    from shiftvit_lib import config, data, layers, model, recipe, schedules, shift, vit  # noqa: F401
 
-# Tooling names, each loaded from its module on first use (see __getattr__).
-_TOOLING = {
-    "load_cifar10": "shiftvit_lib.tools.data_sources",  # data.load_splits, plus folders and archives
-    "train": "shiftvit_lib.tools.runs",
-    "export_saved_model": "shiftvit_lib.tools.inference",
-    "load_model": "shiftvit_lib.tools.inference",
-    "predict_folder": "shiftvit_lib.tools.inference",
-    "predict_images": "shiftvit_lib.tools.inference",
-    "save_model": "shiftvit_lib.tools.inference",
-    "list_pretrained": "shiftvit_lib.tools.published",
-    "load_record": "shiftvit_lib.tools.published",
-    "pretrained": "shiftvit_lib.tools.published",
-    "pretrained_info": "shiftvit_lib.tools.published",
+# The facade's names by their module; __getattr__ loads each on first use (a tooling module then).
+_EXPORTS = {
+    "shiftvit_lib.config": "ShiftViTConfig list_presets preset",
+    "shiftvit_lib.data": "CIFAR10_CLASSES make_dataset",
+    "shiftvit_lib.layers": "MLP DropPath ImagePreprocessing ShiftViTBlock ShiftViTStage drop_path_rates",
+    "shiftvit_lib.model": "build_shiftvit count_macs",
+    "shiftvit_lib.recipe": "evaluate",
+    "shiftvit_lib.schedules": "WarmUpCosine",
+    "shiftvit_lib.shift": "shift_channels",
+    "shiftvit_lib.vit": "ViTConfig build_vit vit_preset",
+    "shiftvit_lib.tools.data_sources": "load_cifar10",  # data.load_splits, plus folders and archives
+    "shiftvit_lib.tools.runs": "train",
+    "shiftvit_lib.tools.inference": "export_saved_model load_model predict_folder save_model",
+    "shiftvit_lib.tools.published": "load_record pretrained pretrained_info",
 }
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names.split()}
+__all__ = list(_MODULE_OF)
+__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _TOOLING:
+    if name not in _MODULE_OF:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_TOOLING[name]), name)
+    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
     globals()[name] = value  # later look-ups do not come back here
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_TOOLING})
-
-
-__version__ = "0.1.0"
-
-__all__ = [  # the core names imported above, then the tooling names
-    "PRESETS",
-    "ShiftViTConfig",
-    "list_presets",
-    "preset",
-    "CIFAR10_CLASSES",
-    "DataSplits",
-    "make_dataset",
-    "MLP",
-    "DropPath",
-    "ImagePreprocessing",
-    "PatchMerging",
-    "ShiftViTBlock",
-    "ShiftViTStage",
-    "drop_path_rates",
-    "build_shiftvit",
-    "count_macs",
-    "WarmUpCosine",
-    "keras_io_shift",
-    "shift_channels",
-    "evaluate",
-    "ViTConfig",
-    "build_vit",
-    "vit_preset",
-    *_TOOLING,
-]
+    return sorted({*globals(), *_MODULE_OF})

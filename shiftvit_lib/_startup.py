@@ -18,22 +18,13 @@ them, never exits the process, and does only this (``import_backend_quietly``):
 ``tests/test_import_graph.py`` checks the first sentence.
 """
 
-from __future__ import annotations
-
 import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
 
-# Keras 3's backends, and the package each one needs.
-KERAS_BACKENDS = {
-    "tensorflow": "tensorflow",
-    "jax": "jax",
-    "torch": "torch",
-    "numpy": "numpy",
-    "openvino": "openvino",
-}
+KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")  # Keras 3's, each its package's name
 
 
 class BackendChoiceError(ImportError):
@@ -44,70 +35,46 @@ def _configured_backend(environ) -> tuple[str, str]:
     """The backend Keras will load and where that choice comes from (Keras' own order)."""
     if environ.get("KERAS_BACKEND"):
         return environ["KERAS_BACKEND"], "KERAS_BACKEND"
-    home = Path(environ.get("KERAS_HOME") or Path(environ.get("HOME") or Path.home()) / ".keras")
+    home = environ.get("KERAS_HOME") or Path(environ.get("HOME") or Path.home()) / ".keras"
+    path = Path(home) / "keras.json"
     try:  # only a regular file is read: a named pipe there would block the import forever
-        settings = json.loads((home / "keras.json").read_text()) if (home / "keras.json").is_file() else {}
+        settings = json.loads(path.read_text()) if path.is_file() else {}
     except (OSError, ValueError, RecursionError):
         settings = {}
     name = settings.get("backend") if isinstance(settings, dict) else settings
-    if isinstance(name, str) and name:
-        return name, str(home / "keras.json")
-    if name is not None:  # a list, a number...: Keras would fail on it with a traceback
-        return " ".join(repr(name).split())[:60], str(home / "keras.json")
-    return "tensorflow", "Keras' default (KERAS_BACKEND is not set)"
+    if name is None:
+        return "tensorflow", "Keras' default (KERAS_BACKEND is not set)"
+    # A list, a number...: Keras would fail on it with a traceback, so it is named, on one line.
+    return (name if isinstance(name, str) else " ".join(repr(name).split())[:60]), str(path)
 
 
 def backend_problem(environ=None, find_spec=importlib.util.find_spec) -> str | None:
     """Why Keras cannot load its backend here, in one line, or None if it can (checked, not imported)."""
-    environ = os.environ if environ is None else environ
-    name, source = _configured_backend(environ)
+    name, source = _configured_backend(os.environ if environ is None else environ)
     if name not in KERAS_BACKENDS:
         return (
             f"the Keras backend {name!r} (from {source}) is not one Keras knows; set KERAS_BACKEND "
             "to jax, tensorflow or torch"
         )
-    if find_spec(KERAS_BACKENDS[name]) is None:
-        others = [b for b in ("jax", "tensorflow", "torch") if b != name and find_spec(b) is not None]
-        instead = f"set KERAS_BACKEND={others[0]} (installed here), or " if others else ""
-        return (
-            f"Keras is to use {name} (from {source}) but {name} is not installed; {instead}"
-            f"pip install {KERAS_BACKENDS[name]}"
-        )
-    return None
-
-
-def running_as_command_line() -> bool:
-    """True while ``python -m shiftvit_lib`` imports the package (before its ``__main__`` runs)."""
-    argv = getattr(sys, "orig_argv", [])
-    return any(arg == "-m" and argv[i + 1 : i + 2] == ["shiftvit_lib"] for i, arg in enumerate(argv))
-
-
-def on_colab_tpu(environ=None, modules=None, exists=os.path.exists) -> bool:
-    """True on a Google Colab TPU runtime (it ships JAX for the TPU, and no TensorFlow).
-
-    Colab's TPU VMs show the chips as ``/dev/accel*`` (or ``/dev/vfio`` on newer ones);
-    the older TPU runtime set ``COLAB_TPU_ADDR``.
-    """
-    environ = os.environ if environ is None else environ
-    modules = sys.modules if modules is None else modules
-    if "google.colab" not in modules:
-        return False
-    return bool(
-        environ.get("COLAB_TPU_ADDR")
-        or environ.get("TPU_ACCELERATOR_TYPE")
-        or exists("/dev/accel0")
-        or exists("/dev/vfio/0")
-    )
+    if find_spec(name) is not None:
+        return None
+    others = [b for b in ("jax", "tensorflow", "torch") if b != name and find_spec(b) is not None]
+    instead = f"set KERAS_BACKEND={others[0]} (installed here), or " if others else ""
+    return f"Keras is to use {name} (from {source}) but {name} is not installed; {instead}pip install {name}"
 
 
 def choose_backend_for_colab_tpu(environ=None, modules=None, exists=os.path.exists) -> str | None:
-    """On a Colab TPU runtime with no backend chosen, choose JAX; returns the one-line note, else None.
+    """On a Google Colab TPU runtime with no backend chosen, choose JAX; returns the one-line note, else None.
 
-    Keras would otherwise default to TensorFlow, which that runtime lacks (pip would install
-    a CPU-only one, leaving the TPU idle).
+    That runtime ships JAX for the TPU and no TensorFlow, which Keras would otherwise default
+    to (pip would install a CPU-only one, leaving the TPU idle). Colab's TPU VMs show the chips
+    as ``/dev/accel*`` (or ``/dev/vfio`` on newer ones); the older TPU runtime set ``COLAB_TPU_ADDR``.
     """
     environ = os.environ if environ is None else environ
-    if "KERAS_BACKEND" in environ or not on_colab_tpu(environ, modules, exists):
+    if "KERAS_BACKEND" in environ or "google.colab" not in (sys.modules if modules is None else modules):
+        return None
+    tpu_marks = (environ.get("COLAB_TPU_ADDR"), environ.get("TPU_ACCELERATOR_TYPE"))
+    if not any(tpu_marks) and not exists("/dev/accel0") and not exists("/dev/vfio/0"):
         return None
     environ["KERAS_BACKEND"] = "jax"
     return "Colab TPU runtime: Keras runs on JAX here (the runtime has no TensorFlow for its TPU)."
@@ -119,16 +86,13 @@ def import_backend_quietly() -> bool:
     if note:
         print(note)
     problem = backend_problem()
+    argv = getattr(sys, "orig_argv", [])
+    if problem and any(arg == "-m" and argv[i + 1 : i + 2] == ["shiftvit_lib"] for i, arg in enumerate(argv)):
+        return False  # under `python -m shiftvit_lib`: __main__.main reports it in one line
     if problem:
-        if running_as_command_line():  # __main__.main reports it in one line
-            return False
         raise BackendChoiceError(problem)
-    backend, _ = _configured_backend(os.environ)
-    if (
-        backend != "tensorflow"
-        or "tensorflow" in sys.modules
-        or os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") == "1"
-    ):
+    quiet = os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") != "1" and "tensorflow" not in sys.modules
+    if _configured_backend(os.environ)[0] != "tensorflow" or not quiet:
         return True
     try:
         saved = os.dup(2)
@@ -138,10 +102,9 @@ def import_backend_quietly() -> bool:
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, 2)
-        try:
-            import tensorflow  # noqa: F401
-        except ImportError:
-            pass  # keras reports a missing backend itself, with its own message
+        import tensorflow  # noqa: F401
+    except ImportError:
+        pass  # keras reports a missing backend itself, with its own message
     finally:
         os.dup2(saved, 2)
         os.close(saved)

@@ -21,28 +21,25 @@ def confusion_matrix(y_true: Any, y_pred: Any, num_classes: int) -> np.ndarray:
     pred = _as_class_indices(y_pred, "y_pred", num_classes)
     if len(true) != len(pred):
         raise ValueError(f"y_true has {len(true)} labels but y_pred has {len(pred)}")
-    flat = np.bincount(true * num_classes + pred, minlength=num_classes * num_classes)
-    return flat.reshape(num_classes, num_classes)
+    return np.bincount(true * num_classes + pred, minlength=num_classes**2).reshape(num_classes, num_classes)
 
 
 def _as_class_indices(values: Any, name: str, num_classes: int) -> np.ndarray:
     array = np.asarray(values)
-    if array.ndim == 2 and array.shape[1] == 1:
-        array = array[:, 0]
+    array = array[:, 0] if array.ndim == 2 and array.shape[1] == 1 else array
     if array.ndim != 1:
         raise ValueError(
             f"{name} must be class indices of shape (N,); got shape {array.shape}. "
             "For scores or one-hot rows pass .argmax(axis=1)."
         )
-    if not np.issubdtype(array.dtype, np.integer):
-        if not (np.issubdtype(array.dtype, np.floating) and np.all(array == np.round(array))):
-            raise ValueError(f"{name} must hold integer class indices; got dtype {array.dtype}")
-    array = array.astype(np.int64)
-    if len(array) and (array.min() < 0 or array.max() >= num_classes):
+    # Whole floats (labels read from a CSV) are accepted; 0.5 or a string is not.
+    if array.dtype.kind not in "iuf" or np.any(array != np.round(array)):
+        raise ValueError(f"{name} must hold integer class indices; got dtype {array.dtype}")
+    if array.size and (array.min() < 0 or array.max() >= num_classes):
         raise ValueError(
             f"{name} values must be in [0, {num_classes - 1}]; found {array.min()}..{array.max()}"
         )
-    return array
+    return array.astype(np.int64)
 
 
 class ConfusedPair(NamedTuple):
@@ -60,28 +57,15 @@ def most_confused_pairs(cm: np.ndarray, class_names: Sequence[str], k: int = 5) 
     Pairs that never happened (count 0) are left out, so fewer than ``k``
     may come back.
     """
-    cm = np.asarray(cm)
-    if cm.ndim != 2 or cm.shape[0] != cm.shape[1] or cm.shape[0] != len(class_names):
-        raise ValueError(
-            f"cm must be a square matrix with one row per class ({len(class_names)}); got shape {cm.shape}"
-        )
+    cm = np.asarray(cm, dtype=np.int64)
+    if cm.shape != (len(class_names), len(class_names)):
+        raise ValueError(f"cm must be square, one row per class ({len(class_names)}); got shape {cm.shape}")
     check_positive_int(k, "k")
-    errors = cm.astype(np.int64).copy()
-    np.fill_diagonal(errors, 0)
+    errors = cm - np.diag(np.diag(cm))
     # Stable sort keeps ties in (true, predicted) row-major order.
     order = np.argsort(-errors, axis=None, kind="stable")[:k]
-    row_totals = cm.sum(axis=1)
-    pairs = []
-    for flat_index in order:
-        true, pred = divmod(int(flat_index), cm.shape[1])
-        if errors[true, pred] == 0:
-            break
-        pairs.append(
-            ConfusedPair(
-                class_names[true],
-                class_names[pred],
-                int(errors[true, pred]),
-                float(errors[true, pred] / row_totals[true]),
-            )
-        )
-    return pairs
+    cells = [(t, p) for t, p in zip(*np.unravel_index(order, cm.shape)) if errors[t, p]]
+    return [
+        ConfusedPair(class_names[t], class_names[p], int(errors[t, p]), float(errors[t, p] / cm[t].sum()))
+        for t, p in cells
+    ]

@@ -22,16 +22,26 @@ from matplotlib.ticker import MaxNLocator
 
 from shiftvit_lib.data import DataSplits
 
-DPI = 100
 CORRECT_COLOR = "tab:green"
 WRONG_COLOR = "tab:red"
+ARROW = dict(arrowstyle="->", linewidth=0.8)
+BOX = dict(edgecolor="black", linewidth=0.8)
 
 
-def _new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1) -> tuple[Figure, Any]:
-    """A figure with subplots, closed in pyplot so only the returned object shows it."""
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), dpi=DPI, squeeze=False)
+def _figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **kw: Any) -> tuple[Figure, Any]:
+    """A figure laid out tight and its axes (one Axes, or an array), closed in pyplot so that
+    only the returned object shows it."""
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), dpi=100, layout="tight", **kw)
     plt.close(fig)
     return fig, axes
+
+
+def _title(ax: Any, title: str, grid: bool = True, **labels: Any) -> None:
+    """The figures' one style: a size-10 title, axis labels and limits (``xlabel=...``), a light grid."""
+    ax.set(**labels)
+    ax.set_title(title, fontsize=10)
+    if grid:
+        ax.grid(alpha=0.3)
 
 
 def plot_image_grid(
@@ -47,7 +57,8 @@ def plot_image_grid(
 
     Without ``predictions`` each title is the true class. With them, the title
     is the predicted class (and confidence if given), green when correct and
-    red when wrong, with the true class underneath for the wrong ones.
+    red when wrong, with the true class underneath for the wrong ones. Images are
+    (H, W, 3) RGB, uint8 [0, 255] as the data splits hold them (or float [0, 1]).
     """
     count = min(len(images), max_images)
     if count == 0:
@@ -58,58 +69,38 @@ def plot_image_grid(
     nrows = math.ceil(count / ncols)
     # Wrong predictions get a second title line, so their rows need more height.
     row_height = 1.45 if predictions is None else 1.75
-    fig, axes = _new_figure(1.2 * ncols, row_height * nrows, nrows, ncols)
+    fig, axes = _figure(1.2 * ncols, row_height * nrows, nrows, ncols, squeeze=False)
+    fig.get_layout_engine().set(pad=0.3)
     for index, ax in enumerate(axes.flat):
         ax.axis("off")
         if index >= count:
             continue
-        image = _displayable(images[index])
-        # Fixed limits: a plain grey image must not be stretched to black/white.
-        limits = {"vmin": 0, "vmax": 255 if image.dtype == np.uint8 else 1.0} if image.ndim == 2 else {}
-        ax.imshow(image, cmap="gray", interpolation="nearest", **limits)
+        ax.imshow(images[index], interpolation="nearest")
         true_name = class_names[int(labels[index])]
         if predictions is None:
             ax.set_title(true_name, fontsize=8)
             continue
-        predicted = int(predictions[index])
-        title = class_names[predicted]
-        if confidences is not None:
-            title += f" {confidences[index]:.0%}"
-        correct = predicted == int(labels[index])
-        if not correct:
-            title += f"\n(true: {true_name})"
+        correct = int(predictions[index]) == int(labels[index])
+        confidence = "" if confidences is None else f" {confidences[index]:.0%}"
+        truth = "" if correct else f"\n(true: {true_name})"
+        title = class_names[int(predictions[index])] + confidence + truth
         ax.set_title(title, fontsize=7, color=CORRECT_COLOR if correct else WRONG_COLOR)
-    fig.tight_layout(pad=0.3)
     return fig
-
-
-def _displayable(image: Any) -> np.ndarray:
-    """uint8 [0, 255] or float [0, 1] pixels as imshow expects; (H, W, 1) as (H, W)."""
-    image = np.asarray(image)
-    if image.ndim == 3 and image.shape[-1] == 1:
-        image = image[..., 0]  # cmap="gray" then applies; RGB images ignore cmap
-    if image.dtype != np.uint8 and image.max() > 1.0:
-        image = np.clip(image, 0, 255).astype(np.uint8)  # floats in [0, 255]
-    return image
 
 
 def plot_class_counts(splits: DataSplits) -> Figure:
     """Grouped bars: images per class in train, val and test."""
     counts = splits.class_counts()
     positions = np.arange(len(splits.class_names))
-    bar_width = 0.8 / len(counts)
-    fig, axes = _new_figure(7, 3)
-    ax = axes[0, 0]
+    width = 0.8 / len(counts)
+    fig, ax = _figure(7, 3)
     for offset, (split, values) in enumerate(counts.items()):
-        centre_offset = offset - (len(counts) - 1) / 2
-        ax.bar(positions + centre_offset * bar_width, values, bar_width, label=f"{split} ({values.sum():,})")
+        centred = positions + (offset - (len(counts) - 1) / 2) * width
+        ax.bar(centred, values, width, label=f"{split} ({values.sum():,})")
     ax.set_xticks(positions, splits.class_names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("images")
-    ax.set_title("Images per class", fontsize=10)
-    # Headroom above the tallest bar keeps the legend off the bars.
-    ax.set_ylim(0, 1.3 * max(values.max() for values in counts.values()))
+    top = 1.3 * max(values.max() for values in counts.values())  # headroom keeps the legend off the bars
+    _title(ax, "Images per class", grid=False, ylabel="images", ylim=(0, top))
     ax.legend(fontsize=8, ncols=len(counts), loc="upper center")
-    fig.tight_layout()
     return fig
 
 
@@ -122,50 +113,22 @@ def plot_history(history: Any) -> Figure:
     """
     metrics: Mapping[str, Sequence[float]] = getattr(history, "history", history)
     if not isinstance(metrics, Mapping) or "loss" not in metrics:
-        raise ValueError(
-            "history must be a keras History or a dict with at least a 'loss' list; "
-            f"got keys {list(metrics) if isinstance(metrics, Mapping) else type(history)}"
-        )
-    accuracy_keys = [k for k in metrics if ("acc" in k or k.startswith("top")) and not k.startswith("val_")]
+        got = f"keys {list(metrics)}" if isinstance(metrics, Mapping) else type(history).__name__
+        raise ValueError(f"history must be a keras History or a dict with at least a 'loss' list; got {got}")
+    accuracy = [k for k in metrics if ("acc" in k or k.startswith("top")) and not k.startswith("val_")]
     # Keras counts epochs from 0 (History.epoch, the CSVLogger "epoch" column); people from 1.
-    epochs = metrics.get("epoch", getattr(history, "epoch", None))
-    if epochs is None or len(epochs) != len(metrics["loss"]):
-        epochs = range(len(metrics["loss"]))
-    x = np.asarray(epochs, dtype=int) + 1
-    panels = [["loss"]] + ([accuracy_keys] if accuracy_keys else [])
-    fig, axes = _new_figure(4.5 * len(panels), 3.2, 1, len(panels))
-    for ax, keys in zip(axes.flat, panels, strict=True):
+    epochs = np.asarray(metrics.get("epoch", range(len(metrics["loss"]))), dtype=int) + 1
+    panels = {"loss": ["loss"], "accuracy": accuracy} if accuracy else {"loss": ["loss"]}
+    fig, axes = _figure(4.5 * len(panels), 3.2, 1, len(panels), squeeze=False)
+    for ax, (title, keys) in zip(axes.flat, panels.items()):
         for key in keys:
             for name, style in ((key, "-"), (f"val_{key}", "--")):
                 if name in metrics:
-                    ax.plot(x, np.asarray(metrics[name], dtype=float), style, label=name)
-        ax.set_xlabel("epoch")
+                    ax.plot(epochs, np.asarray(metrics[name], dtype=float), style, label=name)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_title("accuracy" if keys is accuracy_keys else "loss", fontsize=10)
-        ax.grid(alpha=0.3)
+        _title(ax, title, xlabel="epoch")
         ax.legend(fontsize=8)
-    fig.tight_layout()
     return fig
-
-
-def training_minutes(history: Mapping[str, Sequence[float]]) -> np.ndarray:
-    """Minutes of training at the end of each epoch: the running sum of ``epoch_seconds``.
-
-    Validation is included, as in ``train_seconds`` of ``run.json``.
-    """
-    if "epoch_seconds" not in history or "val_accuracy" not in history:
-        raise ValueError(
-            "history needs 'epoch_seconds' and 'val_accuracy' columns (a history.csv "
-            f"written by shiftvit_lib.recipe); got {sorted(history)}"
-        )
-    return np.cumsum(np.asarray(history["epoch_seconds"], dtype=float)) / 60
-
-
-def minutes_to_accuracy(history: Mapping[str, Sequence[float]], target: float) -> float | None:
-    """Minutes of training until validation top-1 first reaches ``target``; None if it never does."""
-    minutes = training_minutes(history)
-    reached = np.flatnonzero(np.asarray(history["val_accuracy"], dtype=float) >= target)
-    return float(minutes[reached[0]]) if reached.size else None
 
 
 def plot_time_to_accuracy(
@@ -173,35 +136,30 @@ def plot_time_to_accuracy(
 ) -> Figure:
     """Validation top-1 against minutes of training, one curve per run (time-to-accuracy).
 
-    ``runs`` maps a label to a history read from ``history.csv`` (it needs ``epoch_seconds``
-    and ``val_accuracy``); :func:`training_minutes` gives the time axis. ``target`` draws a
-    horizontal line (e.g. 0.8) and marks where each run first reaches it.
+    ``runs`` maps a label to a history read from ``history.csv``: its ``epoch_seconds``
+    (validation included, as ``train_seconds`` of ``run.json``) add up to the time axis,
+    its ``val_accuracy`` is the curve. ``target`` draws a horizontal line (e.g. 0.8) and
+    marks where each run first reaches it.
     """
-    fig, axes = _new_figure(5.5, 3.2)
-    ax = axes[0, 0]
+    fig, ax = _figure(5.5, 3.2)
     for index, (label, history) in enumerate(runs.items()):
-        minutes = training_minutes(history)
-        accuracy = 100 * np.asarray(history["val_accuracy"], dtype=float)
-        (line,) = ax.plot(minutes, accuracy, "o-", markersize=3, label=label)
-        reached = None if target is None else minutes_to_accuracy(history, target)
-        if reached is not None:
-            first = int(np.searchsorted(minutes, reached))
-            ax.annotate(
-                f"{100 * target:.0f} % after {reached:.1f} min",
-                (minutes[first], accuracy[first]),
-                xytext=(10, -25 - 14 * index),
-                textcoords="offset points",
-                fontsize=8,
-                color=line.get_color(),
-                arrowprops=dict(arrowstyle="->", linewidth=0.8),
+        if "epoch_seconds" not in history or "val_accuracy" not in history:
+            raise ValueError(
+                f"run {label!r} needs history.csv's columns epoch_seconds and val_accuracy; got {sorted(history)}"
             )
+        minutes = np.cumsum(np.asarray(history["epoch_seconds"], dtype=float)) / 60
+        accuracy = np.asarray(history["val_accuracy"], dtype=float)
+        (line,) = ax.plot(minutes, 100 * accuracy, "o-", markersize=3, label=label)
+        reached = np.flatnonzero(accuracy >= target) if target is not None else []
+        if len(reached):
+            first = reached[0]
+            mark = f"{100 * target:.0f} % after {minutes[first]:.1f} min"
+            below = dict(xytext=(10, -25 - 14 * index), textcoords="offset points", color=line.get_color())
+            ax.annotate(mark, line.get_xydata()[first], fontsize=8, arrowprops=ARROW, **below)
     if target is not None:
         ax.axhline(100 * target, color="gray", linestyle=":", linewidth=1)
-    ax.set_xlabel("minutes of training (validation included)")
-    ax.set_ylabel("validation top-1 (%)")
-    ax.grid(alpha=0.3)
+    _title(ax, "", xlabel="minutes of training (validation included)", ylabel="validation top-1 (%)")
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
     return fig
 
 
@@ -216,15 +174,10 @@ def plot_learning_rate(schedule: Callable[[Any], Any], total_steps: int) -> Figu
     # ~500 points draw a smooth curve without calling the schedule for every step.
     steps = np.unique(np.linspace(0, total_steps - 1, min(total_steps, 500)).astype(np.int64))
     rates = [float(keras.ops.convert_to_numpy(schedule(int(step)))) for step in steps]
-    fig, axes = _new_figure(5, 3)
-    ax = axes[0, 0]
+    fig, ax = _figure(5, 3)
     ax.plot(steps, rates)
-    ax.set_xlabel("step")
-    ax.set_ylabel("learning rate")
-    ax.set_title(f"Learning-rate schedule (peak {max(rates):.3g})", fontsize=10)
     ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
+    _title(ax, f"Learning-rate schedule (peak {max(rates):.3g})", xlabel="step", ylabel="learning rate")
     return fig
 
 
@@ -238,15 +191,14 @@ def architecture_shapes(config: Any) -> list[tuple[str, tuple[int, int, int]]]:
     has one, the patch projection and every stage (a stage's shape is its *output*, after
     its patch merging), from the config's ``stage_resolutions`` and ``stage_dims``.
     """
-    side, channels = config.input_shape[0], config.input_shape[-1]
     sides, dims = config.stage_resolutions, config.stage_dims
     # A stage's output is the next stage's input (after its patch merging); the last keeps its size.
     outputs = list(zip(sides[1:] + sides[-1:], dims[1:] + dims[-1:]))
     half = -(-config.image_size // 2)
     stem = [("stem_conv", (half, half, config.stem_channels))] if config.stem_channels else []
     return [
-        ("images", (side, side, channels)),
-        ("preprocessing", (config.image_size, config.image_size, channels)),
+        ("images", tuple(config.input_shape)),
+        ("preprocessing", (config.image_size, config.image_size, config.input_shape[-1])),
         *stem,
         ("patch_projection", (sides[0], sides[0], dims[0])),
         *[(f"stage_{i + 1}", (s, s, d)) for i, (s, d) in enumerate(outputs)],
@@ -262,127 +214,75 @@ def plot_architecture(config: Any) -> Figure:
     """
     shapes = architecture_shapes(config)
     parts = [*shapes, ("pool", (1, 1, shapes[-1][1][2])), ("classifier", (1, 1, config.num_classes))]
-    fig, axes = _new_figure(10, 3.1)
-    ax = axes[0, 0]
     largest = max(shape[0] for _, shape in parts)
-    sides = [shape[0] for _, shape in parts]
+    names = {"patch_projection": "patch\nprojection", "preprocessing": "resize,\ncrop"}
+    fig, ax = _figure(10, 3.1)
     x = 0.0
-    for index, (name, (height, _, channels)) in enumerate(parts):
-        box_h = 0.2 + 1.8 * math.sqrt(height / largest)
-        box_w = 0.35 + 0.22 * math.log2(max(channels, 1))
+    for index, (name, (side, _, channels)) in enumerate(parts):
+        height = 0.2 + 1.8 * math.sqrt(side / largest)
+        width = 0.35 + 0.22 * math.log2(max(channels, 1))
+        label = names.get(name, name)
+        color = "tab:blue" if name in ("patch_projection", "classifier") else "lightgray"
         if name.startswith("stage_"):
-            stage = int(name.split("_")[1]) - 1
-            merge = stage < len(config.depths) - 1
-            side_in = sides[index - 1]  # the blocks work at the previous part's size
-            label = (
-                f"stage {stage + 1}\n{config.depths[stage]} block{'s' if config.depths[stage] > 1 else ''}"
-                f"\nat {side_in}×{side_in}"
-            )
-            label += "\n+ merging" if merge else ""
+            stage = int(name.removeprefix("stage_"))
+            depth = config.depths[stage - 1]
+            side_in = parts[index - 1][1][0]  # the blocks work at the previous part's size
+            merging = "\n+ merging" if stage < len(config.depths) else ""
+            label = f"stage {stage}\n{depth} block{'s' * (depth > 1)}\nat {side_in}×{side_in}{merging}"
             color = "tab:orange"
-        else:
-            label = name.replace("patch_projection", "patch\nprojection").replace(
-                "preprocessing", "resize,\ncrop"
-            )
-            color = "tab:blue" if name in ("patch_projection", "classifier") else "lightgray"
-        ax.add_patch(
-            plt.Rectangle(
-                (x, -box_h / 2), box_w, box_h, facecolor=color, alpha=0.55, edgecolor="black", linewidth=0.8
-            )
-        )
-        ax.text(x + box_w / 2, 1.2, label, ha="center", va="bottom", fontsize=7.5)
-        shape_text = (
-            f"{height}×{height}\n×{channels}" if name not in ("pool", "classifier") else f"{channels}"
-        )
-        ax.text(x + box_w / 2, -1.2, shape_text, ha="center", va="top", fontsize=8, family="monospace")
+        ax.add_patch(plt.Rectangle((x, -height / 2), width, height, facecolor=color, alpha=0.55, **BOX))
+        ax.text(x + width / 2, 1.2, label, ha="center", va="bottom", fontsize=7.5)
+        shape = f"{channels}" if name in ("pool", "classifier") else f"{side}×{side}\n×{channels}"
+        ax.text(x + width / 2, -1.2, shape, ha="center", va="top", fontsize=8, family="monospace")
         if index < len(parts) - 1:
-            ax.annotate(
-                "",
-                xy=(x + box_w + 0.25, 0),
-                xytext=(x + box_w + 0.02, 0),
-                arrowprops=dict(arrowstyle="->", linewidth=0.8),
-            )
-        x += box_w + 0.3
-    ax.set_xlim(-0.1, x)
-    ax.set_ylim(-2.2, 2.3)
+            ax.annotate("", (x + width + 0.25, 0), (x + width + 0.02, 0), arrowprops=ARROW)
+        x += width + 0.3
     ax.axis("off")
-    ax.set_title(
-        f"ShiftViT '{config.name}': the tensor shape after every part (batch axis left out)", fontsize=10
-    )
-    fig.tight_layout()
+    title = f"ShiftViT '{config.name}': the tensor shape after every part (batch axis left out)"
+    _title(ax, title, grid=False, xlim=(-0.1, x), ylim=(-2.2, 2.3))
     return fig
+
+
+# Lesson 07's two blocks, top to bottom: (text, box colour; None: a step drawn without a box),
+# and a note under each.
+LAYER_NORM = ("LayerNorm", "lightgray")
+MLP = ("MLP  d → r·d → d", "tab:blue")
+ATTENTION = (
+    "multi-head self-attention\nQ, K, V = 3 dense layers\nsoftmax(Q Kᵀ / √d) · V\nevery token ↔ every token"
+)
+SHIFT = "shift\n4 channel groups move 1 pixel\n(left, right, up, down)\nno parameters, no MACs"
+BLOCKS = {
+    "Attention block (ViT)": (
+        [LAYER_NORM, (ATTENTION, "tab:red"), ("+ residual", None), LAYER_NORM, MLP, ("+ residual", None)],
+        "mixes tokens with learned, input-dependent\nweights; cost grows with tokens²",
+    ),
+    "Shift block (ShiftViT)": (
+        [(SHIFT, "tab:green"), LAYER_NORM, MLP, ("drop path, + residual", None)],
+        "mixes tokens with a fixed pattern:\n4 neighbours per block; cost grows with tokens",
+    ),
+}
 
 
 def plot_block_comparison() -> Figure:
     """A transformer block with attention beside a ShiftViT block: only the token mixer differs."""
-    fig, axes = _new_figure(8, 4.4, ncols=2)
-    columns = [
-        (
-            "Attention block (ViT)",
-            [
-                ("LayerNorm", "lightgray"),
-                (
-                    "multi-head self-attention\nQ, K, V = 3 dense layers\nsoftmax(Q Kᵀ / √d) · V\nevery token ↔ every token",
-                    "tab:red",
-                ),
-                ("+ residual", None),
-                ("LayerNorm", "lightgray"),
-                ("MLP  d → r·d → d", "tab:blue"),
-                ("+ residual", None),
-            ],
-            "mixes tokens with learned, input-dependent\nweights; cost grows with tokens²",
-        ),
-        (
-            "Shift block (ShiftViT)",
-            [
-                (
-                    "shift\n4 channel groups move 1 pixel\n(left, right, up, down)\nno parameters, no MACs",
-                    "tab:green",
-                ),
-                ("LayerNorm", "lightgray"),
-                ("MLP  d → r·d → d", "tab:blue"),
-                ("drop path, + residual", None),
-            ],
-            "mixes tokens with a fixed pattern:\n4 neighbours per block; cost grows with tokens",
-        ),
-    ]
+    fig, axes = _figure(8, 4.4, ncols=2)
     bottoms = []
-    for ax, (title, boxes, note) in zip(axes[0], columns):
+    for ax, (title, (boxes, note)) in zip(axes, BLOCKS.items()):
         y = 0.0
         for text, color in boxes:
-            lines = text.count("\n") + 1
-            height = 0.28 + 0.22 * lines
-            if color is None:
-                ax.text(0.5, y - height / 2 + 0.1, text, ha="center", va="center", fontsize=8, style="italic")
-                height = 0.45
-            else:
-                ax.add_patch(
-                    plt.Rectangle(
-                        (0.08, y - height),
-                        0.84,
-                        height,
-                        facecolor=color,
-                        alpha=0.35,
-                        edgecolor="black",
-                        linewidth=0.8,
-                    )
-                )
-                ax.text(0.5, y - height / 2, text, ha="center", va="center", fontsize=8)
-            ax.annotate(
-                "",
-                xy=(0.5, y - height - 0.12),
-                xytext=(0.5, y - height),
-                arrowprops=dict(arrowstyle="->", linewidth=0.8),
-            )
+            height = 0.45 if color is None else 0.5 + 0.22 * text.count("\n")
+            if color is not None:
+                ax.add_patch(plt.Rectangle((0.08, y - height), 0.84, height, fc=color, alpha=0.35, **BOX))
+            middle, style = (y - 0.15, "italic") if color is None else (y - height / 2, "normal")
+            ax.text(0.5, middle, text, ha="center", va="center", fontsize=8, style=style)
+            ax.annotate("", (0.5, y - height - 0.12), (0.5, y - height), arrowprops=ARROW)
             y -= height + 0.15
         ax.text(0.5, y - 0.05, note, ha="center", va="top", fontsize=8)
         bottoms.append(y - 0.75)
-        ax.set_xlim(0, 1)
         ax.axis("off")
         ax.set_title(title, fontsize=10)
-    for ax in axes[0]:  # one scale for both columns, so equal boxes look equal
-        ax.set_ylim(min(bottoms), 0.1)
-    fig.tight_layout()
+    for ax in axes:  # one scale for both columns, so equal boxes look equal
+        ax.set(xlim=(0, 1), ylim=(min(bottoms), 0.1))
     return fig
 
 
@@ -394,32 +294,22 @@ def plot_confusion_counts(cm: np.ndarray, class_names: Sequence[str]) -> Figure:
     right margin gives each class's recall.
     """
     cm = np.asarray(cm)
-    if cm.ndim != 2 or cm.shape != (len(class_names), len(class_names)):
-        raise ValueError(f"cm must be {len(class_names)}x{len(class_names)}; got {cm.shape}")
+    n = len(class_names)
+    if cm.shape != (n, n):
+        raise ValueError(f"cm must be {n}x{n}; got {cm.shape}")
     shares = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1)
-    fig, axes = _new_figure(6.4, 5.6)
-    ax = axes[0, 0]
+    fig, ax = _figure(6.4, 5.6)
     ax.imshow(shares, cmap="Blues", vmin=0, vmax=1)
     for (row, col), count in np.ndenumerate(cm):
         if count:
-            ax.text(
-                col,
-                row,
-                f"{int(count)}",
-                ha="center",
-                va="center",
-                fontsize=9,
-                fontweight="bold" if row == col else "normal",
-                color="white" if shares[row, col] > 0.55 else "black",
-            )
-    ticks = np.arange(len(class_names))
-    ax.set_xticks(ticks, class_names, rotation=45, ha="right", fontsize=8)
-    recall = np.diag(shares)
-    ax.set_yticks(ticks, [f"{name}  ({r:.0%})" for name, r in zip(class_names, recall)], fontsize=8)
-    ax.set_xlabel("predicted class")
-    ax.set_ylabel("true class  (recall)")
-    ax.set_title("Confusion matrix: images per cell (blank = 0)", fontsize=10)
-    fig.tight_layout()
+            weight = "bold" if row == col else "normal"
+            color = "white" if shares[row, col] > 0.55 else "black"
+            ax.text(col, row, int(count), ha="center", va="center", fontsize=9, weight=weight, color=color)
+    recall = [f"{name}  ({share:.0%})" for name, share in zip(class_names, np.diag(shares))]
+    ax.set_xticks(range(n), class_names, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(n), recall, fontsize=8)
+    title = "Confusion matrix: images per cell (blank = 0)"
+    _title(ax, title, grid=False, xlabel="predicted class", ylabel="true class  (recall)")
     return fig
 
 
@@ -436,20 +326,13 @@ def reliability_table(confidence: Sequence[float], correct: Sequence[bool], bins
     if confidence.shape != correct.shape or confidence.ndim != 1 or confidence.size == 0:
         raise ValueError("confidence and correct must be 1-D arrays of the same, non-zero length")
     edges = np.linspace(0.0, 1.0, bins + 1)
-    index = np.clip(np.digitize(confidence, edges[1:-1], right=False), 0, bins - 1)
+    index = np.clip(np.digitize(confidence, edges[1:-1]), 0, bins - 1)
     count = np.bincount(index, minlength=bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_confidence = np.bincount(index, confidence, bins) / count
         accuracy = np.bincount(index, correct, bins) / count
-    filled = count > 0
-    ece = float(np.sum(count[filled] * np.abs(accuracy[filled] - mean_confidence[filled])) / confidence.size)
-    return {
-        "edges": edges,
-        "count": count,
-        "mean_confidence": mean_confidence,
-        "accuracy": accuracy,
-        "ece": ece,
-    }
+    ece = float(np.nansum(count * np.abs(accuracy - mean_confidence)) / confidence.size)  # empty bins: nan
+    return dict(edges=edges, count=count, mean_confidence=mean_confidence, accuracy=accuracy, ece=ece)
 
 
 def plot_reliability(confidence: Sequence[float], correct: Sequence[bool], bins: int = 10) -> Figure:
@@ -459,36 +342,18 @@ def plot_reliability(confidence: Sequence[float], correct: Sequence[bool], bins:
     lower panel shows how many images fall in each bin; the title gives the ECE.
     """
     table = reliability_table(confidence, correct, bins)
-    edges, width = table["edges"], 1.0 / bins
-    centres = edges[:-1] + width / 2
-    fig = plt.figure(figsize=(4.6, 4.6), dpi=DPI)
-    plt.close(fig)
-    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    width = 1.0 / bins
     filled = table["count"] > 0
-    top.bar(
-        centres[filled],
-        table["accuracy"][filled],
-        width=width * 0.9,
-        color="tab:blue",
-        alpha=0.75,
-        edgecolor="black",
-        linewidth=0.5,
-        label="accuracy in the bin",
-    )
-    top.plot(
-        table["mean_confidence"][filled],
-        table["mean_confidence"][filled],
-        "o",
-        color="tab:orange",
-        markersize=4,
-        label="mean confidence in the bin",
-    )
+    centres = table["edges"][:-1] + width / 2
+    fig, (top, bottom) = _figure(4.6, 4.6, 2, 1, sharex=True, height_ratios=[3, 1])
+    bars = dict(alpha=0.75, edgecolor="black", linewidth=0.5, label="accuracy in the bin")
+    top.bar(centres[filled], table["accuracy"][filled], 0.9 * width, color="tab:blue", **bars)
+    mean = table["mean_confidence"][filled]
+    top.plot(mean, mean, "o", color="tab:orange", markersize=4, label="mean confidence in the bin")
     top.plot([0, 1], [0, 1], "--", color="gray", linewidth=1, label="perfect calibration")
-    top.set(ylim=(0, 1), ylabel="accuracy")
-    top.set_title(f"Reliability diagram (ECE {table['ece']:.3f})", fontsize=10)
+    _title(top, f"Reliability diagram (ECE {table['ece']:.3f})", grid=False, ylim=(0, 1), ylabel="accuracy")
     top.legend(fontsize=7, loc="upper left")
-    bottom.bar(centres, table["count"], width=width * 0.9, color="gray")
+    bottom.bar(centres, table["count"], 0.9 * width, color="gray")
     bottom.set(xlim=(0, 1), xlabel="confidence of the top class", ylabel="images")
     bottom.yaxis.set_major_locator(MaxNLocator(3, integer=True))
-    fig.tight_layout()
     return fig

@@ -9,12 +9,17 @@ devices needs no code here: set ``keras.distribution.DataParallel`` (lesson 05 s
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import platform
 from collections.abc import Iterator
 from typing import Any
 
 import keras
+
+# The packages that run each backend. A result depends on them as much as on Keras (a compiler
+# bug in one JAX release changes what a CPU computes), so every record names their versions.
+BACKEND_PACKAGES = {"jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow",), "torch": ("torch",)}
 
 
 def _devices() -> list[tuple[str, str]]:
@@ -57,29 +62,12 @@ def describe_machine() -> dict[str, Any]:
 
 
 def backend_versions() -> dict[str, str]:
-    """Versions of the packages that run the current backend: JAX with jaxlib, TensorFlow or PyTorch.
-
-    A result depends on them as much as on Keras (a compiler bug in one JAX release changes
-    what a CPU computes), so every record names them.
-    """
+    """Versions of the packages that run the current backend (:data:`BACKEND_PACKAGES`)."""
     backend = keras.backend.backend()
     try:
-        if backend == "jax":
-            import jax
-            import jaxlib.version
-
-            return {"jax": jax.__version__, "jaxlib": jaxlib.version.__version__}
-        if backend == "tensorflow":
-            import tensorflow as tf
-
-            return {"tensorflow": tf.__version__}
-        if backend == "torch":
-            import torch
-
-            return {"torch": torch.__version__}
+        return {name: importlib.import_module(name).__version__ for name in BACKEND_PACKAGES.get(backend, ())}
     except Exception as error:  # noqa: BLE001 - a description must never break training
         return {backend: f"unknown ({error})"}
-    return {}
 
 
 def accelerator_platform() -> str | None:
@@ -90,9 +78,7 @@ def accelerator_platform() -> str | None:
         return None
     if "tpu" in platforms:
         return "tpu"
-    if platforms & {"gpu", "cuda", "rocm"}:
-        return "gpu"
-    return None
+    return "gpu" if platforms & {"gpu", "cuda", "rocm"} else None
 
 
 def has_accelerator() -> bool:
@@ -105,25 +91,22 @@ def gpu_compute_capability() -> tuple[int, int] | None:
 
     ``None`` when the backend does not say (no GPU, or a GPU that is not NVIDIA's).
     """
-    backend = keras.backend.backend()
+    backend, capability = keras.backend.backend(), None
     if backend == "tensorflow":
         import tensorflow as tf
 
-        gpus = tf.config.list_physical_devices("GPU")
-        capability = (
-            tf.config.experimental.get_device_details(gpus[0]).get("compute_capability") if gpus else None
-        )
+        if gpus := tf.config.list_physical_devices("GPU"):
+            capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
     elif backend == "jax":
         import jax
 
         capability = getattr(jax.devices()[0], "compute_capability", None)  # a string, e.g. "7.5"
-        capability = str(capability).split(".") if capability else None
     elif backend == "torch":
         import torch
 
         capability = torch.cuda.get_device_capability(0) if torch.cuda.is_available() else None
-    else:
-        capability = None
+    if isinstance(capability, str):
+        capability = capability.split(".")
     return (int(capability[0]), int(capability[1])) if capability else None
 
 
@@ -136,23 +119,16 @@ def recommended_mixed_precision() -> str | None:
     report (float16 runs on every GPU). On a CPU, keep float32.
     """
     platform_kind = accelerator_platform()
-    if platform_kind is None:
-        return None
-    if platform_kind == "gpu":
-        capability = gpu_compute_capability()
-        if capability is None or capability < (8, 0):
-            return "mixed_float16"
-    return "mixed_bfloat16"
+    if platform_kind == "gpu" and (gpu_compute_capability() or (0, 0)) < (8, 0):
+        return "mixed_float16"
+    return None if platform_kind is None else "mixed_bfloat16"
 
 
 @contextlib.contextmanager
 def precision_policy(name: str | None) -> Iterator[None]:
-    """Temporarily set Keras' dtype policy (e.g. ``"mixed_bfloat16"``) while building."""
-    if name is None:
-        yield
-        return
+    """Temporarily set Keras' dtype policy (e.g. ``"mixed_bfloat16"``) while building; ``None`` keeps it."""
     previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(name)
+    keras.config.set_dtype_policy(name or previous)
     try:
         yield
     finally:

@@ -27,7 +27,7 @@ from typing import Any
 from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, family_of, preset
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.tools.devices import describe_machine
-from shiftvit_lib.tools.runs import train
+from shiftvit_lib.tools.runs import now, train
 from shiftvit_lib.vit import ViTConfig, vit_preset
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
@@ -44,6 +44,37 @@ DEFAULT_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("epochs_run", "epochs", "{}"),
 )
 
+# The ablation's three ShiftViTs: the official shift, the keras-io example's, none.
+SHIFT_ABLATION = {
+    "shiftvit_official": "official",
+    "shiftvit_keras_io": "keras_io",
+    "shiftvit_no_shift": "none",
+}
+
+# Per scale of lesson 07's comparison: the two ViT presets, the ShiftViT preset and its changes,
+# and the shared pipeline and recipe (None: the cpu preset's own, on a 10-epoch schedule).
+_SCALES: dict[str, tuple[tuple[str, str], str, dict[str, Any], dict[str, Any] | None]] = {
+    "quick": (
+        ("vit_quick", "vit_spt_lsa_quick"),
+        "quick",
+        {"projected_dim": 48},
+        dict(resize_to=36, image_size=32, batch_size=64, lr_max=2e-3, warmup_fraction=0.1, epochs=5),
+    ),
+    # num_div 16 instead of the preset's 12: the keras-io split needs every stage width
+    # divisible by width // num_div (64 // 12 = 5 does not divide 64). The official
+    # shift then moves a quarter of the channels (the paper's default is a third).
+    # stem_channels 0: the ViTs embed patches with one projection, so the ShiftViTs do too
+    # (a convolutional stem would mix a convolution into the token mixers compared).
+    "cpu": (("vit_cpu", "vit_spt_lsa_cpu"), "cpu", {"num_div": 16, "stem_channels": 0}, None),
+    "full": (
+        ("vit_cifar", "vit_spt_lsa_cifar"),
+        "seed",
+        {},
+        dict(resize_to=52, image_size=48, batch_size=256, lr_max=1e-3, warmup_fraction=0.15, epochs=100),
+    ),
+}
+COMPARISON_SCALES = tuple(_SCALES)
+
 Config = ShiftViTConfig | ViTConfig
 
 
@@ -57,17 +88,17 @@ def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:
     """
     if not configs:
         raise ValueError("shared_terms needs at least one config.")
-    differences = []
-    shared: dict[str, Any] = {}
-    for field_name in SHARED_FIELDS:
-        values = {name: getattr(config, field_name) for name, config in configs.items()}
-        if len(set(values.values())) > 1:
-            per_model = ", ".join(f"{name}={value!r}" for name, value in values.items())
-            differences.append(f"{field_name} ({per_model})")
-        shared[field_name] = next(iter(values.values()))
+    values = {
+        field: {name: getattr(config, field) for name, config in configs.items()} for field in SHARED_FIELDS
+    }
+    differences = [
+        f"{field} ({', '.join(f'{name}={value!r}' for name, value in per_model.items())})"
+        for field, per_model in values.items()
+        if len(set(per_model.values())) > 1
+    ]
     if differences:
         raise ValueError("the configs are not on equal terms; they differ in: " + "; ".join(differences))
-    return shared
+    return {field: next(iter(per_model.values())) for field, per_model in values.items()}
 
 
 def equalise(configs: Mapping[str, Config], **fields: Any) -> dict[str, Config]:
@@ -82,30 +113,25 @@ def equalise(configs: Mapping[str, Config], **fields: Any) -> dict[str, Config]:
     return updated
 
 
-def _total_macs(config: Config) -> int:
-    return int(family_of(config).count_macs(config)["total"])
-
-
 def model_costs(config: Config) -> dict[str, int]:
     """``{"parameters": ..., "macs": ...}`` of the model a config describes (built, not trained)."""
-    macs = _total_macs(config)  # first: it rejects a wrong config type before building anything
-    model = family_of(config).build(config)
-    return {"parameters": int(model.count_params()), "macs": macs}
+    macs = int(family_of(config).count_macs(config)["total"])  # first: it rejects a wrong config type
+    return {"parameters": int(family_of(config).build(config).count_params()), "macs": macs}
 
 
 def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
+    test = record["test"]
     return {
         "name": name,
         "model": type(config).__name__,
         "parameters": int(record["parameters"]),
-        "macs": _total_macs(config),
+        "macs": int(family_of(config).count_macs(config)["total"]),
         "train_images_per_second": record["train_images_per_second"],
-        "test_top1": float(record["test"]["accuracy"]),
-        "test_top5": float(record["test"]["top5"]),
-        "test_images": int(record["test"]["images"]),
+        "test_top1": float(test["accuracy"]),
+        "test_top5": float(test["top5"]),
+        "test_images": int(test["images"]),
         "test_top1_ci95": [
-            round(bound, 4)
-            for bound in top1_interval(float(record["test"]["accuracy"]), int(record["test"]["images"]))
+            round(bound, 4) for bound in top1_interval(float(test["accuracy"]), int(test["images"]))
         ],
         "best_val_top1": float(record["best_val_accuracy"]),
         "epochs_run": int(record["epochs_run"]),
@@ -114,17 +140,6 @@ def _row(name: str, config: Config, record: Mapping[str, Any], seconds: float) -
         "train_seconds": float(record["train_seconds"]),
         "seconds": round(seconds, 1),
     }
-
-
-# The ablation's three ShiftViTs: the official shift, the keras-io example's, none.
-SHIFT_ABLATION = {
-    "shiftvit_official": "official",
-    "shiftvit_keras_io": "keras_io",
-    "shiftvit_no_shift": "none",
-}
-
-
-COMPARISON_SCALES = ("quick", "cpu", "full")
 
 
 def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str, Config]:
@@ -145,63 +160,18 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
     """
     if isinstance(scale, bool):
         scale = "quick" if scale else "full"
-    if scale not in COMPARISON_SCALES:
+    if scale not in _SCALES:
         raise ValueError(f"scale must be one of {COMPARISON_SCALES}, got {scale!r}")
-    if scale == "quick":
-        base: dict[str, Config] = {
-            "vit": vit_preset("vit_quick"),
-            "vit_spt_lsa": vit_preset("vit_spt_lsa_quick"),
-        }
-        base.update(
-            {name: preset("quick", shift=kind, projected_dim=48) for name, kind in SHIFT_ABLATION.items()}
-        )
-        pipeline = dict(augment=True, flip=True, resize_to=36, image_size=32)
-        recipe: dict[str, Any] = dict(
-            batch_size=64,
-            lr_start=1e-5,
-            lr_max=2e-3,
-            warmup_fraction=0.1,
-            epochs=5,
-            weight_decay=1e-4,
-            label_smoothing=0.0,
-        )
-    elif scale == "cpu":
-        base = {"vit": vit_preset("vit_cpu"), "vit_spt_lsa": vit_preset("vit_spt_lsa_cpu")}
-        # num_div 16 instead of the preset's 12: the keras-io split needs every stage width
-        # divisible by width // num_div (64 // 12 = 5 does not divide 64). The official
-        # shift then moves a quarter of the channels (the paper's default is a third).
-        # stem_channels 0: the ViTs embed patches with one projection, so the ShiftViTs do too
-        # (a convolutional stem would mix a convolution into the token mixers compared).
-        base.update(
-            {
-                name: preset("cpu", shift=kind, num_div=16, stem_channels=0)
-                for name, kind in SHIFT_ABLATION.items()
-            }
-        )
-        # The pipeline and recipe are the cpu preset's own, read from it (declared once).
-        cpu = preset("cpu")
-        pipeline = {
-            name: getattr(cpu, name) for name in PIPELINE_FIELDS if name not in ("input_shape", "num_classes")
-        }
-        recipe = {name: getattr(cpu, name) for name in RECIPE_FIELDS}
-        recipe["epochs"] = 10  # a shorter schedule than the cpu preset's, for five models in a row
+    vits, shiftvit, changes, terms = _SCALES[scale]
+    base: dict[str, Config] = {"vit": vit_preset(vits[0]), "vit_spt_lsa": vit_preset(vits[1])}
+    base.update({name: preset(shiftvit, shift=kind, **changes) for name, kind in SHIFT_ABLATION.items()})
+    if terms is None:  # the cpu preset's own pipeline and recipe (declared once), on a shorter schedule
+        fields = [name for name in SHARED_FIELDS if name not in ("input_shape", "num_classes")]
+        terms = {**{name: getattr(preset("cpu"), name) for name in fields}, "epochs": 10}
     else:
-        base = {"vit": vit_preset("vit_cifar"), "vit_spt_lsa": vit_preset("vit_spt_lsa_cifar")}
-        base.update({name: preset("seed", shift=kind) for name, kind in SHIFT_ABLATION.items()})
-        pipeline = dict(augment=True, flip=True, resize_to=52, image_size=48)
-        recipe = dict(
-            batch_size=256,
-            lr_start=1e-5,
-            lr_max=1e-3,
-            warmup_fraction=0.15,
-            epochs=100,
-            weight_decay=1e-4,
-            label_smoothing=0.0,
-        )
-    if epochs is not None:
-        recipe["epochs"] = epochs
-    recipe["early_stopping_patience"] = None
-    return equalise(base, **pipeline, **recipe)
+        terms = dict(augment=True, flip=True, lr_start=1e-5, weight_decay=1e-4, label_smoothing=0.0, **terms)
+    epochs = terms["epochs"] if epochs is None else epochs
+    return equalise(base, **{**terms, "epochs": epochs, "early_stopping_patience": None})
 
 
 def run_comparison(
@@ -224,42 +194,35 @@ def run_comparison(
     settings (:func:`~shiftvit_lib.tools.runs.run_spec`), so a long comparison survives a
     re-execution. ``log`` gets one line per model (``None``: silence).
     """
-    shared = shared_terms(configs)
-    if shared["epochs"] != epochs:
+    if (shared := shared_terms(configs)["epochs"]) != epochs:
         raise ValueError(
-            f"epochs={epochs} but the configs say epochs={shared['epochs']}; "
+            f"epochs={epochs} but the configs say epochs={shared}; "
             "set it on the configs too (equalise(configs, epochs=...)) so the records agree."
         )
     rows = []
     for name, config in configs.items():
-        out_dir = Path(out_root) / name
         started = time.perf_counter()
-        # restart: a fresh run; otherwise a finished run with the same settings is read back, an
-        # interrupted one resumes, and a folder that holds a run with other settings is refused.
         run = train(
             config,
             data,
-            out_dir,
+            Path(out_root) / name,
             epochs=epochs,
             seed=seed,
             verbose=verbose,
             overwrite=restart,
             reuse=not restart,
         )
-        record, how = run.record, "reused a finished run" if run.reused else "trained"
-        row = _row(name, config, record, time.perf_counter() - started)
-        rows.append(row)
+        rows.append(row := _row(name, config, run.record, time.perf_counter() - started))
         if log is not None:
             log(
-                f"{name:<22} {how}: {row['epochs_run']} epochs, {row['train_seconds']:.0f} s of training, "
-                f"test top-1 {row['test_top1']:.1%}"
+                f"{name:<22} {'reused a finished run' if run.reused else 'trained'}: {row['epochs_run']} epochs, "
+                f"{row['train_seconds']:.0f} s of training, test top-1 {row['test_top1']:.1%}"
             )
     return rows
 
 
 def format_table(
-    rows: Sequence[Mapping[str, Any]],
-    columns: Sequence[tuple[str, str, str]] = DEFAULT_COLUMNS,
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, str]] = DEFAULT_COLUMNS
 ) -> str:
     """An aligned plain-text table: first column left-aligned, the others right-aligned.
 
@@ -267,16 +230,15 @@ def format_table(
     value prints as ``-``.
     """
     cells = [[header for _, header, _ in columns]]
-    for row in rows:
-        cells.append([fmt.format(row[key]) if row.get(key) is not None else "-" for key, _, fmt in columns])
+    cells += [
+        [fmt.format(row[key]) if row.get(key) is not None else "-" for key, _, fmt in columns] for row in rows
+    ]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
-
-    def line(values: Sequence[str]) -> str:
-        parts = [values[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(values[1:], widths[1:])]
-        return "  ".join(parts).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(cells[0]), rule] + [line(c) for c in cells[1:]])
+    lines = [
+        "  ".join([line[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(line[1:], widths[1:])]).rstrip()
+        for line in cells
+    ]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 
 
 def top1_interval(accuracy: float, images: int, z: float = 1.96) -> tuple[float, float]:
@@ -314,5 +276,5 @@ def comparison_record(
         "rows": [dict(row) for row in rows],
         "configs": {name: config.to_dict() for name, config in configs.items()},
         "machine": describe_machine(),
-        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "finished_at": now(),
     }

@@ -45,7 +45,7 @@ def test_time_cards_give_estimates_with_a_source_not_hours(name):
 
 
 def test_lesson06_chooses_the_learners_model_and_lesson07_keeps_its_record_by_its_runs():
-    assert any("choose_trained_model(" in source and "choice.load()" in source for source in _code("06_inference"))
+    assert any("learners_best_model(" in source and "sv.load_model(best)" in source for source in _code("06_inference"))
     code = _code("07_attention_vs_shift")
     assert any('out_path = run_root / "comparison.json"' in source for source in code)
     assert any("runs_root(" in source and "run_comparison(" in source for source in code)

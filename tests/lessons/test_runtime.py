@@ -1,6 +1,7 @@
 """The learner's runtime (shiftvit_lib/notebook/runtime.py): where runs go, lesson 06's model, estimates."""
 
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -8,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shiftvit_lib import build_shiftvit, preset, save_model
+from shiftvit_lib import build_shiftvit, load_model, preset, save_model
 from shiftvit_lib.notebook import runtime
 from shiftvit_lib.notebook.runtime import (
     COLAB_LOCAL_RUNS,
     DRIVE_MOUNT_ENV,
-    choose_trained_model,
+    learners_best_model,
     estimate_run,
     format_duration,
     format_timings,
@@ -37,7 +38,7 @@ def test_on_colab_with_drive_mounted_full_runs_go_to_drive(fake_colab, monkeypat
     monkeypatch.setenv(DRIVE_MOUNT_ENV, str(mount))
     root = runs_root(full_mode=True)
     assert root.path == mount / "MyDrive" / "shiftvit" / "runs"
-    assert root.survives_disconnect and "Google Drive" in root.note
+    assert "Google Drive" in root.note and "disconnect keeps" in root.note
     # Quick mode's scratch runs stay next to the notebook, even on Colab.
     assert runs_root(full_mode=False).path == Path("runs")
 
@@ -46,19 +47,20 @@ def test_on_colab_without_drive_runs_go_to_content_and_the_note_warns(fake_colab
     monkeypatch.setenv(DRIVE_MOUNT_ENV, str(tmp_path / "not_mounted"))
     root = runs_root(full_mode=True)
     assert root.path == COLAB_LOCAL_RUNS == Path("/content/runs")
-    assert not root.survives_disconnect
     assert "disconnect loses" in root.note and "drive.mount" in root.note
     assert "\n" not in root.note  # one line
 
 
-def test_elsewhere_runs_go_to_runs_next_to_the_notebook(tmp_path):
+def test_elsewhere_runs_go_to_runs_next_to_the_notebook(monkeypatch, tmp_path):
     drive = tmp_path / "drive"
     (drive / "MyDrive").mkdir(parents=True)
+    monkeypatch.setenv(DRIVE_MOUNT_ENV, str(drive))
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
     # A mounted-looking folder does not matter off Colab.
-    root = runs_root(full_mode=True, modules={}, environ={DRIVE_MOUNT_ENV: str(drive)})
-    assert root.path == Path("runs") and root.survives_disconnect
-    colab = runs_root(full_mode=True, modules={"google.colab": object()}, environ={DRIVE_MOUNT_ENV: str(drive)})
-    assert colab.path == drive / "MyDrive" / "shiftvit" / "runs"
+    root = runs_root(full_mode=True)
+    assert root.path == Path("runs") and "next to this notebook" in root.note
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    assert runs_root(full_mode=True).path == drive / "MyDrive" / "shiftvit" / "runs"
 
 
 def _run_folder(root: Path, name: str, preset_name: str, finished: bool) -> Path:
@@ -76,20 +78,21 @@ def test_lesson06_uses_the_shipped_model_without_a_learners_run(tmp_path):
     (quick / "best.keras").write_bytes(b"not read")
     other = _run_folder(tmp_path, "07_attention_vs_shift_full", "seed", finished=True)
     (other / "best.keras").write_bytes(b"not read")
-    choice = choose_trained_model([tmp_path, tmp_path / "missing"])
-    assert choice.path is None and not choice.is_learners
-    assert "shipped sv.pretrained('cpu')" in choice.describe()
-    assert choice.load().count_params() > 1_000_000  # the cpu preset's ShiftViT
+    _run_folder(tmp_path, "05_training_seed", "seed", finished=False)  # no epoch finished: no best.keras
+    assert learners_best_model([tmp_path, tmp_path / "missing"]) is None
 
 
 def test_lesson06_uses_the_learners_best_model_when_there_is_one(tmp_path):
+    # An interrupted run counts (its best epoch so far); the newest best.keras wins.
+    older = _run_folder(tmp_path / "local", "05_training_cpu", "cpu", finished=True)
+    (older / "best.keras").write_bytes(b"older")
+    os.utime(older / "best.keras", (1_000_000, 1_000_000))
     folder = _run_folder(tmp_path / "drive", "05_training_seed", "seed", finished=False)
     model = build_shiftvit(preset("quick"), seed=3)
     save_model(model, folder / "best.keras")
-    choice = choose_trained_model([tmp_path / "local", tmp_path / "drive"])
-    assert choice.path == folder / "best.keras" and choice.is_learners and not choice.finished
-    assert "your own" in choice.describe() and "'seed'" in choice.describe()
-    loaded = choice.load()
+    best = learners_best_model([tmp_path / "local", tmp_path / "drive"])
+    assert best == folder / "best.keras"
+    loaded = load_model(best)
     images = np.random.default_rng(0).integers(0, 256, (4, 32, 32, 3)).astype("uint8")
     assert np.array_equal(loaded.predict(images, verbose=0), model.predict(images, verbose=0))
 
@@ -116,12 +119,12 @@ def test_timing_table_reports_speed_ups_over_float32_without_xla():
 
 
 def test_a_training_step_is_timed_on_this_device():
-    timing = runtime.time_training_step(preset("quick"), batch_size=8, steps=2, warmup=1)
+    (timing,) = runtime.time_training_steps(preset("quick", batch_size=8), xla=(False,), steps=2, warmup=1)
     assert timing.precision == "float32" and timing.xla is False and timing.batch_size == 8
     assert 0 < timing.step_seconds < 30 and timing.startup_seconds > 0
     assert timing.images_per_second == pytest.approx(8 / timing.step_seconds)
     with pytest.raises(ValueError, match="warm-up"):
-        runtime.time_training_step(preset("quick"), warmup=0)
+        runtime.time_training_steps(preset("quick"), warmup=0)
 
 
 def _tiny_splits():
@@ -168,14 +171,14 @@ def test_restart_trains_a_quick_run_afresh_over_a_finished_one(tmp_path, capsys)
 
 
 def test_a_colab_tpu_runtime_gets_the_jax_backend():
-    from shiftvit_lib._startup import choose_backend_for_colab_tpu, on_colab_tpu
+    from shiftvit_lib._startup import choose_backend_for_colab_tpu
 
     colab = {"google.colab": object()}
     tpu_vm = {"/dev/accel0"}.__contains__
     environ = {}
     note = choose_backend_for_colab_tpu(environ, colab, tpu_vm)
     assert environ["KERAS_BACKEND"] == "jax" and "JAX" in note and "\n" not in note
-    assert on_colab_tpu({"COLAB_TPU_ADDR": "10.0.0.2:8470"}, colab, lambda path: False)
+    assert choose_backend_for_colab_tpu({"COLAB_TPU_ADDR": "10.0.0.2:8470"}, colab, lambda path: False)
     # A backend the learner chose wins; a GPU or CPU runtime, or a TPU machine off Colab, is left alone.
     chosen = {"KERAS_BACKEND": "tensorflow"}
     assert choose_backend_for_colab_tpu(chosen, colab, tpu_vm) is None and chosen["KERAS_BACKEND"] == "tensorflow"

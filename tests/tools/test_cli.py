@@ -56,7 +56,7 @@ def no_data_loading(monkeypatch: pytest.MonkeyPatch) -> None:
         (["train", "--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
         (["train", "--batch-size", "-8"], "--batch-size: must be at least 1, got -8"),
         (["train", "--epochs", "0"], "--epochs: must be at least 1"),
-        (["train", "--limit", "ten"], "expected a positive whole number, got 'ten'"),
+        (["train", "--limit", "ten"], "--limit: expected a whole number, got 'ten'"),
         (["train", "--verbose", "5"], "--verbose"),
         (["evaluate", "--model", "m.keras", "--batch-size", "0"], "--batch-size"),
         (["predict", "--model", "m.keras", "imgs", "--top-k", "0"], "--top-k"),
@@ -74,7 +74,7 @@ def test_train_checks_preset_precision_and_out_folder_before_loading_data(capsys
     code, _, err = run_cli(capsys, "train", "--preset", "nope", "--out", tmp_path / "a")
     assert_user_error(code, err, "nope")
     code, _, err = run_cli(capsys, "train", "--mixed-precision", "fp8", "--out", tmp_path / "a")
-    assert_user_error(code, err, "--mixed-precision 'fp8'")
+    assert_user_error(code, err, "--mixed-precision: invalid choice: 'fp8'")
     (tmp_path / "file").write_text("x")
     code, _, err = run_cli(capsys, "train", "--out", tmp_path / "file")
     assert_user_error(code, err, "is a file")

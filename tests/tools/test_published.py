@@ -13,6 +13,7 @@ import pytest
 import shiftvit_lib as sv
 from shiftvit_lib.recipe import logits_metrics
 from shiftvit_lib.tools import published as pt
+from shiftvit_lib.tools.files import sha256_of
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL_DATA = Path(os.environ.get("SHIFTVIT_FULL_DATA", ROOT.parent / "shared" / "data" / "cifar10-jpeg.tar.gz"))
@@ -26,7 +27,7 @@ def cpu_model():
 def test_shipped_file_is_small_and_matches_its_published_hash():
     path = pt.ASSETS / pt.published()["cpu"][1]["weights"]
     assert path.stat().st_size <= 10 * 1024 * 1024
-    assert pt.sha256_of(path) == pt.published()["cpu"][1]["sha256"]
+    assert sha256_of(path) == pt.published()["cpu"][1]["sha256"]
 
 
 def test_cpu_model_is_the_cpu_preset(cpu_model):
