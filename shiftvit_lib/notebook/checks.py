@@ -6,11 +6,11 @@ one-line hint naming what is wrong ("the residual must carry the shifted map"). 
 hints come from one table per check, the result a known mistake gives -> its hint,
 read by one helper (``_diagnose``). ``try_yours`` is what a blank's checking cell calls
 (lessons 02-05): it checks the learner's version or, while that is still a blank
-(``NotImplementedError``), says so and checks and returns the solution, so the lesson
+(``NotImplementedError``), says so and checks and returns the library's version, so the lesson
 runs on. ``exercise`` is what an exercise's checking cell calls (lessons 00-07).
 
 ``tests/lessons/test_checks.py`` injects a catalogue of plausible mistakes into every
-piece and asserts that each check fails on every one of them and passes the solution.
+piece and asserts that each check fails on every one of them and passes each lesson's solution.
 This is a lesson helper: it imports the core; the core never imports it.
 """
 
@@ -29,20 +29,20 @@ from shiftvit_lib.schedules import WarmUpCosine
 from shiftvit_lib.shift import shift_channels
 
 
-def try_yours(check: Callable[[Any], None], yours: Any, solution: Any) -> Any:
-    """Check ``yours``; while it is a blank, check ``solution`` and return it.
+def try_yours(check: Callable[[Any], None], yours: Any, library: Any) -> Any:
+    """Check ``yours``; while it is a blank, check the library's version ``library`` and return it.
 
     A wrong version raises the check's ``AssertionError``: "Run all" stops at it.
     """
     name = getattr(yours, "__name__", type(yours).__name__)
     if name.startswith("check_"):
-        raise TypeError(f"try_yours takes the check first: try_yours({name}, yours, solution)")
+        raise TypeError(f"try_yours takes the check first: try_yours({name}, yours, library)")
     try:
         check(yours)
     except NotImplementedError:
-        print(f"{name}: not written yet — using the solution")
-        check(solution)
-        return solution
+        print(f"{name}: not written yet, so the lesson goes on with the library's version")
+        check(library)
+        return library
     print(f"{name}: yours passes every check")
     return yours
 

@@ -1,8 +1,8 @@
 """The exercises' solutions (lessons 00-07), as the lessons' "Solution" folds show them.
 
 Only the tests run them: ``test_checks.py`` checks that each passes its exercise's check,
-and that every line a lesson's fold shows is a line of this file or of
-``shiftvit_lib/notebook/solutions.py`` (the blanks' solutions, which the lessons run).
+and that every line an exercise's fold shows is a line of this file. (The blanks' folds are
+run instead: ``test_checks.py`` puts each into its blank cell and runs the blank's check.)
 """
 
 import math
