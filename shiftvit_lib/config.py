@@ -17,7 +17,9 @@ means adding data, not code (the timm / SPACH way)::
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +36,17 @@ def check_positive_int(value: Any, name: str) -> int:
     if not is_positive_int(value):
         raise ValueError(f"{name} must be a positive integer; got {value!r}")
     return int(value)
+
+
+def bounded(default: Any, low: float, high: float = math.inf, *, closed: bool = False) -> Any:
+    """A config field that must lie in ``[low, high)`` (``[low, high]`` if ``closed``); None passes."""
+    return dataclasses.field(default=default, metadata={"range": (low, high, closed)})
+
+
+def _check_field_names(cls: type, names: Any) -> None:
+    unknown = set(names) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
 
 
 if TYPE_CHECKING:
@@ -54,57 +67,29 @@ class InputPipeline:
     """
 
     input_shape: tuple[int, int, int] = (32, 32, 3)
-    num_classes: int = 10
+    num_classes: int = bounded(10, 1)
     # Images are resized to `resize_to`, then cropped to `image_size`: a random crop
     # while training, the centre crop at inference (so `predict` is deterministic).
     augment: bool = True
-    resize_to: int = 52
-    image_size: int = 48
+    resize_to: int = bounded(52, 1)
+    image_size: int = bounded(48, 1)
     flip: bool = True
     # Stronger augmentation (all off in the example's recipe). RandAugment is Keras'
     # layer: `rand_augment_ops` operations of strength `rand_augment_factor`, drawn
     # once per batch. Random erasing blanks a box in each image with this probability.
-    rand_augment_ops: int = 0
-    rand_augment_factor: float = 0.5
-    random_erasing: float = 0.0
+    rand_augment_ops: int = bounded(0, 0)
+    rand_augment_factor: float = bounded(0.5, 0, 1, closed=True)
+    random_erasing: float = bounded(0.0, 0, 1, closed=True)
     # MixUp / CutMix mix pairs of images *and* their labels, so they run where the
     # labels are, in the input pipeline (shiftvit_lib.data.mix_batch). With both on,
     # each batch uses one of them, chosen with equal odds.
-    mixup_alpha: float = 0.0
-    cutmix_alpha: float = 0.0
-
-    @property
-    def mixes_labels(self) -> bool:
-        """True if MixUp or CutMix is on: training targets are then mixed one-hot vectors."""
-        return self.mixup_alpha > 0 or self.cutmix_alpha > 0
+    mixup_alpha: float = bounded(0.0, 0)
+    cutmix_alpha: float = bounded(0.0, 0)
 
     @property
     def one_hot_targets(self) -> bool:
         """True if training needs one-hot targets: mixed (MixUp/CutMix) or smoothed labels."""
-        return self.mixes_labels or self.label_smoothing > 0
-
-    def pipeline_problems(self) -> list[str]:
-        """What in these fields cannot work, one sentence each."""
-        problems = []
-        if len(self.input_shape) != 3:
-            problems.append(f"input_shape must be (height, width, channels), got {self.input_shape}")
-        if self.image_size > self.resize_to:
-            problems.append(
-                f"image_size ({self.image_size}) cannot be larger than resize_to ({self.resize_to})"
-            )
-        if self.rand_augment_ops < 0 or not 0.0 <= self.rand_augment_factor <= 1.0:
-            problems.append(
-                "rand_augment_ops must be >= 0 and rand_augment_factor in [0, 1], got "
-                f"{self.rand_augment_ops} and {self.rand_augment_factor}"
-            )
-        if not 0.0 <= self.random_erasing <= 1.0:
-            problems.append(f"random_erasing is a probability in [0, 1], got {self.random_erasing}")
-        if self.mixup_alpha < 0 or self.cutmix_alpha < 0:
-            problems.append(
-                f"mixup_alpha and cutmix_alpha must be >= 0 (0 turns them off), got "
-                f"{self.mixup_alpha} and {self.cutmix_alpha}"
-            )
-        return problems
+        return self.mixup_alpha > 0 or self.cutmix_alpha > 0 or self.label_smoothing > 0
 
 
 @dataclass(frozen=True)
@@ -121,57 +106,75 @@ class TrainingRecipe(InputPipeline):
     # "spach": every Dense/Conv kernel from N(0, 0.02^2), biases zero, as the official
     # code's _init_weights (shiftvit_lib.model.initialise_like_spach).
     init: WeightInit = "keras"
-    batch_size: int = 256
-    epochs: int = 100
+    batch_size: int = bounded(256, 1)
+    epochs: int = bounded(100, 1)
     lr_start: float = 1e-5
     lr_max: float = 1e-3
-    warmup_fraction: float = 0.15
-    weight_decay: float = 1e-4
-    label_smoothing: float = 0.0
-    early_stopping_patience: int | None = 5
+    warmup_fraction: float = bounded(0.15, 0, 1)
+    weight_decay: float = bounded(1e-4, 0)
+    label_smoothing: float = bounded(0.0, 0, 1)
+    early_stopping_patience: int | None = bounded(5, 1)  # None: no early stopping
 
     def __post_init__(self) -> None:
         # Lists from JSON or from a user become tuples so the config stays hashable.
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
+        for name, value in list(vars(self).items()):
             if isinstance(value, (list, tuple)):
-                object.__setattr__(self, field.name, tuple(int(item) for item in value))
+                object.__setattr__(self, name, tuple(int(item) for item in value))
         self.validate()
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming every field that cannot work."""
-        problems = self.type_problems()  # the other checks need the right types
-        problems = problems or (
-            self.pipeline_problems()
-            + self.recipe_problems()
-            + self.choice_problems()
-            + self.architecture_problems()
-        )
+        """Raise ``ValueError`` naming the fields that cannot work, in one line.
+
+        Two rounds, the second needing the first: each field alone (its type, then its
+        :func:`bounded` range or its ``Literal`` choices), then the fields together.
+        """
+        problems = self.field_problems() or self.combination_problems()
         if problems:
             raise ValueError(f"Invalid {type(self).__name__} {self.name!r}: " + "; ".join(problems))
 
-    def type_problems(self) -> list[str]:
-        """Fields of the wrong type: ``depths=(2)`` is the int 2, ``num_div=4.5`` no count of groups."""
-        problems = []
-        for name, hint in typing.get_type_hints(type(self)).items():
-            value, origin = getattr(self, name), typing.get_origin(hint)
+    def field_problems(self) -> list[str]:
+        """Each field alone: its type (``depths=(2)`` is the int 2, ``num_div=4.5`` no count of
+        groups), then its :func:`bounded` range or its ``Literal`` choices (``ShiftKind``...)."""
+        problems, hints = [], typing.get_type_hints(type(self))
+        for field in dataclasses.fields(self):
+            name, value, hint = field.name, getattr(self, field.name), hints[field.name]
+            if isinstance(hint, types.UnionType):  # `int | None`: None passes, else the type
+                hint = None if value is None else typing.get_args(hint)[0]
             if hint is int and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
                 problems.append(f"{name} must be a whole number, got {value!r}")
             elif hint is float and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
                 problems.append(f"{name} must be a number, got {value!r}")
-            elif origin is tuple and not isinstance(value, tuple):
+            elif typing.get_origin(hint) is tuple and not isinstance(value, tuple):
                 problems.append(
                     f"{name} must be a list of whole numbers such as (2, 2), got {value!r} "
                     "(in Python (2) is the number 2; write (2,) for one stage)"
                 )
+            elif typing.get_origin(hint) is Literal and value not in typing.get_args(hint):
+                choices = typing.get_args(hint)
+                allowed = " or ".join([", ".join(map(repr, choices[:-1])), repr(choices[-1])])
+                problems.append(f"{name} must be {allowed}, got {value!r}")
+            elif "range" in field.metadata and value is not None:
+                low, high, closed = field.metadata["range"]
+                if not (low <= value <= high if closed else low <= value < high):
+                    limit = (
+                        f"be >= {low:g}"
+                        if high == math.inf
+                        else f"lie in [{low:g}, {high:g}{']' if closed else ')'}"
+                    )
+                    finite = " and finite" if high == math.inf and isinstance(value, float) else ""
+                    problems.append(f"{name} must {limit}{finite}, got {value!r}")
         return problems
 
-    def recipe_problems(self) -> list[str]:
-        """What in the training fields cannot work, one sentence each."""
+    def combination_problems(self) -> list[str]:
+        """What cannot work in the fields together; each model config adds its architecture's."""
         problems = []
-        if not is_positive_int(self.batch_size):
-            problems.append(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not 0 < self.lr_max < float("inf"):  # a negative rate trains uphill, zero never moves
+        if len(self.input_shape) != 3:
+            problems.append(f"input_shape must be (height, width, channels), got {self.input_shape}")
+        if self.image_size > self.resize_to:
+            problems.append(
+                f"image_size ({self.image_size}) cannot be larger than resize_to ({self.resize_to})"
+            )
+        if not 0 < self.lr_max < math.inf:  # a negative rate trains uphill, zero never moves
             problems.append(
                 f"lr_max must be positive and finite, such as 1e-3, got {self.lr_max} (a minus sign?)"
             )
@@ -180,38 +183,11 @@ class TrainingRecipe(InputPipeline):
                 f"the learning rates must satisfy 0 <= lr_start <= lr_max, "
                 f"got lr_start {self.lr_start}, lr_max {self.lr_max}"
             )
-        if not 0 <= self.weight_decay < float("inf"):
-            problems.append(f"weight_decay must be >= 0 and finite, got {self.weight_decay}")
-        if not is_positive_int(self.epochs) or not is_positive_int(self.early_stopping_patience or 1):
-            problems.append(
-                f"epochs and early_stopping_patience (None: no early stopping) must be positive "
-                f"integers, got {self.epochs!r} and {self.early_stopping_patience!r}"
-            )
-        if not 0.0 <= self.label_smoothing < 1.0:
-            problems.append(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
-        if not 0.0 <= self.warmup_fraction < 1.0:
-            problems.append(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
         return problems
-
-    def choice_problems(self) -> list[str]:
-        """Fields typed with a ``Literal`` of choices (``ShiftKind``...) that hold something else."""
-        problems = []
-        for name, hint in typing.get_type_hints(type(self)).items():
-            choices = typing.get_args(hint) if typing.get_origin(hint) is Literal else ()
-            if choices and getattr(self, name) not in choices:
-                allowed = " or ".join([", ".join(map(repr, choices[:-1])), repr(choices[-1])])
-                problems.append(f"{name} must be {allowed}, got {getattr(self, name)!r}")
-        return problems
-
-    def architecture_problems(self) -> list[str]:
-        """What in the model's own fields cannot work; each model config says."""
-        return []
 
     def replace(self, **changes: Any) -> Self:
         """A copy with some fields changed (the config itself is immutable)."""
-        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
-        if unknown:
-            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
+        _check_field_names(type(self), changes)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,7 +197,7 @@ class TrainingRecipe(InputPipeline):
         """
         architecture = [f.name for f in dataclasses.fields(self) if f.name not in _RECIPE_TYPE_FIELDS]
         order = ["name", *PIPELINE_FIELDS, *architecture, *RECIPE_FIELDS]
-        return {key: _json_value(getattr(self, key)) for key in order}
+        return {key: list(v) if isinstance(v := getattr(self, key), tuple) else v for key in order}
 
     @classmethod
     def from_preset(cls, presets: dict[str, dict[str, Any]], name: str, **overrides: Any) -> Self:
@@ -233,9 +209,7 @@ class TrainingRecipe(InputPipeline):
         """
         if name not in presets:
             raise KeyError(f"Unknown preset {name!r}; choose one of {sorted(presets)}")
-        unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
+        _check_field_names(cls, overrides)
         return cls(**{"name": name, **presets[name], **overrides})
 
     @classmethod
@@ -245,14 +219,8 @@ class TrainingRecipe(InputPipeline):
         A field missing from ``data`` (a record written before the field existed) takes
         its default, which is the value that older version used.
         """
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise TypeError(f"Unknown config field(s): {sorted(unknown)}")
+        _check_field_names(cls, data)
         return cls(**data)
-
-
-def _json_value(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 # The fields that make two models' training comparable, each declared once above.
@@ -270,18 +238,18 @@ class ShiftViTConfig(TrainingRecipe):
     The defaults are the keras-io ShiftViT example's values; presets override a few.
     """
 
-    patch_size: int = 4
+    patch_size: int = bounded(4, 1)
     projected_dim: int = 96
     depths: tuple[int, ...] = (2, 4, 8, 2)
-    num_div: int = 12
-    shift_pixel: int = 1
+    num_div: int = bounded(12, 4)  # four groups move
+    shift_pixel: int = bounded(1, 1)
     shift: ShiftKind = "official"
     # How the official shift is computed: slicing + zero padding, or roll + border
     # mask. Same numbers; benchmarks/ measures which is faster on a device.
     shift_implementation: ShiftImplementation = "slice"
     mlp_ratio: float = 2.0
-    mlp_dropout: float = 0.2
-    drop_path_rate: float = 0.2
+    mlp_dropout: float = bounded(0.2, 0, 1)
+    drop_path_rate: float = bounded(0.2, 0, 1)
     # "network": rates rise linearly over all blocks (official SPACH);
     # "per_stage": they restart from 0 in every stage (the keras-io example).
     drop_path_schedule: DropPathSchedule = "network"
@@ -292,28 +260,17 @@ class ShiftViTConfig(TrainingRecipe):
     # 0: one linear projection per patch (the paper). > 0: a convolutional stem first,
     # a 3x3 convolution with this many channels at stride 2, BatchNorm and GELU, so
     # neighbouring patches overlap; the projection then covers patch_size / 2.
-    stem_channels: int = 0
+    stem_channels: int = bounded(0, 0)
 
-    def architecture_problems(self) -> list[str]:
-        problems = []
+    def combination_problems(self) -> list[str]:
+        problems = super().combination_problems()
         if not self.depths or any(d < 1 for d in self.depths):
             problems.append(f"depths must be a non-empty list of positive ints, got {self.depths}")
             return problems  # the checks below need the stages
-        if self.num_div < 4:
-            problems.append(f"num_div must be >= 4 (four groups move), got {self.num_div}")
         if self.projected_dim < self.num_div:
             problems.append(
                 f"projected_dim ({self.projected_dim}) must be >= num_div ({self.num_div}) "
                 "so that every shifted group holds at least one channel"
-            )
-        if self.shift_pixel < 1:
-            problems.append(f"shift_pixel must be >= 1, got {self.shift_pixel}")
-        if self.patch_size < 1:
-            problems.append(f"patch_size must be >= 1, got {self.patch_size}")
-            return problems  # the checks below divide by it
-        if self.stem_channels < 0:
-            problems.append(
-                f"stem_channels must be >= 0 (0: no convolutional stem), got {self.stem_channels}"
             )
         if self.stem_channels and self.patch_size % 2:
             problems.append(
@@ -331,16 +288,15 @@ class ShiftViTConfig(TrainingRecipe):
                 "a smaller patch_size"
             )
         if self.shift == "keras_io":
-            # The example's split(x, C // num_div) needs C divisible by C // num_div.
-            bad = [dim for dim in self.stage_dims if dim >= self.num_div and dim % (dim // self.num_div)]
+            # The example's split(x, C // num_div) needs C divisible by C // num_div, and
+            # at least four groups (the ones that move).
+            bad = [dim for dim in self.stage_dims if dim < 4 * self.num_div or dim % (dim // self.num_div)]
             if bad:
                 problems.append(
-                    f"the keras-io shift splits C channels into C // num_div groups, so every stage "
-                    f"width must be divisible by width // num_div; {bad} are not with num_div "
-                    f"{self.num_div}: choose num_div 8 or 16 for power-of-two widths"
+                    f"the keras-io shift splits C channels into C // num_div groups, four of which move, so "
+                    f"every stage width must be at least 4 * num_div and divisible by width // num_div; "
+                    f"{bad} are not with num_div {self.num_div}: choose num_div 8 or 16 for power-of-two widths"
                 )
-        if not 0.0 <= self.drop_path_rate < 1.0 or not 0.0 <= self.mlp_dropout < 1.0:
-            problems.append("drop_path_rate and mlp_dropout must lie in [0, 1)")
         return problems
 
     @property
@@ -353,13 +309,22 @@ class ShiftViTConfig(TrainingRecipe):
         """Feature-map side length of each stage (merging halves it)."""
         # Patch projection and merging use "same" padding, hence the ceilings.
         side = -(-self.image_size // self.patch_size)
-        sides = []
-        for _ in self.depths:
-            sides.append(side)
-            side = -(-side // 2)
-        return tuple(sides)
+        return tuple(-(-side // 2**stage) for stage in range(len(self.depths)))
 
 
+# What SPACH's ImageNet models share: 224 px and 1000 classes, a norm after the stem
+# and before the head, GroupNorm(1) in the blocks.
+_SPACH_IMAGENET = dict(
+    input_shape=(224, 224, 3),
+    num_classes=1000,
+    augment=False,
+    resize_to=224,
+    image_size=224,
+    mlp_dropout=0.0,
+    norm="group",
+    patch_norm=True,
+    final_norm=True,
+)
 # Presets hold only what differs from the defaults above.
 PRESETS: dict[str, dict[str, Any]] = {
     # The keras-io example's recipe, with the shift fixed. Its drop-path schedule
@@ -430,34 +395,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         stem_channels=32,
     ),
     # Official SPACH sizes (registry names shiftvit_light_tiny and shiftvit_r2_tiny),
-    # with their normalisation placement: a norm after the stem and before the head,
-    # GroupNorm(1) in the blocks. Defined for ImageNet (224 px, 1000 classes).
-    "shiftvit_light_tiny": dict(
-        input_shape=(224, 224, 3),
-        num_classes=1000,
-        augment=False,
-        resize_to=224,
-        image_size=224,
-        depths=(2, 2, 6, 2),
-        mlp_ratio=4.0,
-        mlp_dropout=0.0,
-        norm="group",
-        patch_norm=True,
-        final_norm=True,
-    ),
-    "shiftvit_r2_tiny": dict(
-        input_shape=(224, 224, 3),
-        num_classes=1000,
-        augment=False,
-        resize_to=224,
-        image_size=224,
-        depths=(6, 8, 18, 6),
-        mlp_ratio=2.0,
-        mlp_dropout=0.0,
-        norm="group",
-        patch_norm=True,
-        final_norm=True,
-    ),
+    # with their normalisation placement (see _SPACH_IMAGENET).
+    "shiftvit_light_tiny": dict(_SPACH_IMAGENET, depths=(2, 2, 6, 2), mlp_ratio=4.0),
+    "shiftvit_r2_tiny": dict(_SPACH_IMAGENET, depths=(6, 8, 18, 6), mlp_ratio=2.0),
 }
 
 

@@ -26,17 +26,8 @@ import numpy as np
 from shiftvit_lib.config import check_positive_int
 from shiftvit_lib.images import decode_rgb
 
-CIFAR10_CLASSES: tuple[str, ...] = (
-    "airplane",
-    "automobile",
-    "bird",
-    "cat",
-    "deer",
-    "dog",
-    "frog",
-    "horse",
-    "ship",
-    "truck",
+CIFAR10_CLASSES: tuple[str, ...] = tuple(
+    "airplane automobile bird cat deer dog frog horse ship truck".split()
 )
 DEFAULT_SEED = 42
 SPLITS = ("train", "val", "test")
@@ -86,11 +77,8 @@ class DataSplits:
         """A few lines: the source, then the size of each split."""
         lines = [self.source]
         for split, counts in self.class_counts().items():
-            per_class = (
-                f"{counts[0]:,}"
-                if len(counts) and counts.min() == counts.max()
-                else f"{counts.min():,} to {counts.max():,}"
-            )
+            low, high = (counts.min(), counts.max()) if len(counts) else (0, 0)
+            per_class = f"{low:,}" if low == high else f"{low:,} to {high:,}"
             lines.append(f"  {split + ':':6} {counts.sum():>6,} images ({per_class} per class)")
         height, width, channels = self.x_train.shape[1:]
         lines.append(
@@ -99,8 +87,7 @@ class DataSplits:
         )
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.summary()
+    __str__ = summary
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={v:,}" for k, v in self.split_sizes().items())
@@ -171,15 +158,10 @@ def load_splits(
     description = raw.description
     if limit is not None:
         description += f" (at most {limit:,} images per class kept, seed {seed})"
+    x, y = raw.x_train, raw.y_train
+    x_test, y_test = raw.x_test[test_idx], raw.y_test[test_idx]
     return DataSplits(
-        x_train=raw.x_train[train_idx],
-        y_train=raw.y_train[train_idx],
-        x_val=raw.x_train[val_idx],
-        y_val=raw.y_train[val_idx],
-        x_test=raw.x_test[test_idx],
-        y_test=raw.y_test[test_idx],
-        class_names=CIFAR10_CLASSES,
-        source=description,
+        x[train_idx], y[train_idx], x[val_idx], y[val_idx], x_test, y_test, CIFAR10_CLASSES, description
     )
 
 
@@ -206,16 +188,10 @@ def _load_from_keras() -> RawData:
     (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
     if x_train.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
         x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
-    return RawData(
-        np.ascontiguousarray(x_train),
-        y_train.reshape(-1).astype(np.int64),
-        np.ascontiguousarray(x_test),
-        y_test.reshape(-1).astype(np.int64),
-        description=(
-            f"CIFAR-10 via keras.datasets.cifar10 (original release): "
-            f"{len(x_train):,} train / {len(x_test):,} test images"
-        ),
-    )
+    y_train, y_test = y_train.reshape(-1).astype(np.int64), y_test.reshape(-1).astype(np.int64)
+    source = f"{len(x_train):,} train / {len(x_test):,} test images"
+    description = f"CIFAR-10 via keras.datasets.cifar10 (original release): {source}"
+    return RawData(np.ascontiguousarray(x_train), y_train, np.ascontiguousarray(x_test), y_test, description)
 
 
 def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
@@ -294,61 +270,15 @@ def stratified_split_indices(
 
 
 # --------------------------------------------------------------------------- input pipeline
-def make_dataset(
-    x: np.ndarray,
-    y: np.ndarray,
-    batch_size: int,
-    *,
-    shuffle: bool,
-    seed: int | None = None,
-    drop_remainder: bool = False,
-    num_classes: int | None = None,
-    mixup_alpha: float = 0.0,
-    cutmix_alpha: float = 0.0,
-) -> NumpyBatches:
-    """Batches of (images, labels) for ``model.fit`` / ``model.evaluate``.
-
-    A :class:`NumpyBatches` (a ``keras.utils.PyDataset``) on every backend; with
-    ``num_classes`` the labels come one-hot (which ``mixup_alpha`` / ``cutmix_alpha`` > 0
-    then mix with :func:`mix_batch`). Images stay uint8 [0, 255] pixels (a
-    quarter of float32's memory): the model rescales and augments inside, so a saved
-    model takes raw pixels. ``shuffle`` reorders every epoch, the same ``seed`` the same way.
-    """
-    x, y = check_batch_inputs(x, y, batch_size)
-    if (mixup_alpha or cutmix_alpha) and num_classes is None:
-        raise ValueError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
-    return NumpyBatches(
-        x,
-        y,
-        batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        drop_remainder=drop_remainder,
-        num_classes=num_classes,
-        mixup_alpha=mixup_alpha,
-        cutmix_alpha=cutmix_alpha,
-    )
-
-
-def check_batch_inputs(x: Any, y: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """``x`` and ``y`` as arrays, checked to make batches of ``batch_size``; else a ``ValueError``."""
-    x, y = np.asarray(x), np.asarray(y)
-    check_positive_int(batch_size, "batch_size")
-    if len(x) != len(y):
-        raise ValueError(f"x has {len(x)} items but y has {len(y)}")
-    if len(x) == 0:
-        raise ValueError("cannot make a dataset from zero images")
-    return x, y
-
-
 class NumpyBatches(keras.utils.PyDataset):
-    """Backend-neutral batches of NumPy arrays, reshuffled after every epoch.
+    """Batches of (images, labels) for ``model.fit`` / ``model.evaluate``, on every backend.
 
-    What :func:`make_dataset` returns.
-    Keras calls ``on_epoch_end`` after each epoch; a seeded generator makes the
-    sequence of orders reproducible. With ``num_classes``, labels come one-hot; with
-    a MixUp/CutMix alpha, each batch is mixed by :func:`mix_batch` with a generator
-    seeded by (seed, epoch, batch index), so a batch is the same whatever thread loads it.
+    Also called :func:`make_dataset`. Images stay uint8 [0, 255] pixels (a quarter of
+    float32's memory): the model rescales and augments inside, so a saved model takes raw
+    pixels. ``shuffle`` reorders every epoch (Keras calls ``on_epoch_end``), the same
+    ``seed`` the same way. With ``num_classes``, labels come one-hot; with a MixUp/CutMix
+    alpha, each batch is mixed by :func:`mix_batch` with a generator seeded by (seed,
+    epoch, batch index), so a batch is the same whatever thread loads it.
     """
 
     def __init__(
@@ -366,8 +296,14 @@ class NumpyBatches(keras.utils.PyDataset):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.x, self.y = check_batch_inputs(x, y, batch_size)
-        self.batch_size = int(batch_size)
+        self.x, self.y = np.asarray(x), np.asarray(y)
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        if len(self.x) != len(self.y):
+            raise ValueError(f"x has {len(self.x)} items but y has {len(self.y)}")
+        if len(self.x) == 0:
+            raise ValueError("cannot make a dataset from zero images")
+        if (mixup_alpha or cutmix_alpha) and num_classes is None:
+            raise ValueError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
         if drop_remainder and len(self.x) < self.batch_size:
             raise ValueError(
                 f"drop_remainder with {len(self.x)} images and batch_size {batch_size} leaves "
@@ -431,6 +367,9 @@ class NumpyBatches(keras.utils.PyDataset):
             self._order = self._rng.permutation(len(self.x))
 
 
+make_dataset = NumpyBatches  # the name lesson 01 teaches
+
+
 def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:
     """Integer labels as float32 one-hot rows; a label outside [0, num_classes) is an error."""
     labels = np.asarray(labels).reshape(-1).astype("int64")
@@ -488,6 +427,6 @@ def mix_batch(
 
 
 def iterate_batches(dataset: NumpyBatches) -> Iterable[tuple[np.ndarray, np.ndarray]]:
-    """Yield the NumPy (images, labels) batches of a :func:`make_dataset` result, in order."""
+    """Yield the NumPy (images, labels) batches of a :class:`NumpyBatches`, in order."""
     for index in range(len(dataset)):
         yield dataset[index]

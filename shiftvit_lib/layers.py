@@ -1,8 +1,9 @@
 """The building blocks of ShiftViT as Keras layers (taught in lesson 03).
 
-Every layer uses ``keras.ops`` only, has a ``get_config`` and is registered for
-serialization, so a model saved as ``.keras`` loads again in safe mode on any
-backend.
+Every layer uses ``keras.ops`` only and is registered for serialization, so a model
+saved as ``.keras`` loads again in safe mode on any backend. No layer writes a
+``get_config``: Keras records the constructor's arguments (plain numbers, strings,
+lists) and rebuilds a layer from them.
 
 Block anatomy (as in the official SPACH code)::
 
@@ -96,29 +97,16 @@ class ImagePreprocessing(layers.Layer):
         super().__init__(**kwargs)
         if crop_size > resize_to:
             raise ValueError(f"crop_size ({crop_size}) cannot exceed resize_to ({resize_to}).")
-        self.resize_to = resize_to
-        self.crop_size = crop_size
-        self.flip = flip
-        self.augment = augment
-        self.seed = seed
+        self.resize_to, self.crop_size, self.flip, self.augment = resize_to, crop_size, flip, augment
         self.seed_generator = keras.random.SeedGenerator(seed)
-        self.rand_augment_ops = int(rand_augment_ops)
-        self.rand_augment_factor = float(rand_augment_factor)
-        self.random_erasing = float(random_erasing)
         # Both work on [0, 255] float32 pixels (also under a mixed-precision policy),
         # before the rescale at the end of call().
-        self.rand_augment = (
-            BranchingRandAugment(
-                value_range=(0, 255),
-                num_ops=self.rand_augment_ops,
-                factor=self.rand_augment_factor,
-                seed=seed,
-                name="rand_augment",
-                dtype="float32",
+        pixels = dict(value_range=(0, 255), seed=seed, dtype="float32")
+        self.rand_augment = None
+        if rand_augment_ops:
+            self.rand_augment = BranchingRandAugment(
+                num_ops=int(rand_augment_ops), factor=rand_augment_factor, name="rand_augment", **pixels
             )
-            if self.rand_augment_ops
-            else None
-        )
         if self.rand_augment is not None and keras.backend.backend() == "jax":
             # Keras marks RandomRotation and RandomShear (inside RandAugment) as not
             # XLA-safe because of TensorFlow's image-transform kernel, which makes
@@ -129,17 +117,11 @@ class ImagePreprocessing(layers.Layer):
                 sublayer.supports_jit = True
         # Keras samples each image's erasing probability in [0, factor) for a single
         # float; a (p, p) pair makes it exactly p.
-        self.eraser = (
-            layers.RandomErasing(
-                factor=(self.random_erasing, self.random_erasing),
-                value_range=(0, 255),
-                seed=seed,
-                name="random_erasing",
-                dtype="float32",
+        self.eraser = None
+        if random_erasing:
+            self.eraser = layers.RandomErasing(
+                factor=(random_erasing, random_erasing), name="random_erasing", **pixels
             )
-            if self.random_erasing
-            else None
-        )
 
     def build(self, input_shape: Sequence[Any]) -> None:
         cropped = (input_shape[0], self.crop_size, self.crop_size, input_shape[-1])
@@ -176,9 +158,8 @@ class ImagePreprocessing(layers.Layer):
         offsets = keras.random.randint(
             (batch, 2), 0, self.resize_to - self.crop_size + 1, seed=self.seed_generator
         )
-        span = ops.arange(self.crop_size, dtype=offsets.dtype)
-        rows = offsets[:, 0:1] + span[None, :]
-        cols = offsets[:, 1:2] + span[None, :]
+        positions = offsets[:, :, None] + ops.arange(self.crop_size, dtype=offsets.dtype)  # (batch, 2, crop)
+        rows, cols = positions[:, 0], positions[:, 1]
         channels = x.shape[-1]
         rows = ops.broadcast_to(rows[:, :, None, None], (batch, self.crop_size, self.resize_to, channels))
         x = ops.take_along_axis(x, rows, axis=1)
@@ -190,36 +171,12 @@ class ImagePreprocessing(layers.Layer):
         coin = keras.random.uniform((batch, 1, 1, 1), seed=self.seed_generator)
         return ops.where(coin < 0.5, ops.flip(x, axis=2), x)
 
-    def compute_output_shape(self, input_shape: Sequence[Any]) -> tuple[Any, ...]:
-        return (input_shape[0], self.crop_size, self.crop_size, input_shape[-1])
-
     @classmethod
     def for_pipeline(cls, pipeline: Any, seed: int | None = None) -> ImagePreprocessing:
         """The layer of a config's input pipeline (:class:`shiftvit_lib.config.InputPipeline`)."""
-        return cls(
-            resize_to=pipeline.resize_to,
-            crop_size=pipeline.image_size,
-            flip=pipeline.flip,
-            augment=pipeline.augment,
-            seed=seed,
-            rand_augment_ops=pipeline.rand_augment_ops,
-            rand_augment_factor=pipeline.rand_augment_factor,
-            random_erasing=pipeline.random_erasing,
-            name="preprocessing",
-        )
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "resize_to": self.resize_to,
-            "crop_size": self.crop_size,
-            "flip": self.flip,
-            "augment": self.augment,
-            "seed": self.seed,
-            "rand_augment_ops": self.rand_augment_ops,
-            "rand_augment_factor": self.rand_augment_factor,
-            "random_erasing": self.random_erasing,
-        }
+        same = ("resize_to", "flip", "augment", "rand_augment_ops", "rand_augment_factor", "random_erasing")
+        options = {field: getattr(pipeline, field) for field in same}
+        return cls(crop_size=pipeline.image_size, seed=seed, name="preprocessing", **options)
 
 
 @register
@@ -232,22 +189,18 @@ class MLP(layers.Layer):
     def __init__(self, mlp_ratio: float = 2.0, dropout: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mlp_ratio = mlp_ratio
-        self.dropout = dropout
+        self.drop = layers.Dropout(dropout)
 
     def build(self, input_shape: Sequence[Any]) -> None:
         channels = int(input_shape[-1])
         self.expand = layers.Dense(int(channels * self.mlp_ratio), activation="gelu", name="expand")
         self.project = layers.Dense(channels, name="project")
-        self.drop = layers.Dropout(self.dropout)
         self.expand.build(input_shape)
         self.project.build((*input_shape[:-1], int(channels * self.mlp_ratio)))
 
     def call(self, x: Any, training: bool | None = None) -> Any:
         x = self.drop(self.expand(x), training=training)
         return self.drop(self.project(x), training=training)
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "mlp_ratio": self.mlp_ratio, "dropout": self.dropout}
 
 
 @register
@@ -264,7 +217,6 @@ class DropPath(layers.Layer):
         if not 0.0 <= rate < 1.0:
             raise ValueError(f"DropPath rate must lie in [0, 1), got {rate}.")
         self.rate = float(rate)
-        self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def call(self, x: Any, training: bool | None = None) -> Any:
@@ -274,9 +226,6 @@ class DropPath(layers.Layer):
         shape = (ops.shape(x)[0],) + (1,) * (len(x.shape) - 1)
         mask = ops.floor(keep + keras.random.uniform(shape, seed=self.seed_generator, dtype=x.dtype))
         return x / keep * mask
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
 
 
 @register
@@ -307,16 +256,10 @@ class ShiftViTBlock(layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.num_div = num_div
-        self.shift_pixel = shift_pixel
-        self.shift = shift
-        self.shift_implementation = shift_implementation
+        # Kept for lesson 04's check of a hand-written builder (notebook.checks).
+        self.num_div, self.shift_pixel, self.shift = num_div, shift_pixel, shift
+        self.mlp_ratio, self.mlp_dropout, self.drop_path_rate = mlp_ratio, mlp_dropout, drop_path_rate
         self.shift_function = get_shift_function(shift, shift_implementation)
-        self.mlp_ratio = mlp_ratio
-        self.mlp_dropout = mlp_dropout
-        self.drop_path_rate = drop_path_rate
-        self.norm_kind = norm
-        self.epsilon = epsilon
         self.norm = make_norm(norm, epsilon, name="norm")
         self.mlp = MLP(mlp_ratio, mlp_dropout, name="mlp")
         self.drop_path = DropPath(drop_path_rate, name="drop_path")
@@ -329,20 +272,6 @@ class ShiftViTBlock(layers.Layer):
         x = self.shift_function(x, self.num_div, self.shift_pixel)
         return x + self.drop_path(self.mlp(self.norm(x), training=training), training=training)
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_div": self.num_div,
-            "shift_pixel": self.shift_pixel,
-            "shift": self.shift,
-            "shift_implementation": self.shift_implementation,
-            "mlp_ratio": self.mlp_ratio,
-            "mlp_dropout": self.mlp_dropout,
-            "drop_path_rate": self.drop_path_rate,
-            "norm": self.norm_kind,
-            "epsilon": self.epsilon,
-        }
-
 
 @register
 class PatchMerging(layers.Layer):
@@ -350,8 +279,6 @@ class PatchMerging(layers.Layer):
 
     def __init__(self, norm: str = "layer", epsilon: float = 1e-5, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.norm_kind = norm
-        self.epsilon = epsilon
         self.norm = make_norm(norm, epsilon, name="norm")
 
     def build(self, input_shape: Sequence[Any]) -> None:
@@ -366,15 +293,6 @@ class PatchMerging(layers.Layer):
     def call(self, x: Any) -> Any:
         return self.reduction(self.norm(x))
 
-    def compute_output_shape(self, input_shape: Sequence[Any]) -> tuple[Any, ...]:
-        def half(size: Any) -> Any:
-            return None if size is None else -(-size // 2)
-
-        return (input_shape[0], half(input_shape[1]), half(input_shape[2]), 2 * input_shape[3])
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "norm": self.norm_kind, "epsilon": self.epsilon}
-
 
 @register
 class ShiftViTStage(layers.Layer):
@@ -383,41 +301,27 @@ class ShiftViTStage(layers.Layer):
     Args:
         drop_path_rates: one rate per block (its length is the stage's depth).
         merge: add a :class:`PatchMerging` at the end (all stages but the last).
-        **block_options: passed to every :class:`ShiftViTBlock`.
+        **block_options: passed to every :class:`ShiftViTBlock` (``num_div``, ``shift``...);
+            ``norm`` and ``epsilon`` also to the patch merging.
     """
 
     def __init__(
         self,
         drop_path_rates: Sequence[float] = (0.0,),
         merge: bool = True,
-        num_div: int = 12,
-        shift_pixel: int = 1,
-        shift: str = "official",
-        mlp_ratio: float = 2.0,
-        mlp_dropout: float = 0.0,
-        norm: str = "layer",
-        epsilon: float = 1e-5,
-        shift_implementation: str = "slice",
-        **kwargs: Any,
+        *,
+        name: str | None = None,
+        dtype: Any = None,
+        trainable: bool = True,
+        **block_options: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.drop_path_rates = [float(rate) for rate in drop_path_rates]
-        self.merge = merge
-        self.block_options = dict(
-            num_div=num_div,
-            shift_pixel=shift_pixel,
-            shift=shift,
-            shift_implementation=shift_implementation,
-            mlp_ratio=mlp_ratio,
-            mlp_dropout=mlp_dropout,
-            norm=norm,
-            epsilon=epsilon,
-        )
+        super().__init__(name=name, dtype=dtype, trainable=trainable)
+        norm = dict(norm=block_options.get("norm", "layer"), epsilon=block_options.get("epsilon", 1e-5))
         self.blocks = [
-            ShiftViTBlock(drop_path_rate=rate, name=f"block_{index + 1}", **self.block_options)
-            for index, rate in enumerate(self.drop_path_rates)
+            ShiftViTBlock(drop_path_rate=float(rate), name=f"block_{index + 1}", **block_options)
+            for index, rate in enumerate(drop_path_rates)
         ]
-        self.patch_merging = PatchMerging(norm, epsilon, name="patch_merging") if merge else None
+        self.patch_merging = PatchMerging(**norm, name="patch_merging") if merge else None
 
     def build(self, input_shape: Sequence[Any]) -> None:
         for block in self.blocks:
@@ -431,19 +335,6 @@ class ShiftViTStage(layers.Layer):
         if self.patch_merging is not None:
             x = self.patch_merging(x)
         return x
-
-    def compute_output_shape(self, input_shape: Sequence[Any]) -> tuple[Any, ...]:
-        if self.patch_merging is None:
-            return tuple(input_shape)
-        return self.patch_merging.compute_output_shape(input_shape)
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "drop_path_rates": self.drop_path_rates,
-            "merge": self.merge,
-            **self.block_options,
-        }
 
 
 def drop_path_rates(depths: Sequence[int], max_rate: float, schedule: str = "network") -> list[list[float]]:

@@ -22,6 +22,9 @@ from keras import layers
 from shiftvit_lib.config import PRESETS, ModelFamily, ShiftViTConfig, register_family
 from shiftvit_lib.layers import ImagePreprocessing, ShiftViTStage, drop_path_rates, make_norm
 
+# The config fields every ShiftViTBlock reads (and layer_norm_epsilon, its `epsilon`).
+BLOCK_FIELDS = ("num_div", "shift_pixel", "shift", "shift_implementation", "mlp_ratio", "mlp_dropout", "norm")
+
 
 def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.Model:
     """Build the ShiftViT described by ``config``; the output is logits (no softmax).
@@ -52,20 +55,9 @@ def build_shiftvit(config: ShiftViTConfig, *, seed: int | None = None) -> keras.
 
     rates = drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
     last = len(config.depths) - 1
+    blocks = {key: getattr(config, key) for key in BLOCK_FIELDS} | {"epsilon": config.layer_norm_epsilon}
     for index, stage_rates in enumerate(rates):
-        x = ShiftViTStage(
-            drop_path_rates=stage_rates,
-            merge=index < last,
-            num_div=config.num_div,
-            shift_pixel=config.shift_pixel,
-            shift=config.shift,
-            shift_implementation=config.shift_implementation,
-            mlp_ratio=config.mlp_ratio,
-            mlp_dropout=config.mlp_dropout,
-            norm=config.norm,
-            epsilon=config.layer_norm_epsilon,
-            name=f"stage_{index + 1}",
-        )(x)
+        x = ShiftViTStage(stage_rates, index < last, name=f"stage_{index + 1}", **blocks)(x)
 
     if config.final_norm:
         x = make_norm(config.norm, config.layer_norm_epsilon, name="final_norm")(x)
@@ -141,19 +133,9 @@ def stage_table(model: keras.Model) -> list[dict[str, Any]]:
     return rows
 
 
+# The shipped weights (shiftvit_lib.tools.published); see ModelFamily for why the hash is here.
+_CPU_SHA256 = "34222d11f10d965501c2be660187d6f4d23b6a2a40c0ff57fcfbf8790ae62816"
+_WEIGHTS = {"cpu": {"weights": "pretrained/shiftvit_cpu.npz", "record": "cpu_full", "sha256": _CPU_SHA256}}
 register_family(
-    ModelFamily(
-        "shiftvit",
-        ShiftViTConfig,
-        PRESETS,
-        build_shiftvit,
-        count_macs,
-        weights={
-            "cpu": {
-                "weights": "pretrained/shiftvit_cpu.npz",
-                "record": "cpu_full",
-                "sha256": "34222d11f10d965501c2be660187d6f4d23b6a2a40c0ff57fcfbf8790ae62816",
-            }
-        },
-    )
+    ModelFamily("shiftvit", ShiftViTConfig, PRESETS, build_shiftvit, count_macs, weights=_WEIGHTS)
 )

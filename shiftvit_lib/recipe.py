@@ -34,19 +34,12 @@ def training_datasets(config: TrainingRecipe, data: DataSplits, seed: int) -> tu
     """
     batch = config.batch_size
     drop = len(data.y_train) >= batch
-    targets = dict(num_classes=config.num_classes) if config.one_hot_targets else {}
+    options = dict(num_classes=config.num_classes) if config.one_hot_targets else {}
+    mixing = dict(mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha)
     train_ds = make_dataset(
-        data.x_train,
-        data.y_train,
-        batch,
-        shuffle=True,
-        seed=seed,
-        drop_remainder=drop,
-        mixup_alpha=config.mixup_alpha,
-        cutmix_alpha=config.cutmix_alpha,
-        **targets,
+        data.x_train, data.y_train, batch, shuffle=True, seed=seed, drop_remainder=drop, **mixing, **options
     )
-    val_ds = make_dataset(data.x_val, data.y_val, batch, shuffle=False, **targets)
+    val_ds = make_dataset(data.x_val, data.y_val, batch, shuffle=False, **options)
     return train_ds, val_ds, len(data.y_train) // batch if drop else 1
 
 
@@ -95,17 +88,13 @@ def evaluate(
 
     def logits_of(images: np.ndarray) -> np.ndarray:
         logits = model.predict(make_dataset(images, y, batch_size, shuffle=False), verbose=0)
-        if (
-            isinstance(logits, (list, tuple, dict))
-            or np.ndim(logits) != 2
-            or np.shape(logits)[1] != num_classes
-        ):
-            shape = [np.shape(o) for o in logits] if isinstance(logits, (list, tuple)) else np.shape(logits)
+        if not isinstance(logits, np.ndarray) or logits.shape[1:] != (num_classes,):
+            shape = getattr(logits, "shape", f"a {type(logits).__name__} of arrays")
             raise ValueError(
                 f"the model outputs {shape}, but the data has {num_classes} classes: expected "
                 f"one output of shape (batch, {num_classes}); is it the right model?"
             )
-        return np.asarray(logits, dtype=np.float64)
+        return logits.astype(np.float64)
 
     logits = flip_tta_logits(logits_of, x) if tta else logits_of(x)
     return logits_metrics(logits, y)

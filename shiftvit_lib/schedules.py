@@ -32,10 +32,8 @@ class WarmUpCosine(keras.optimizers.schedules.LearningRateSchedule):
             raise ValueError(f"warmup_steps ({warmup_steps}) must lie in [0, total_steps={total_steps}).")
         if warmup_steps > 0 and lr_max < lr_start:
             raise ValueError(f"lr_max ({lr_max}) must be >= lr_start ({lr_start}) to warm up.")
-        self.lr_start = float(lr_start)
-        self.lr_max = float(lr_max)
-        self.warmup_steps = int(warmup_steps)
-        self.total_steps = int(total_steps)
+        self.lr_start, self.lr_max = float(lr_start), float(lr_max)
+        self.warmup_steps, self.total_steps = int(warmup_steps), int(total_steps)
 
     def __call__(self, step: Any) -> Any:
         step = ops.cast(step, "float32")
@@ -54,9 +52,4 @@ class WarmUpCosine(keras.optimizers.schedules.LearningRateSchedule):
         return cls(config.lr_start, config.lr_max, int(total * config.warmup_fraction), total)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            "lr_start": self.lr_start,
-            "lr_max": self.lr_max,
-            "warmup_steps": self.warmup_steps,
-            "total_steps": self.total_steps,
-        }
+        return {key: getattr(self, key) for key in ("lr_start", "lr_max", "warmup_steps", "total_steps")}

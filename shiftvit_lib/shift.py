@@ -34,19 +34,14 @@ from keras import ops
 SHIFT_DIRECTIONS = ("left", "right", "up", "down")
 
 
-def _static_dims(x: Any) -> tuple[Any, ...]:
-    shape = tuple(x.shape)
-    if len(shape) != 4:
+def check_shift_arguments(x: Any, num_div: int, shift_pixel: int) -> int:
+    """Validate the shift's arguments for the NHWC tensor ``x``; return the group size g."""
+    if len(x.shape) != 4:
         raise ValueError(
             f"shift expects a 4-D NHWC tensor (batch, height, width, channels); got shape "
-            f"{shape}. Add a batch axis with x[None] for a single image."
+            f"{tuple(x.shape)}. Add a batch axis with x[None] for a single image."
         )
-    return shape
-
-
-def check_shift_arguments(shape: tuple[Any, ...], num_div: int, shift_pixel: int) -> int:
-    """Validate the shift's arguments for a tensor of ``shape``; return the group size g."""
-    _, height, width, channels = shape
+    _, height, width, channels = x.shape
     if isinstance(num_div, (bool, float)) or isinstance(shift_pixel, (bool, float)):
         raise TypeError(f"num_div and shift_pixel must be whole numbers, got {num_div!r} and {shift_pixel!r}")
     if num_div < 4:
@@ -86,7 +81,7 @@ def shift_channels(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
         ValueError: for a non-4-D input, ``num_div < 4``, ``C < num_div``, or a
             ``shift_pixel`` that is < 1 or not smaller than the height and width.
     """
-    g = check_shift_arguments(_static_dims(x), num_div, shift_pixel)
+    g = check_shift_arguments(x, num_div, shift_pixel)
     s = shift_pixel
     no_pad = (0, 0)
     # Slice what survives the move, then pad zeros on the side it moved away from.
@@ -104,26 +99,17 @@ def shift_channels_roll(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
     It touches the whole tensor instead of slicing, which some compilers fuse
     better. ``benchmarks/`` measures both; the model uses the faster one.
     """
-    g = check_shift_arguments(_static_dims(x), num_div, shift_pixel)
-    s = shift_pixel
-    height, width = x.shape[1], x.shape[2]
-    rows = ops.arange(height)[:, None]
-    cols = ops.arange(width)[None, :]
-    keep = {  # where each moved group still has real (not wrapped) content
-        "left": cols < width - s,
-        "right": cols >= s,
-        "up": rows < height - s,
-        "down": rows >= s,
-    }
-    moves = {"left": (-s, 2), "right": (s, 2), "up": (-s, 1), "down": (s, 1)}
+    g = check_shift_arguments(x, num_div, shift_pixel)
+    s, height, width = shift_pixel, x.shape[1], x.shape[2]
+    rows, cols = ops.arange(height)[:, None], ops.arange(width)[None, :]
+    # Per group, in SHIFT_DIRECTIONS' order: the roll (amount, axis) and where the rolled
+    # group still has real (not wrapped) content.
+    moves = [(-s, 2, cols < width - s), (s, 2, cols >= s), (-s, 1, rows < height - s), (s, 1, rows >= s)]
     parts = []
-    for index, direction in enumerate(SHIFT_DIRECTIONS):
-        group = x[..., index * g : (index + 1) * g]
-        amount, axis = moves[direction]
-        mask = ops.cast(ops.broadcast_to(keep[direction], (height, width)), x.dtype)
-        parts.append(ops.roll(group, amount, axis=axis) * mask[None, :, :, None])
-    parts.append(x[..., 4 * g :])
-    return ops.concatenate(parts, axis=-1)
+    for index, (amount, axis, keep) in enumerate(moves):
+        mask = ops.cast(ops.broadcast_to(keep, (height, width)), x.dtype)[None, :, :, None]
+        parts.append(ops.roll(x[..., index * g : (index + 1) * g], amount, axis=axis) * mask)
+    return ops.concatenate([*parts, x[..., 4 * g :]], axis=-1)
 
 
 def keras_io_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
@@ -142,51 +128,30 @@ def keras_io_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
 
     Nothing moves, so no information flows between neighbouring positions.
     """
-    _, height, width, channels = _static_dims(x)
-    check_shift_arguments(x.shape, num_div, shift_pixel)
+    check_shift_arguments(x, num_div, shift_pixel)
+    _, height, width, channels = x.shape
     sections = channels // num_div
     if channels % sections:
         raise ValueError(f"the keras-io split needs C ({channels}) divisible by C // num_div ({sections}).")
     if sections < 4:
         raise ValueError(f"the keras-io split of {channels} channels gives fewer than 4 groups.")
     groups = ops.split(x, sections, axis=-1)
+    # The example's offsets per direction: (top, left, rows removed, columns removed). Crop
+    # and pad reuse the same top and left offsets, which is the bug.
+    s = shift_pixel
+    offsets = {"left": (0, 0, 0, s), "right": (0, s, 0, s), "up": (0, 0, s, 0), "down": (s, 0, s, 0)}
     for index, direction in enumerate(SHIFT_DIRECTIONS):
-        groups[index] = _keras_io_crop_then_pad(groups[index], direction, shift_pixel, height, width)
+        top, left, cut_rows, cut_cols = offsets[direction]
+        cropped = ops.image.crop_images(
+            groups[index], top, left, target_height=height - cut_rows, target_width=width - cut_cols
+        )
+        groups[index] = ops.image.pad_images(cropped, top, left, target_height=height, target_width=width)
     return ops.concatenate(groups, axis=-1)
-
-
-def _keras_io_crop_then_pad(group: Any, direction: str, s: int, height: int, width: int) -> Any:
-    # The example's offset table: (top offset, left offset, rows removed, cols removed).
-    # Crop and pad reuse the same top/left offsets, which is the bug.
-    top, left, cut_rows, cut_cols = {
-        "left": (0, 0, 0, s),
-        "right": (0, s, 0, s),
-        "up": (0, 0, s, 0),
-        "down": (s, 0, s, 0),
-    }[direction]
-    cropped = ops.image.crop_images(
-        group,
-        top_cropping=top,
-        left_cropping=left,
-        target_height=height - cut_rows,
-        target_width=width - cut_cols,
-    )
-    return ops.image.pad_images(
-        cropped, top_padding=top, left_padding=left, target_height=height, target_width=width
-    )
 
 
 def no_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
     """The identity, for the "no shift at all" ablation (arguments are ignored)."""
-    del num_div, shift_pixel
     return x
-
-
-SHIFT_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "official": shift_channels,
-    "keras_io": keras_io_shift,
-    "none": no_shift,
-}
 
 
 def get_shift_function(kind: str, implementation: str = "slice") -> Callable[..., Any]:
@@ -197,9 +162,8 @@ def get_shift_function(kind: str, implementation: str = "slice") -> Callable[...
     """
     if implementation not in ("slice", "roll"):
         raise ValueError(f"Unknown shift implementation {implementation!r}; use 'slice' or 'roll'")
-    if kind == "official" and implementation == "roll":
-        return shift_channels_roll
-    try:
-        return SHIFT_FUNCTIONS[kind]
-    except KeyError:
-        raise ValueError(f"Unknown shift {kind!r}; choose one of {sorted(SHIFT_FUNCTIONS)}") from None
+    official = shift_channels_roll if implementation == "roll" else shift_channels
+    functions = {"official": official, "keras_io": keras_io_shift, "none": no_shift}
+    if kind not in functions:
+        raise ValueError(f"Unknown shift {kind!r}; choose one of {sorted(functions)}")
+    return functions[kind]

@@ -25,15 +25,14 @@ for ``.keras`` saving in safe mode.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import keras
 from keras import layers, ops
 
-from shiftvit_lib.config import ModelFamily, TrainingRecipe, register_family
-from shiftvit_lib.layers import ImagePreprocessing, register
+from shiftvit_lib.config import PRESETS, RECIPE_FIELDS, ModelFamily, TrainingRecipe, bounded, register_family
+from shiftvit_lib.layers import MLP, ImagePreprocessing, register
 from shiftvit_lib.model import initialise_like_spach
 
 # The order of `diagonal_shifts`' copies. "left_up": the *content* moves left and up (zeros
@@ -62,14 +61,13 @@ def diagonal_shifts(images: Any, shift: int) -> list[Any]:
         raise ValueError(f"shift must be >= 0, got {shift}.")
     height, width = images.shape[1], images.shape[2]
     padded = ops.pad(images, [[0, 0], [shift, shift], [shift, shift], [0, 0]])
-    shifted = []
-    for direction in DIAGONAL_DIRECTIONS:
-        dy, dx = _DIRECTION_OFFSETS[direction]
-        # In padded coordinates the original pixel (i, j) sits at (i + shift, j + shift),
-        # so x[i + dy*s, j + dx*s] sits at padded row i + s + dy*s: start there.
-        top, left = shift + dy * shift, shift + dx * shift
-        shifted.append(padded[:, top : top + height, left : left + width, :])
-    return shifted
+    # In padded coordinates the original pixel (i, j) sits at (i + s, j + s), so
+    # x[i + dy*s, j + dx*s] sits at padded row i + s + dy*s: the window starts there.
+    starts = [
+        (shift + dy * shift, shift + dx * shift)
+        for dy, dx in map(_DIRECTION_OFFSETS.get, DIAGONAL_DIRECTIONS)
+    ]
+    return [padded[:, top : top + height, left : left + width, :] for top, left in starts]
 
 
 def extract_patches(images: Any, patch_size: int) -> Any:
@@ -91,17 +89,6 @@ def extract_patches(images: Any, patch_size: int) -> Any:
     return ops.reshape(x, (-1, rows * cols, patch_size * patch_size * channels))
 
 
-def _patch_vector_size(tokenizer: layers.Layer, input_shape: tuple[Any, ...], copies: int = 1) -> int:
-    """Numbers in one flattened patch of ``copies`` stacked images; the images must tile into patches."""
-    _, height, width, channels = input_shape
-    if height % tokenizer.patch_size or width % tokenizer.patch_size:
-        raise ValueError(
-            f"{tokenizer.name}: image size {height}x{width} is not a multiple of "
-            f"patch_size {tokenizer.patch_size}."
-        )
-    return tokenizer.patch_size * tokenizer.patch_size * copies * int(channels)
-
-
 @register
 class PatchTokenizer(layers.Layer):
     """Vanilla ViT tokenizer: ``(b, H, W, C) -> (b, (H/p) * (W/p), projection_dim)``.
@@ -110,24 +97,23 @@ class PatchTokenizer(layers.Layer):
     with kernel = stride = p computes the same; this shows "an image as a sentence").
     """
 
+    copies = 1  # images stacked on the channel axis before cutting patches
+
     def __init__(self, patch_size: int, projection_dim: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.patch_size = int(patch_size)
-        self.projection_dim = int(projection_dim)
-        self.projection = layers.Dense(self.projection_dim, name="projection")
+        self.projection = layers.Dense(int(projection_dim), name="projection")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
-        self.projection.build((None, None, _patch_vector_size(self, input_shape)))
+        # extract_patches refuses images that do not tile into patches.
+        self.projection.build((None, None, self.patch_size**2 * self.copies * int(input_shape[-1])))
 
     def call(self, images: Any) -> Any:
         return self.projection(extract_patches(images, self.patch_size))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "patch_size": self.patch_size, "projection_dim": self.projection_dim}
-
 
 @register
-class ShiftedPatchTokenizer(layers.Layer):
+class ShiftedPatchTokenizer(PatchTokenizer):
     """SPT (Lee et al. 2021, Sec. 3.1): tokenise the image with four shifted copies of itself.
 
     The image and its :func:`diagonal_shifts` by half a patch are stacked on the
@@ -135,6 +121,8 @@ class ShiftedPatchTokenizer(layers.Layer):
     token now also sees half a patch beyond each border; the LayerNorm keeps the 5x
     wider patch vector well scaled at initialisation.
     """
+
+    copies = 5  # the image and its four diagonal shifts
 
     def __init__(
         self,
@@ -144,34 +132,19 @@ class ShiftedPatchTokenizer(layers.Layer):
         layer_norm_epsilon: float = 1e-6,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.patch_size = int(patch_size)
-        self.projection_dim = int(projection_dim)
+        super().__init__(patch_size, projection_dim, **kwargs)
         # Half a patch by default, as in the paper: any token overlaps its neighbours
         # by exactly half their width.
         self.shift = self.patch_size // 2 if shift is None else int(shift)
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.norm = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm")
-        self.projection = layers.Dense(self.projection_dim, name="projection")
+        self.norm = layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
-        patch_dim = _patch_vector_size(self, input_shape, copies=5)  # the image and its 4 shifted copies
-        self.norm.build((None, None, patch_dim))
-        self.projection.build((None, None, patch_dim))
+        super().build(input_shape)
+        self.norm.build((None, None, self.projection.kernel.shape[0]))
 
     def call(self, images: Any) -> Any:
         stacked = ops.concatenate([images, *diagonal_shifts(images, self.shift)], axis=-1)
-        patches = extract_patches(stacked, self.patch_size)
-        return self.projection(self.norm(patches))
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "patch_size": self.patch_size,
-            "projection_dim": self.projection_dim,
-            "shift": self.shift,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return self.projection(self.norm(extract_patches(stacked, self.patch_size)))
 
 
 @register
@@ -192,16 +165,11 @@ class PositionEmbedding(layers.Layer):
         if num_tokens is None:
             raise ValueError(f"{self.name}: the number of tokens must be static.")
         initializer = keras.initializers.RandomNormal(stddev=self.initializer_stddev)
-        self.embedding = self.add_weight(
-            name="embedding", shape=(int(num_tokens), int(dim)), initializer=initializer
-        )
+        self.embedding = self.add_weight(name="embedding", shape=(num_tokens, dim), initializer=initializer)
 
     def call(self, tokens: Any) -> Any:
         # (n, d) broadcasts over the batch axis.
         return tokens + ops.cast(self.embedding, tokens.dtype)
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "initializer_stddev": self.initializer_stddev}
 
 
 @register
@@ -232,80 +200,50 @@ class MultiHeadSelfAttention(layers.Layer):
         self, num_heads: int, key_dim: int, locality: bool = False, dropout: float = 0.0, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.num_heads = int(num_heads)
-        self.key_dim = int(key_dim)
-        self.locality = bool(locality)
-        self.dropout = float(dropout)
-        inner = self.num_heads * self.key_dim
+        self.num_heads, self.key_dim, self.locality = int(num_heads), int(key_dim), bool(locality)
         # One Dense per role; each produces all heads at once (reshaped in `call`).
-        self.query_dense = layers.Dense(inner, name="query")
-        self.key_dense = layers.Dense(inner, name="key")
-        self.value_dense = layers.Dense(inner, name="value")
-        self.attention_dropout = layers.Dropout(self.dropout, name="attention_dropout")
+        self.query_dense, self.key_dense, self.value_dense = (
+            layers.Dense(self.num_heads * self.key_dim, name=role) for role in ("query", "key", "value")
+        )
+        self.attention_dropout = layers.Dropout(dropout, name="attention_dropout")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
         dim = int(input_shape[-1])
-        inner = self.num_heads * self.key_dim
         for dense in (self.query_dense, self.key_dense, self.value_dense):
             dense.build((None, None, dim))
         self.output_dense = layers.Dense(dim, name="output")
-        self.output_dense.build((None, None, inner))
-        if self.locality:
-            # A single scalar shared by all heads, as in the paper.
-            self.temperature = self.add_weight(
-                name="temperature",
-                shape=(),
-                initializer=keras.initializers.Constant(math.sqrt(self.key_dim)),
-            )
-        else:
-            self.temperature = None
-
-    def _split_heads(self, x: Any) -> Any:
-        # (b, n, heads * key_dim) -> (b, heads, n, key_dim): heads lead, so that the two
-        # products below are plain batched matmuls (XLA on a CPU runs an einsum with the
-        # batch axes in the middle several times slower).
-        shape = ops.shape(x)
-        x = ops.reshape(x, (shape[0], shape[1], self.num_heads, self.key_dim))
-        return ops.transpose(x, (0, 2, 1, 3))
+        self.output_dense.build((None, None, self.num_heads * self.key_dim))
+        self.temperature = None
+        if self.locality:  # a single scalar shared by all heads, as in the paper
+            start = keras.initializers.Constant(math.sqrt(self.key_dim))
+            self.temperature = self.add_weight(name="temperature", shape=(), initializer=start)
 
     def call(self, x: Any, training: bool | None = None, return_attention_scores: bool = False) -> Any:
-        q = self._split_heads(self.query_dense(x))
-        k = self._split_heads(self.key_dense(x))
-        v = self._split_heads(self.value_dense(x))
+        batch, n = ops.shape(x)[0], ops.shape(x)[1]
 
-        # Every query against every key, per head: (b, heads, n_query, n_key).
-        logits = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
-        # Softmax in float32: it exponentiates, and under mixed precision float16
-        # would overflow for logits above ~11 and round small weights to zero.
-        logits = ops.cast(logits, "float32")
-        if self.locality:
-            logits = logits / ops.cast(self.temperature, "float32")
-            n = ops.shape(logits)[-1]
-            self_pairs = ops.cast(ops.eye(n), "bool")  # True on the diagonal (i, i)
-            logits = ops.where(self_pairs, self.MASK_VALUE, logits)
-        else:
-            logits = logits / math.sqrt(self.key_dim)
-        weights = ops.softmax(logits, axis=-1)
-        weights = ops.cast(weights, self.compute_dtype)
+        def split_heads(projected: Any) -> Any:
+            # (b, n, heads * key_dim) -> (b, heads, n, key_dim): heads lead, so that the two
+            # products below are plain batched matmuls (XLA on a CPU runs an einsum with the
+            # batch axes in the middle several times slower).
+            return ops.transpose(
+                ops.reshape(projected, (batch, n, self.num_heads, self.key_dim)), (0, 2, 1, 3)
+            )
+
+        q, k, v = (split_heads(dense(x)) for dense in (self.query_dense, self.key_dense, self.value_dense))
+        # Every query against every key, per head: (b, heads, n_query, n_key). Softmax in
+        # float32: it exponentiates, and under mixed precision float16 would overflow for
+        # logits above ~11 and round small weights to zero.
+        logits = ops.cast(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "float32")
+        temperature = ops.cast(self.temperature, "float32") if self.locality else math.sqrt(self.key_dim)
+        logits = logits / temperature
+        if self.locality:  # mask the self-pairs, the diagonal (i, i)
+            logits = ops.where(ops.cast(ops.eye(n), "bool"), self.MASK_VALUE, logits)
+        weights = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
         dropped = self.attention_dropout(weights, training=training)
-
         # Weighted sum of values, heads concatenated back: (b, n, heads * key_dim).
         out = ops.transpose(ops.matmul(dropped, v), (0, 2, 1, 3))
-        shape = ops.shape(out)
-        out = ops.reshape(out, (shape[0], shape[1], self.num_heads * self.key_dim))
-        out = self.output_dense(out)
-        if return_attention_scores:
-            return out, weights
-        return out
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_heads": self.num_heads,
-            "key_dim": self.key_dim,
-            "locality": self.locality,
-            "dropout": self.dropout,
-        }
+        out = self.output_dense(ops.reshape(out, (batch, n, self.num_heads * self.key_dim)))
+        return (out, weights) if return_attention_scores else out
 
 
 @register
@@ -315,7 +253,8 @@ class TransformerBlock(layers.Layer):
         x = x + Dropout(Attention(LayerNorm(x)))          # tokens talk to each other
         x = x + MLP(LayerNorm(x))                          # each token thinks alone
 
-    A ShiftViT block keeps the second line and replaces the first by the shift.
+    A ShiftViT block keeps the second line (the same :class:`~shiftvit_lib.layers.MLP`)
+    and replaces the first by the shift.
     """
 
     def __init__(
@@ -329,111 +268,23 @@ class TransformerBlock(layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.num_heads = int(num_heads)
-        self.key_dim = int(key_dim)
-        self.mlp_ratio = float(mlp_ratio)
-        self.dropout = float(dropout)
-        self.locality = bool(locality)
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.norm1 = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm1")
+        self.norm1 = layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm1")
         # Dropout on the attention weights too, as in the keras-io example.
         self.attention = MultiHeadSelfAttention(
-            self.num_heads, self.key_dim, locality=self.locality, dropout=self.dropout, name="attention"
+            num_heads, key_dim, locality=locality, dropout=dropout, name="attention"
         )
-        self.attention_output_dropout = layers.Dropout(self.dropout, name="attention_output_dropout")
-        self.norm2 = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm2")
-        self.mlp_dropout1 = layers.Dropout(self.dropout, name="mlp_dropout1")
-        self.mlp_dropout2 = layers.Dropout(self.dropout, name="mlp_dropout2")
+        self.attention_output_dropout = layers.Dropout(dropout, name="attention_output_dropout")
+        self.norm2 = layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm2")
+        self.mlp = MLP(mlp_ratio, dropout, name="mlp")
 
     def build(self, input_shape: tuple[Any, ...]) -> None:
-        dim = int(input_shape[-1])
-        hidden = int(round(self.mlp_ratio * dim))
-        self.norm1.build(input_shape)
-        self.attention.build(input_shape)
-        self.norm2.build(input_shape)
-        self.mlp_hidden = layers.Dense(hidden, activation="gelu", name="mlp_hidden")
-        self.mlp_hidden.build((None, None, dim))
-        self.mlp_out = layers.Dense(dim, name="mlp_out")
-        self.mlp_out.build((None, None, hidden))
+        for sublayer in (self.norm1, self.attention, self.norm2, self.mlp):
+            sublayer.build(input_shape)
 
     def call(self, x: Any, training: bool | None = None) -> Any:
         attended = self.attention(self.norm1(x), training=training)
         x = x + self.attention_output_dropout(attended, training=training)
-        h = self.mlp_dropout1(self.mlp_hidden(self.norm2(x)), training=training)
-        return x + self.mlp_dropout2(self.mlp_out(h), training=training)
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_heads": self.num_heads,
-            "key_dim": self.key_dim,
-            "mlp_ratio": self.mlp_ratio,
-            "dropout": self.dropout,
-            "locality": self.locality,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
-
-
-@register
-class ClassifierHead(layers.Layer):
-    """keras-io's ViT head: ``(b, n, d) -> (b, num_classes)`` logits.
-
-    LayerNorm, then *all* tokens flattened (no class token, no pooling) into an MLP of
-    ``hidden_units``. With 144 tokens of 64 numbers its first ``Dense(2048)`` alone
-    holds ~18.9 M weights, most of the model (ShiftViT pools before its classifier).
-    """
-
-    def __init__(
-        self,
-        num_classes: int,
-        hidden_units: Sequence[int] = (2048, 1024),
-        dropout: float = 0.5,
-        layer_norm_epsilon: float = 1e-6,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.num_classes = int(num_classes)
-        self.hidden_units = tuple(int(u) for u in hidden_units)
-        self.dropout = float(dropout)
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.norm = layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name="norm")
-        self.flatten = layers.Flatten(name="flatten")
-        self.input_dropout = layers.Dropout(self.dropout, name="input_dropout")
-        self.hidden = [
-            layers.Dense(u, activation="gelu", name=f"hidden_{i}") for i, u in enumerate(self.hidden_units)
-        ]
-        self.hidden_dropout = [
-            layers.Dropout(self.dropout, name=f"hidden_dropout_{i}") for i in range(len(self.hidden_units))
-        ]
-        # Logits stay float32 under mixed precision, so the loss is computed accurately.
-        self.logits = layers.Dense(self.num_classes, dtype="float32", name="logits")
-
-    def build(self, input_shape: tuple[Any, ...]) -> None:
-        _, n, d = input_shape
-        if n is None:
-            raise ValueError(f"{self.name}: the number of tokens must be static to flatten.")
-        self.norm.build(input_shape)
-        width = int(n) * int(d)
-        for dense in self.hidden:
-            dense.build((None, width))
-            width = dense.units
-        self.logits.build((None, width))
-
-    def call(self, tokens: Any, training: bool | None = None) -> Any:
-        x = self.flatten(self.norm(tokens))
-        x = self.input_dropout(x, training=training)
-        for dense, drop in zip(self.hidden, self.hidden_dropout, strict=True):
-            x = drop(dense(x), training=training)
-        return self.logits(x)
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_classes": self.num_classes,
-            "hidden_units": list(self.hidden_units),
-            "dropout": self.dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return x + self.mlp(self.norm2(x), training=training)
 
 
 @dataclass(frozen=True)
@@ -448,37 +299,31 @@ class ViTConfig(TrainingRecipe):
 
     # 48 px / patch 4 = 12 x 12 = 144 tokens: the same token grid as ShiftViT's first
     # stage and the same sequence length as the keras-io example (patch 6 on 72 px).
-    patch_size: int = 4
-    projection_dim: int = 64
-    num_heads: int = 4
+    patch_size: int = bounded(4, 1)
+    projection_dim: int = bounded(64, 1)
+    num_heads: int = bounded(4, 1)
     # keras-io uses key_dim = projection_dim; None means projection_dim // num_heads.
-    key_dim: int | None = 64
-    depth: int = 8
+    key_dim: int | None = bounded(64, 1)
+    depth: int = bounded(8, 1)
     mlp_ratio: float = 2.0
-    dropout: float = 0.1
+    dropout: float = bounded(0.1, 0, 1)
     head_units: tuple[int, ...] = (2048, 1024)
-    head_dropout: float = 0.5
+    head_dropout: float = bounded(0.5, 0, 1)
     use_spt: bool = False
     use_lsa: bool = False
     layer_norm_epsilon: float = 1e-6
 
-    def architecture_problems(self) -> list[str]:
-        problems = []
-        if self.patch_size < 1 or self.image_size % self.patch_size:
+    def combination_problems(self) -> list[str]:
+        problems = super().combination_problems()
+        if self.image_size % self.patch_size:
             problems.append(
                 f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"
             )
-        if self.depth < 1 or self.num_heads < 1 or self.projection_dim < 1:
-            problems.append("depth, num_heads and projection_dim must be positive")
-        elif self.key_dim is None and self.projection_dim % self.num_heads:
+        if self.key_dim is None and self.projection_dim % self.num_heads:
             problems.append(
                 f"key_dim=None needs projection_dim ({self.projection_dim}) divisible by "
                 f"num_heads ({self.num_heads})"
             )
-        if self.key_dim is not None and self.key_dim < 1:
-            problems.append(f"key_dim must be positive or None, got {self.key_dim}")
-        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.head_dropout < 1.0:
-            problems.append("dropout and head_dropout must lie in [0, 1)")
         return problems
 
     @property
@@ -503,8 +348,10 @@ VIT_PRESETS: dict[str, dict[str, Any]] = {
     "vit_cifar": dict(),
     # The same with the two small-dataset fixes switched on.
     "vit_spt_lsa_cifar": dict(use_spt=True, use_lsa=True),
-    # Tiny and fast for CPU tests and CI: 16 px crops, patch 4 -> 16 tokens.
+    # Tiny and fast for CPU tests and CI, with the recipe of ShiftViT's `quick`: 16 px crops,
+    # patch 4 -> 16 tokens.
     "vit_quick": dict(
+        {key: value for key, value in PRESETS["quick"].items() if key in RECIPE_FIELDS},  # its recipe
         resize_to=18,
         image_size=16,
         patch_size=4,
@@ -515,11 +362,6 @@ VIT_PRESETS: dict[str, dict[str, Any]] = {
         dropout=0.0,
         head_units=(32,),
         head_dropout=0.0,
-        batch_size=64,
-        epochs=5,
-        warmup_fraction=0.1,
-        lr_max=2e-3,
-        early_stopping_patience=None,
     ),
 }
 VIT_PRESETS["vit_spt_lsa_quick"] = dict(VIT_PRESETS["vit_quick"], use_spt=True, use_lsa=True)
@@ -547,6 +389,32 @@ VIT_PRESETS["vit_cpu"] = dict(
 VIT_PRESETS["vit_spt_lsa_cpu"] = dict(VIT_PRESETS["vit_cpu"], use_spt=True, use_lsa=True)
 
 
+def classifier_head(config: ViTConfig) -> keras.Sequential:
+    """keras-io's ViT head, Keras layers in sequence: ``(b, n, d) -> (b, num_classes)`` logits.
+
+    LayerNorm, then *all* tokens flattened (no class token, no pooling) into an MLP of
+    ``config.head_units``. With 144 tokens of 64 numbers its first ``Dense(2048)`` alone
+    holds ~18.9 M weights, most of the model (ShiftViT pools before its classifier).
+    """
+    hidden = []
+    for i, units in enumerate(config.head_units):
+        hidden += [
+            layers.Dense(units, activation="gelu", name=f"hidden_{i}"),
+            layers.Dropout(config.head_dropout, name=f"hidden_dropout_{i}"),
+        ]
+    return keras.Sequential(
+        [
+            layers.LayerNormalization(epsilon=config.layer_norm_epsilon, name="norm"),
+            layers.Flatten(name="flatten"),
+            layers.Dropout(config.head_dropout, name="input_dropout"),
+            *hidden,
+            # Logits stay float32 under mixed precision, so the loss is computed accurately.
+            layers.Dense(config.num_classes, dtype="float32", name="logits"),
+        ],
+        name="head",
+    )
+
+
 def vit_preset(name: str, **overrides: Any) -> ViTConfig:
     """Look up a ViT preset by name, optionally overriding fields.
 
@@ -563,7 +431,7 @@ def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
 
         images -> ImagePreprocessing (the recipe's, as ShiftViT's)
                -> PatchTokenizer | ShiftedPatchTokenizer -> PositionEmbedding
-               -> TransformerBlock x depth (vanilla attention | LSA) -> ClassifierHead
+               -> TransformerBlock x depth (vanilla attention | LSA) -> classifier_head
 
     ``seed`` seeds the random crop and flip (weights follow ``keras.utils.set_random_seed``).
     """
@@ -573,34 +441,18 @@ def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
         )
     inputs = keras.Input(shape=config.input_shape, name="images")
     x = ImagePreprocessing.for_pipeline(config, seed=seed)(inputs)
-    epsilon = config.layer_norm_epsilon
+    epsilon = dict(layer_norm_epsilon=config.layer_norm_epsilon)
     if config.use_spt:
-        tokenizer = ShiftedPatchTokenizer(
-            config.patch_size,
-            config.projection_dim,
-            layer_norm_epsilon=epsilon,
-            name="shifted_patch_tokenizer",
-        )
+        name = "shifted_patch_tokenizer"
+        tokenizer = ShiftedPatchTokenizer(config.patch_size, config.projection_dim, name=name, **epsilon)
     else:
         tokenizer = PatchTokenizer(config.patch_size, config.projection_dim, name="patch_tokenizer")
     x = PositionEmbedding(name="position_embedding")(tokenizer(x))
+    block = dict(mlp_ratio=config.mlp_ratio, dropout=config.dropout, locality=config.use_lsa, **epsilon)
     for i in range(config.depth):
-        x = TransformerBlock(
-            config.num_heads,
-            config.head_key_dim,
-            mlp_ratio=config.mlp_ratio,
-            dropout=config.dropout,
-            locality=config.use_lsa,
-            layer_norm_epsilon=epsilon,
-            name=f"block_{i}",
-        )(x)
-    logits = ClassifierHead(
-        config.num_classes,
-        config.head_units,
-        dropout=config.head_dropout,
-        layer_norm_epsilon=epsilon,
-        name="head",
-    )(x)
+        x = TransformerBlock(config.num_heads, config.head_key_dim, name=f"block_{i}", **block)(x)
+    head = classifier_head(config)
+    logits = head(x)
     model = keras.Model(inputs, logits, name=config.model_name)
     if config.init == "spach":
         initialise_like_spach(model, seed=seed)
@@ -621,36 +473,16 @@ def count_vit_macs(config: ViTConfig) -> dict[str, int]:
     """
     n, d = config.num_tokens, config.projection_dim
     heads, key_dim = config.num_heads, config.head_key_dim
-    inner, hidden = heads * key_dim, int(round(config.mlp_ratio * d))
+    inner, hidden = heads * key_dim, int(config.mlp_ratio * d)  # as layers.MLP
     patch_dim = config.patch_size**2 * config.input_shape[-1] * (5 if config.use_spt else 1)
     macs = {"patch_projection": n * patch_dim * d}
     macs["attention_projections"] = config.depth * 4 * n * d * inner
     macs["attention_matmuls"] = config.depth * 2 * heads * n * n * key_dim
     macs["mlp"] = config.depth * 2 * n * d * hidden
-    width, head = n * d, 0
-    for units in (*config.head_units, config.num_classes):
-        head += width * units
-        width = units
-    macs["classifier"] = head
+    widths = [n * d, *config.head_units, config.num_classes]  # the flattened tokens, then each layer
+    macs["classifier"] = sum(inputs * outputs for inputs, outputs in zip(widths[:-1], widths[1:]))
     macs["total"] = sum(macs.values())
     return macs
 
 
 register_family(ModelFamily("vit", ViTConfig, VIT_PRESETS, build_vit, count_vit_macs))
-
-__all__ = [
-    "DIAGONAL_DIRECTIONS",
-    "ClassifierHead",
-    "MultiHeadSelfAttention",
-    "PatchTokenizer",
-    "PositionEmbedding",
-    "ShiftedPatchTokenizer",
-    "TransformerBlock",
-    "VIT_PRESETS",
-    "ViTConfig",
-    "build_vit",
-    "count_vit_macs",
-    "diagonal_shifts",
-    "extract_patches",
-    "vit_preset",
-]

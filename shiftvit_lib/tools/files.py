@@ -2,17 +2,17 @@
 
 Every tool of the project goes through these functions when it touches a file:
 
-* **kinds before opening** -- :func:`special_file_kind` and :func:`check_regular_file` say
-  what a path is without opening it: reading a named pipe blocks forever, a device never
-  ends, a folder is no file. :func:`open_regular` opens without blocking and checks again
-  on the open file (the path could have been swapped in between).
+* **kinds before opening** -- :func:`special_file_kind` says what a path is without opening
+  it (reading a named pipe blocks forever, a device never ends, a folder is no file);
+  :func:`check_regular_file` turns that into one line naming the path; :func:`open_regular`
+  opens without blocking and checks again on the open file (the path may have been swapped).
 * **bounded reads** -- :func:`read_bounded` refuses a file larger than its cap before
-  reading it; :func:`sha256_of` hashes in blocks.
-* **atomic writes** -- :func:`atomic_write_bytes`, :func:`atomic_write_text`,
-  :func:`write_json` and :func:`atomic_output` write a temporary file in the same folder,
-  flush it to disk and rename it over the target: a reader, a crash or a full disk never
-  leaves half a file. The temporary file is created exclusively and without following
-  links, and the rename replaces a link at the target instead of writing where it points.
+  reading it; :func:`sha256_of` hashes in blocks; :func:`read_json` names a damaged file.
+* **atomic writes** -- :func:`atomic_write_text`, :func:`write_json` and
+  :func:`atomic_output` write a temporary file in the same folder, flush it to disk and
+  rename it over the target: a reader, a crash or a full disk never leaves half a file. The
+  rename replaces a link at the target instead of writing where it points;
+  :func:`remove_abandoned_partials` removes what dead processes left.
 * **the run lock** -- :func:`open_lock_file` opens ``.lock`` without following a link and
   refuses anything but a regular file.
 * **.keras caps** -- :func:`check_keras_archive` reads a ``.keras`` zip's directory and
@@ -31,8 +31,8 @@ can load it without Keras.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -44,292 +44,189 @@ from pathlib import Path
 from typing import IO, Any
 
 PathLike = str | os.PathLike[str]
+_NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"))
 
 
 class UnsafeFileError(ValueError):
-    """A path that is not what the project may read or write there; the message names it."""
+    """A path that is not what the project may read or write there; the message names it.
+
+    ``reason`` is the message without the path, for a table that lists the files apart.
+    """
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 # --------------------------------------------------------------------------- kinds
-def describe_file_mode(mode: int) -> str:
-    """What a file that is not a regular file is, from its ``st_mode`` (for error messages)."""
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
+# What a file that is not a regular file is, by the first letter ``stat.filemode`` gives its mode.
+_KINDS = dict(l="a symbolic link", d="a folder", p="a named pipe", s="a socket", c="a device", b="a device")
+
+
+def mode_kind(mode: int) -> str | None:
+    """``None`` for the ``st_mode`` of a regular file; else what the file is, for messages."""
+    return None if stat.S_ISREG(mode) else _KINDS.get(stat.filemode(mode)[0], "not a regular file")
 
 
 def special_file_kind(path: PathLike, *, follow_links: bool = False) -> str | None:
     """``None`` for a regular file; else what it is, without opening it.
 
-    ``"missing"``, ``"a folder"``, ``"a symbolic link (...)"``, ``"a named pipe"``,
-    ``"a socket"``, ``"a device"``. With ``follow_links`` a link to a regular file counts
-    as a regular file (and a dangling link as missing).
+    ``"missing"`` (also when a parent is a file), ``"a folder"``, ``"a symbolic link"``,
+    ``"a named pipe"``, ``"a socket"``, ``"a device"``. With ``follow_links`` a link to a
+    regular file counts as a regular file (and a dangling link as missing).
     """
     try:
-        mode = (os.stat if follow_links else os.lstat)(path).st_mode
-    except FileNotFoundError:
+        return mode_kind((os.stat if follow_links else os.lstat)(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
         return "missing"
-    except NotADirectoryError:  # a parent is a file
-        return "missing"
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISLNK(mode):
-        return "a symbolic link (links are not followed; copy the file itself here)"
-    return describe_file_mode(mode)
 
 
-def check_regular_file(path: PathLike, what: str = "file", *, follow_links: bool = True) -> Path:
+def check_regular_file(path: PathLike, what: str = "a file", *, follow_links: bool = True) -> Path:
     """``path`` as a Path if it is a regular file; else a one-line error naming it and its kind.
 
-    Raises ``FileNotFoundError`` for a missing path, :class:`UnsafeFileError` (a
-    ``ValueError``) for a folder, pipe, socket, device (or a link, without ``follow_links``).
+    ``FileNotFoundError`` for a missing path, :class:`UnsafeFileError` (a ``ValueError``)
+    for a folder, pipe, socket, device (or a link, without ``follow_links``). ``what`` names
+    the file wanted, with its article ("an image").
     """
     path = Path(path)
     kind = special_file_kind(path, follow_links=follow_links)
     if kind == "missing":
-        raise FileNotFoundError(errno.ENOENT, f"no {what} at {escape_name(path)}", str(path))
-    if kind is not None:
-        raise UnsafeFileError(f"{escape_name(path)} is {kind}, not a regular file; give the path of a {what}")
+        raise FileNotFoundError(f"nothing at {escape_name(path)}; give the path of {what}")
+    if kind:
+        message = f"{escape_name(path)} is {kind}, not a regular file; give the path of {what}"
+        raise UnsafeFileError(message, f"not a regular file: {kind}")
     return path
 
 
-def open_regular(path: PathLike, what: str = "file", *, follow_links: bool = True) -> IO[bytes]:
+def open_regular(path: PathLike, what: str = "a file", *, follow_links: bool = True) -> IO[bytes]:
     """Open a regular file for reading, never blocking on a pipe or a device swapped in."""
     path = check_regular_file(path, what, follow_links=follow_links)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    if not follow_links:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise UnsafeFileError(f"{escape_name(path)} is a symbolic link; not followed") from None
-        raise
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):  # swapped since it was checked
-            raise UnsafeFileError(f"{escape_name(path)} is {describe_file_mode(mode)}, not a regular file")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | (0 if follow_links else _NOFOLLOW))
+    kind = mode_kind(os.fstat(fd).st_mode)
+    if kind:  # swapped since it was checked
         os.close(fd)
-        raise
+        raise UnsafeFileError(f"{escape_name(path)} is {kind}, not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
-class FileTooLargeError(ValueError):
-    """A file over the size a reader accepts; ``size`` is what it holds (or at least)."""
-
-    def __init__(self, path: Path, size: int, limit: int, what: str) -> None:
-        super().__init__(
-            f"{escape_name(path)} is too large for {what} ({size / 2**20:.1f} MiB; "
-            f"the limit is {limit / 2**20:.0f} MiB)"
-        )
-        self.size = size
-        self.limit = limit
+def folder_listing_error(error: OSError, doing: str = "list") -> OSError:
+    """An error of listing a folder (``os.scandir``), as one line naming the folder and the fix."""
+    hint = "; check its permissions" if isinstance(error, PermissionError) else ""
+    message = f"cannot {doing} the folder {escape_name(error.filename)} ({error.strerror}){hint}"
+    return type(error)(error.errno, message, error.filename)
 
 
 def read_bounded(path: PathLike, limit: int, what: str = "a file", *, follow_links: bool = True) -> bytes:
     """The bytes of a regular file, refusing one larger than ``limit`` before reading it."""
-    path = Path(path)
-    with open_regular(path, follow_links=follow_links) as handle:
+    with open_regular(path, what, follow_links=follow_links) as handle:
         size = os.fstat(handle.fileno()).st_size
-        if size > limit:
-            raise FileTooLargeError(path, size, limit, what)
-        data = handle.read(limit + 1)
-    if len(data) > limit:  # it grew while we read it
-        raise FileTooLargeError(path, len(data), limit, what)
+        data = b"" if size > limit else handle.read(limit + 1)  # limit + 1: it may grow as we read
+    size = max(size, len(data))
+    if size > limit:
+        reason = f"file too large ({size / 2**20:.1f} MiB; the limit for {what} is {limit / 2**20:.0f} MiB)"
+        raise UnsafeFileError(f"{escape_name(path)}: {reason}", reason)
     return data
 
 
 def sha256_of(path: PathLike) -> str:
-    """The hex sha256 of a regular file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
+    """The hex sha256 of a regular file's bytes, read in blocks."""
     with open_regular(path) as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def read_json(path: PathLike, what: str = "JSON file", limit: int = 64 * 2**20) -> Any:
     """A JSON file, or a one-line ``ValueError`` naming it: cut short, not UTF-8, nested too deep."""
-    path = Path(path)
-    data = read_bounded(path, limit, what)
+    data = read_bounded(path, limit, f"a {what}")
     try:
         return json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as error:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        cut = getattr(error, "pos", -1) >= len(data.rstrip()) or "Unterminated string" in str(error)
+        said = "it nests too deeply to read" if isinstance(error, RecursionError) else error
         raise ValueError(
-            f"{escape_name(path)} is not UTF-8 text ({error.reason} at byte "
-            f"{error.start}); is it the right file?"
-        ) from None
-    except json.JSONDecodeError as error:
-        ends_early = error.pos >= len(data.rstrip()) or error.msg.startswith("Unterminated string")
-        cut = " (cut short?)" if ends_early else ""
-        raise ValueError(
-            f"{escape_name(path)} is not valid JSON{cut}: {error.msg} at line "
-            f"{error.lineno}, column {error.colno}; restore it from version control "
-            "or write it again"
-        ) from None
-    except RecursionError:
-        raise ValueError(
-            f"{escape_name(path)} nests its JSON too deeply to read; is it the right file?"
+            f"{escape_name(path)} is not valid UTF-8 JSON{' (cut short?)' if cut else ''} ({said}); is it the "
+            "right file? Restore it from version control or write it again"
         ) from None
 
 
 # --------------------------------------------------------------------------- atomic writes
-def _refuse_special_target(path: Path) -> None:
-    """A write may replace a regular file or a link (the link itself), never a folder or a pipe."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+@contextlib.contextmanager
+def atomic_output(path: PathLike) -> Iterator[Path]:
+    """A temporary path to write ``path`` through, for writers that want a path (``model.save``).
+
+    The ``with`` block writes the temporary path (hidden, unique to this process and call,
+    ending in ``path``'s suffixes, since Keras and NumPy choose the format by the name);
+    when the block ends normally it is flushed and renamed over ``path`` (a link there is
+    replaced, never written through), else removed. A folder, pipe or device at ``path``
+    is refused (:class:`UnsafeFileError`) before anything is written.
+    """
+    path = Path(path)
+    kind = special_file_kind(path)
+    if kind not in (None, "missing", "a symbolic link"):
         raise UnsafeFileError(
-            f"cannot write {escape_name(path)}: it is {describe_file_mode(mode)}, "
-            "not a file; move it away or choose another path"
+            f"cannot write {escape_name(path)}: it is {kind}, not a file; move it away or choose another path"
         )
-
-
-def _partial_name(path: Path, suffix: str = "") -> Path:
-    """A temporary name beside ``path``: hidden, unique to this process and call."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.partial{suffix}")
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a rename durable (best effort: not every system can open a folder)."""
+    partial = path.with_name(
+        f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.partial{''.join(path.suffixes)}"
+    )
     try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
+        yield partial
+        _fsync(partial, _NOFOLLOW)  # a link the writer left is refused, not followed
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+    with contextlib.suppress(OSError):  # make the rename durable (not every system opens a folder)
+        _fsync(path.parent)
+
+
+def _fsync(path: Path, flags: int = 0) -> None:
+    fd = os.open(path, os.O_RDONLY | flags)  # an fsync needs no write access
     try:
         os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)
 
 
-def atomic_write_bytes(path: PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and a rename: all of it or nothing.
-
-    A link at ``path`` is replaced by the file, never written through; a folder, pipe or
-    device there is refused (:class:`UnsafeFileError`). On any failure (a full disk) the
-    temporary file is removed and ``path`` keeps what it held.
-    """
-    path = Path(path)
-    _refuse_special_target(path)
-    partial = _partial_name(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(partial, flags, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(partial)
-        raise
-    _fsync_folder(path.parent)
-    return path
+def atomic_write_text(path: PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_output`: all of it or nothing."""
+    with atomic_output(path) as partial:
+        partial.write_text(text, encoding="utf-8")
+    return Path(path)
 
 
-def atomic_write_text(path: PathLike, text: str, encoding: str = "utf-8") -> Path:
-    """:func:`atomic_write_bytes` for text."""
-    return atomic_write_bytes(path, text.encode(encoding))
+def write_json(path: PathLike, payload: Any) -> Path:
+    """Write JSON (indented) atomically: a reader never sees half a file."""
+    return atomic_write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
-def write_json(path: PathLike, payload: Any, **dumps_options: Any) -> Path:
-    """Write JSON atomically (``indent=2`` unless told otherwise): a reader never sees half a file."""
-    dumps_options.setdefault("indent", 2)
-    dumps_options.setdefault("default", str)
-    return atomic_write_text(path, json.dumps(payload, **dumps_options) + "\n")
-
-
-@contextlib.contextmanager
-def atomic_output(path: PathLike, suffix: str | None = None) -> Iterator[Path]:
-    """A temporary path to write ``path`` through, for writers that want a path (``model.save``).
-
-    The ``with`` block writes the temporary path (its name ends in ``suffix``, default
-    ``path``'s own suffixes, since Keras and NumPy choose the format by the name); when the
-    block ends normally it is flushed and renamed over ``path``, else removed.
-    """
-    path = Path(path)
-    _refuse_special_target(path)
-    partial = _partial_name(path, "".join(path.suffixes) if suffix is None else suffix)
-    try:
-        yield partial
-        if not partial.is_file() or partial.is_symlink():
-            raise UnsafeFileError(
-                f"the writer of {escape_name(path)} left no regular file at {escape_name(partial)}"
-            )
-        fd = os.open(partial, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(partial, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(partial)
-        raise
-    _fsync_folder(path.parent)
-
-
-_PARTIAL = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.partial(\..*)?")
-_LEGACY_PARTIAL = re.compile(r"cifar10-[0-9a-f]+\.(\d+)\.tmp\..*")  # cache files of earlier versions
-
-
-def is_partial_name(name: str) -> bool:
-    """Whether ``name`` is a temporary file of :func:`atomic_write_bytes` / :func:`atomic_output`."""
-    return _PARTIAL.fullmatch(name) is not None
-
-
-def partial_owner(name: str) -> int | None:
-    """The process id in a temporary file's name, or None if it holds no plausible one."""
-    match = _PARTIAL.fullmatch(name) or _LEGACY_PARTIAL.fullmatch(name)
-    pid = int(match.group(1)) if match else 0
-    return pid if 0 < pid < 2**31 else None
+# The temporary files of atomic_output, and the archive cache's of earlier versions: group 1 or 2 is the pid.
+_PARTIAL = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.partial(?:\..*)?|cifar10-[0-9a-f]+\.(\d+)\.tmp\..*")
 
 
 def process_alive(pid: int) -> bool:
     """Whether a process with this id exists (ids no system gives out count as dead)."""
-    if not isinstance(pid, int) or not 0 < pid < 2**31:
+    if not 0 < pid < 2**31:
         return False
     try:
         os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except PermissionError:
-        return True  # alive, another user's
-    except OSError:
-        return False
+    except OSError as error:
+        return isinstance(error, PermissionError)  # alive, another user's; else gone
     return True
 
 
 def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path]:
     """Remove the temporary files, matching ``pattern``, of processes that died while writing.
 
-    Only names this module makes count (and the cache's of earlier versions); a pid no
-    system gives out (a forged or damaged name) belongs to no live process.
+    Only names :func:`atomic_output` makes count (and the cache's of earlier versions); a pid
+    no system gives out (a forged or damaged name) belongs to no live process.
     """
     removed = []
     for leftover in Path(folder).glob(pattern):
-        if not (is_partial_name(leftover.name) or _LEGACY_PARTIAL.fullmatch(leftover.name)):
-            continue
-        pid = partial_owner(leftover.name)
-        if pid is not None and process_alive(pid):
-            continue
-        if special_file_kind(leftover) is None:
+        match = _PARTIAL.fullmatch(leftover.name)
+        dead = match is not None and not process_alive(int(match.group(1) or match.group(2)))
+        if dead and special_file_kind(leftover) is None:
             leftover.unlink(missing_ok=True)
             removed.append(leftover)
     return removed
@@ -343,32 +240,17 @@ def open_lock_file(path: PathLike) -> int:
     refuses a pipe, socket, device or folder, in one line naming the path.
     """
     path = Path(path)
-    flags = (
-        os.O_RDWR
-        | os.O_CREAT
-        | getattr(os, "O_NOFOLLOW", 0)
-        | getattr(os, "O_NONBLOCK", 0)
-        | getattr(os, "O_CLOEXEC", 0)
-    )
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as error:
-        kind = special_file_kind(path)
-        if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) or kind not in (None, "missing"):
-            raise UnsafeFileError(
-                f"the lock file {escape_name(path)} is {kind or 'not a regular file'}; "
-                "remove it (training recreates it as a plain file)"
-            ) from None
-        raise
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    kind = special_file_kind(path)
+    if kind in (None, "missing"):  # opened without following a link or blocking on a pipe swapped in since
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
+        kind = mode_kind(os.fstat(fd).st_mode)
+        if not kind:
+            os.set_blocking(fd, True)
+            return fd
         os.close(fd)
-        raise UnsafeFileError(
-            f"the lock file {escape_name(path)} is {describe_file_mode(mode)}; "
-            "remove it (training recreates it as a plain file)"
-        )
-    os.set_blocking(fd, True)
-    return fd
+    raise UnsafeFileError(
+        f"the lock file {escape_name(path)} is {kind}; remove it (training makes a plain file)"
+    )
 
 
 # --------------------------------------------------------------------------- .keras caps
@@ -384,24 +266,8 @@ KERAS_MAX_CONFIG_DEPTH = 100  # a model's config nests about 10 deep; Python's J
 
 def json_depth(text: bytes) -> int:
     """How deep JSON text nests its arrays and objects (strings skipped), without parsing it."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
+    brackets = re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[^\[\]{}"]+|"', b"", text)  # strings, then all but brackets
+    return max(itertools.accumulate(1 if byte in b"[{" else -1 for byte in brackets), default=0)
 
 
 def check_keras_archive(path: PathLike) -> None:
@@ -411,50 +277,35 @@ def check_keras_archive(path: PathLike) -> None:
     never returns more than a member declares); then ``config.json`` is read, capped, and
     its nesting checked without recursion.
     """
-    path = Path(path)
-    name = escape_name(path)
     try:
         with zipfile.ZipFile(path) as archive:
-            infos = archive.infolist()
-            for info in infos:
-                if (
-                    info.file_size
-                    > KERAS_MEMBER_MAX_EXPANSION * info.compress_size + KERAS_MEMBER_SLACK_BYTES
-                ):
-                    raise ValueError(
-                        f"{name} is not a model file this library loads: its member "
-                        f"{escape_name(info.filename)} would unpack from {info.compress_size:,} to "
-                        f"{info.file_size:,} bytes (model weights barely compress), as a decompression "
-                        "bomb does. Use a .keras file saved by Keras."
-                    )
-            total = sum(info.file_size for info in infos)
-            if total > KERAS_MAX_UNPACKED_BYTES:
-                raise ValueError(
-                    f"{name} would unpack to {total / 2**30:.1f} GiB, more than the "
-                    f"{KERAS_MAX_UNPACKED_BYTES >> 30} GiB this library loads"
-                )
-            config = next((info for info in infos if info.filename == "config.json"), None)
-            if config is not None:
-                if config.file_size > KERAS_MAX_CONFIG_BYTES:
-                    raise ValueError(
-                        f"{name}: its config.json is {config.file_size:,} bytes, more than "
-                        f"any model needs ({KERAS_MAX_CONFIG_BYTES:,}); is it a model file?"
-                    )
-                with archive.open(config) as member:
-                    depth = json_depth(member.read(KERAS_MAX_CONFIG_BYTES + 1))
-                if depth > KERAS_MAX_CONFIG_DEPTH:
-                    raise ValueError(
-                        f"{name}: its config.json nests {depth} levels deep, more than any "
-                        f"model's ({KERAS_MAX_CONFIG_DEPTH}); it is not a model file this "
-                        "library loads"
-                    )
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as error:
-        if isinstance(error, ValueError) and not isinstance(error, zipfile.BadZipFile):
-            raise
-        raise ValueError(
-            f"{name} is not a valid .keras file ({' '.join(str(error).split())}); it is "
-            "corrupt or truncated. Save it again with save_model()."
-        ) from None
+            problem = _keras_archive_problem(archive)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as error:
+        problem = (
+            f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
+        )
+    if problem:
+        raise ValueError(f"{escape_name(path)} {problem}")
+
+
+def _keras_archive_problem(archive: zipfile.ZipFile) -> str | None:
+    infos = archive.infolist()
+    for info in infos:
+        if info.file_size > KERAS_MEMBER_MAX_EXPANSION * info.compress_size + KERAS_MEMBER_SLACK_BYTES:
+            return (
+                f"is not a model file: its member {escape_name(info.filename)} would unpack from "
+                f"{info.compress_size:,} to {info.file_size:,} bytes, as a decompression bomb does (weights barely compress)"
+            )
+    total = sum(info.file_size for info in infos)
+    if total > KERAS_MAX_UNPACKED_BYTES:
+        return f"would unpack to {total / 2**30:.1f} GiB, over the {KERAS_MAX_UNPACKED_BYTES >> 30} GiB cap"
+    config = next((info for info in infos if info.filename == "config.json"), None)
+    if config is not None and config.file_size > KERAS_MAX_CONFIG_BYTES:
+        return f"has a {config.file_size:,}-byte config.json, more than any model needs"
+    depth = 0 if config is None else json_depth(archive.read(config))  # no more than it declares
+    if depth > KERAS_MAX_CONFIG_DEPTH:
+        return f"is not a model file: its config.json nests {depth} levels deep, more than any model's"
+    return None
 
 
 # --------------------------------------------------------------------------- printed names
@@ -466,38 +317,11 @@ def escape_name(name: Any) -> str:
     stays as it is.
     """
     text = os.fspath(name) if isinstance(name, os.PathLike) else str(name)
-    if text.isprintable():
-        return text
-    return "".join(char if char.isprintable() else _escaped_char(char) for char in text)
-
-
-def _escaped_char(char: str) -> str:
-    code = ord(char)
-    if char in "\n\r\t":
-        return repr(char)[1:-1]
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 # --------------------------------------------------------------------------- output folders
 OUTPUT_MARKER = ".made-by-shiftvit"
-
-
-def _forbidden_output(folder: Path, protect: Iterable[PathLike]) -> str | None:
-    """Why ``folder`` (resolved) may never be cleared, or None."""
-    home = Path.home().resolve()
-    if folder == Path(folder.anchor):
-        return "the root of the file system"
-    if folder == home:
-        return "your home directory"
-    if folder.parent == home.parent and home.parent != Path(home.anchor):
-        return "a home directory"  # /home/<anyone>
-    for guarded in protect:
-        guarded = Path(guarded).resolve()
-        if folder == guarded:
-            return f"the checkout ({guarded})"
-        if folder in guarded.parents:
-            return f"a folder that holds the checkout ({guarded})"
-    return None
 
 
 def check_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLike] = ()) -> Path:
@@ -506,27 +330,25 @@ def check_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLi
     Writes nothing: a tool that clears several folders checks them all first.
     """
     folder = Path(folder).expanduser().resolve()
-    forbidden = _forbidden_output(folder, protect)
-    if forbidden:
-        raise UnsafeFileError(
-            f"{tool} will not write into {escape_name(folder)}: it is {forbidden}, and "
-            "writing there means clearing it first; choose a new folder such as "
-            "build/site"
-        )
-    if folder.exists() or folder.is_symlink():
-        kind = special_file_kind(folder, follow_links=True)
-        if kind != "a folder":
-            raise UnsafeFileError(
-                f"{tool} will not replace {escape_name(folder)}: it is "
-                f"{kind or 'a file'}, not a folder it made; choose a new folder"
-            )
-        marked = special_file_kind(folder / OUTPUT_MARKER) is None
-        if not marked and any(folder.iterdir()):
-            raise UnsafeFileError(
-                f"{tool} will not clear {escape_name(folder)}: it exists and was not made by this project "
-                f"(no {OUTPUT_MARKER} file in it); choose a new folder, or empty it yourself"
-            )
-    return folder
+    home = Path.home().resolve()
+    guarded = [Path(checkout).resolve() for checkout in protect]
+    forbidden = {
+        "the root of the file system": folder == Path(folder.anchor),
+        "your home directory": folder == home,
+        "a home directory": folder.parent == home.parent != Path(home.anchor),  # /home/<anyone>
+        "the checkout or a folder that holds it": any(folder == g or folder in g.parents for g in guarded),
+    }
+    why = next((why for why, hit in forbidden.items() if hit), None)
+    kind = special_file_kind(folder, follow_links=True)
+    if why:
+        problem = f"will not write into {escape_name(folder)}: it is {why}, and writing means clearing it"
+    elif kind not in ("missing", "a folder"):
+        problem = f"will not replace {escape_name(folder)}: it is {kind or 'a file'}, not a folder it made"
+    elif kind == "a folder" and special_file_kind(folder / OUTPUT_MARKER) and any(folder.iterdir()):
+        problem = f"will not clear {escape_name(folder)}: it was not made by this project (it has no {OUTPUT_MARKER})"
+    else:
+        return folder
+    raise UnsafeFileError(f"{tool} {problem}; choose a new folder (such as build/site)")
 
 
 def prepare_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLike] = ()) -> Path:

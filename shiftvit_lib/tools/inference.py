@@ -1,6 +1,6 @@
 """Using a trained model: predictions on image files, evaluation helpers, saving.
 
-* :func:`load_image` reads any image Pillow can open and resizes it.
+* :func:`load_image` reads a PNG or JPEG file and resizes it.
 * :func:`predict_folder` classifies every image in a folder; files that cannot
   be read are reported with a reason instead of stopping the batch.
 * :func:`predict_images` / :func:`predict_probabilities` work on arrays.
@@ -28,25 +28,15 @@ from shiftvit_lib.config import check_positive_int, is_positive_int
 from shiftvit_lib.data import CIFAR10_CLASSES
 from shiftvit_lib.images import UnsupportedImageError, decode_rgb, sniff_format
 from shiftvit_lib.recipe import flip_tta_logits
-from shiftvit_lib.tools.files import (  # noqa: F401 - the .keras caps are part of this module's API
-    KERAS_MAX_UNPACKED_BYTES,
-    KERAS_MEMBER_MAX_EXPANSION,
-    KERAS_MEMBER_SLACK_BYTES,
-    FileTooLargeError,
-    atomic_output,
-    check_keras_archive,
-    escape_name,
-    read_bounded,
-    special_file_kind,
-)
+from shiftvit_lib.tools import files
+from shiftvit_lib.tools.files import escape_name, special_file_kind
 
 Fit = Literal["crop", "stretch"]
-# Modules that register custom Keras objects; imported before loading .keras files.
-# --------------------------------------------------------------------------
-# Reading images
-# --------------------------------------------------------------------------
+# An image file larger than this is refused before it is read (a 24-megapixel JPEG is ~10 MB).
+MAX_IMAGE_BYTES = 64 * 2**20
 
 
+# --------------------------------------------------------------------------- reading images
 class ImageReadError(ValueError):
     """A file exists but is not a readable image; ``reason`` says why."""
 
@@ -65,7 +55,7 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
     onto white (what a viewer shows); the EXIF orientation of photos is applied.
 
     Args:
-        path: the image file.
+        path: the image file (a link is followed).
         size: the output size, ``32`` or ``(height, width)``.
         fit: ``"crop"`` (default) cuts the centre to the target aspect ratio
             before resizing, so objects are not squashed; ``"stretch"``
@@ -73,43 +63,22 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
 
     Raises:
         FileNotFoundError: no such file.
-        ImageReadError: (a ValueError) the file is empty, not an image, or corrupt.
+        ImageReadError: (a ValueError) not a regular file, empty, too large, not an image, or corrupt.
     """
     path = Path(path)
     height, width = _as_height_width(size)
     if fit not in ("crop", "stretch"):
         raise ValueError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
-    kind = special_file_kind(path, follow_links=True)  # a path given explicitly may be a link
-    if kind == "missing":
-        raise FileNotFoundError(f"no image file at {escape_name(path)}")
-    if kind is not None:
-        raise ImageReadError(path, f"not a regular file: {kind}; not opened")
-    data = _read_bounded(path, MAX_IMAGE_BYTES)
-    if not data:
-        raise ImageReadError(path, "empty file (0 bytes)")
-    if sniff_format(data) is None:
-        raise ImageReadError(path, _unidentified_reason(path, data))
-    try:
+    try:  # a pipe or a device is refused unopened (reading a pipe would block forever)
+        data = files.read_bounded(path, MAX_IMAGE_BYTES, "an image")
+        if not data:
+            raise ImageReadError(path, "empty file (0 bytes)")
+        if sniff_format(data) is None:
+            raise ImageReadError(path, _unidentified_reason(path, data))
         rgb, _ = decode_rgb(data)
-    except UnsupportedImageError as error:
-        raise ImageReadError(path, str(error)) from None
+    except (files.UnsafeFileError, UnsupportedImageError) as error:
+        raise ImageReadError(path, getattr(error, "reason", str(error))) from None
     return np.asarray(_resize(rgb, width, height, fit), dtype=np.uint8)
-
-
-# An image file larger than this is refused before it is read (a 24-megapixel JPEG is ~10 MB).
-MAX_IMAGE_BYTES = 64 * 2**20
-
-
-def _read_bounded(path: Path, limit: int) -> bytes:
-    """The bytes of a regular file, refusing one larger than ``limit`` before reading it."""
-    try:
-        return read_bounded(path, limit, "an image")
-    except FileTooLargeError as error:
-        raise ImageReadError(
-            path,
-            f"file too large ({error.size / 2**20:.1f} MiB; the limit for an "
-            f"image is {limit / 2**20:.0f} MiB)",
-        ) from None
 
 
 def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
@@ -123,35 +92,24 @@ def _resize(image: Image.Image, width: int, height: int, fit: Fit) -> Image.Imag
     """Resize with Lanczos (sharp, little aliasing); crop the centre first if asked."""
     if image.size == (width, height):
         return image  # keep the exact pixels of images already at the model size
-    box = (0.0, 0.0, float(image.width), float(image.height))
-    if fit == "crop":
-        scale = min(image.width / width, image.height / height)
-        crop_w, crop_h = width * scale, height * scale
-        left, top = (image.width - crop_w) / 2, (image.height - crop_h) / 2
-        box = (left, top, left + crop_w, top + crop_h)
+    scale = min(image.width / width, image.height / height) if fit == "crop" else None
+    crop_w, crop_h = (width * scale, height * scale) if scale else image.size
+    left, top = (image.width - crop_w) / 2, (image.height - crop_h) / 2
     # reducing_gap first shrinks big photos by an integer factor (fast, same quality).
+    box = (left, top, left + crop_w, top + crop_h)
     return image.resize((width, height), Image.Resampling.LANCZOS, box=box, reducing_gap=3.0)
 
 
 def _unidentified_reason(path: Path, data: bytes) -> str:
-    """Say what a file Pillow cannot identify looks like."""
-    extension = f" despite its {path.suffix} extension" if path.suffix else ""
-    head = data[:200]
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is not None and all(ch.isprintable() or ch in "\r\n\t" for ch in text):
-        snippet = text.strip().splitlines()[0][:40] if text.strip() else ""
-        return f"not an image{extension}: it is a text file (starts with {snippet!r})"
-    return f"not an image{extension}: unknown or unsupported format"
+    """Say what a file that is neither PNG nor JPEG looks like."""
+    what = f"not an image despite its {path.suffix} extension" if path.suffix else "not an image"
+    text = data[:200].decode("utf-8", "replace").strip()
+    if text and "\ufffd" not in text and "".join(text.split()).isprintable():
+        return f"{what}: it is a text file (starts with {text.splitlines()[0][:40]!r})"
+    return f"{what}: unknown or unsupported format"
 
 
-# --------------------------------------------------------------------------
-# Predictions
-# --------------------------------------------------------------------------
-
-
+# --------------------------------------------------------------------------- predictions
 class ClassScore(NamedTuple):
     """One candidate class for one image."""
 
@@ -160,27 +118,12 @@ class ClassScore(NamedTuple):
     confidence: float  # softmax probability in [0, 1]
 
 
-TopK = tuple[ClassScore, ...]
-
-
 @dataclasses.dataclass(frozen=True)
 class FilePrediction:
     """The top-k classes for one file, most likely first."""
 
     path: Path
-    top_k: TopK
-
-    @property
-    def filename(self) -> str:
-        return self.path.name
-
-    @property
-    def label(self) -> str:
-        return self.top_k[0].label
-
-    @property
-    def confidence(self) -> float:
-        return self.top_k[0].confidence
+    top_k: tuple[ClassScore, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,112 +144,84 @@ class FolderPredictions:
 
     def to_rows(self) -> list[dict[str, Any]]:
         """One dict per file (predictions, then failures); JSON-ready, or for ``pandas.DataFrame``."""
-        rows: list[dict[str, Any]] = [
-            {
-                "file": p.filename,
-                "prediction": p.label,
-                "confidence": p.confidence,
-                "top_k": ", ".join(f"{s.label} {s.confidence:.0%}" for s in p.top_k),
-                "error": "",
-            }
-            for p in self.predictions
-        ]
-        rows += [
-            {"file": f.path.name, "prediction": "", "confidence": None, "top_k": "", "error": f.reason}
-            for f in self.failures
-        ]
-        return rows
+        keys = ("file", "prediction", "confidence", "top_k", "error")
+        rows = []
+        for p in self.predictions:
+            top = ", ".join(f"{s.label} {s.confidence:.0%}" for s in p.top_k)
+            rows.append(dict(zip(keys, (p.path.name, p.top_k[0].label, p.top_k[0].confidence, top, ""))))
+        return rows + [dict(zip(keys, (f.path.name, "", None, "", f.reason))) for f in self.failures]
 
     def format(self) -> str:
-        """A plain-text table of predictions, followed by the unreadable files."""
-        lines = [f"{len(self.predictions)} image(s) classified in {escape_name(self.folder)}"]
-        if self.predictions:
-            # Names are escaped: a newline in a file name cannot forge a row, nor an escape code
-            # reach the terminal.
-            width = max(len(escape_name(p.filename)) for p in self.predictions)
-            label_width = max(len(s.label) for p in self.predictions for s in p.top_k)
-            for p in self.predictions:
-                scores = "  ".join(
-                    f"{escape_name(s.label):<{label_width}} {s.confidence:6.1%}" for s in p.top_k
-                )
-                lines.append(f"  {escape_name(p.filename):<{width}}  {scores}")
+        """A plain-text table of predictions, followed by the unreadable files.
+
+        Names are escaped: a newline in a file name cannot forge a row, nor an escape code
+        reach the terminal.
+        """
+        width = max((len(s.label) for p in self.predictions for s in p.top_k), default=0)
+        scores = [
+            "  ".join(f"{s.label:<{width}} {s.confidence:6.1%}" for s in p.top_k) for p in self.predictions
+        ]
+        lines = [f"{len(scores)} image(s) classified in {escape_name(self.folder)}"]
+        lines += _aligned([p.path.name for p in self.predictions], scores)
         if self.failures:
             lines.append(f"{len(self.failures)} file(s) could not be read:")
-            width = max(len(escape_name(f.path.name)) for f in self.failures)
-            lines += [
-                f"  {escape_name(f.path.name):<{width}}  {escape_name(f.reason)}" for f in self.failures
-            ]
+            lines += _aligned([f.path.name for f in self.failures], [f.reason for f in self.failures])
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.format()
+    __str__ = format
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        """IPython/Jupyter shows the table when the result ends a cell."""
-        printer.text(self.format())
+
+def _aligned(names: list[str], texts: list[str]) -> list[str]:
+    """Table rows: the names padded to one width, each followed by its text; both escaped."""
+    names = [escape_name(name) for name in names]
+    width = max(map(len, names), default=0)
+    return [f"  {name:<{width}}  {escape_name(text)}" for name, text in zip(names, texts, strict=True)]
 
 
 def predict_folder(
-    model: keras.Model,
-    folder: str | Path,
-    top_k: int = 3,
-    class_names: Sequence[str] = CIFAR10_CLASSES,
-    batch_size: int = 64,
-    *,
-    image_size: int | tuple[int, int] | None = None,
-    fit: Fit = "crop",
-    tta: bool = False,
+    model: keras.Model, folder: str | Path, top_k: int = 3, *, fit: Fit = "crop", **options: Any
 ) -> FolderPredictions:
     """Classify every image file in ``folder`` (sorted by name, not recursive).
 
     Hidden files (names starting with ".") and sub-folders are skipped. Symbolic
     links, named pipes, sockets and devices are listed in ``result.failures``
-    without being opened (a pipe could block forever). Each
-    image is resized to the model's input size (``model.input_shape``, or
-    ``image_size`` when the model does not fix it). A file that cannot be read
-    is listed in ``result.failures`` with the reason; it never stops the batch.
-    ``tta=True`` scores each image together with its mirror image (:func:`predict_probabilities`).
+    without being opened (a pipe could block forever). Each image is resized to the
+    model's input size (``model.input_shape``; ``fit`` as in :func:`load_image`). A file
+    that cannot be read is listed in ``result.failures`` with the reason; it never stops
+    the batch. ``options`` (``class_names``, ``batch_size``, ``tta``) go to :func:`predict_images`.
     """
     folder = Path(folder)
-    if not folder.exists():
-        raise FileNotFoundError(f"folder {folder} does not exist")
     if not folder.is_dir():
-        raise ValueError(
-            f"{folder} is a file, not a folder; use load_image() and predict_images() for a single image"
-        )
-    _check_top_k(top_k, len(class_names))
-    height, width = _as_height_width(image_size) if image_size else model_image_size(model)
+        if not folder.exists():
+            raise FileNotFoundError(f"folder {folder} does not exist")
+        raise ValueError(f"{folder} is not a folder; for one image use load_image() and predict_images()")
+    _check_top_k(top_k, len(options.get("class_names", CIFAR10_CLASSES)))
+    size = _model_image_size(model)
+    if size is None:
+        raise ValueError("the model fixes no image size; use load_image(path, size) and predict_images()")
     try:
-        entries = sorted((p for p in folder.iterdir() if not p.name.startswith(".")), key=lambda p: p.name)
-    except PermissionError as error:
-        raise PermissionError(
-            error.errno, f"cannot list the folder {folder} ({error.strerror})", str(folder)
-        ) from None
-    files = [p for p in entries if special_file_kind(p) != "a folder"]
-    if not files:
-        raise ValueError(
-            f"folder {folder} has no files to classify (hidden files and sub-folders are skipped)"
-        )
-
+        paths = [
+            p for p in sorted(folder.iterdir()) if p.name[0] != "." and special_file_kind(p) != "a folder"
+        ]
+    except OSError as error:
+        raise files.folder_listing_error(error) from None
+    if not paths:
+        raise ValueError(f"folder {folder} has no files to classify (hidden files and folders are skipped)")
     images, readable, failures = [], [], []
-    for path in files:
-        kind = special_file_kind(path)
-        if kind is not None:  # a link, pipe, socket or device: reported, never opened
-            failures.append(UnreadableFile(path, f"not a regular file: {kind}"))
-            continue
+    for path in paths:
         try:
-            images.append(load_image(path, (height, width), fit=fit))
+            kind = special_file_kind(path)  # a link inside the folder is reported, not followed
+            if kind:
+                raise ImageReadError(path, f"not a regular file: {kind}")
+            images.append(load_image(path, size, fit=fit))
             readable.append(path)
         except ImageReadError as error:
             failures.append(UnreadableFile(path, error.reason))
         except OSError as error:  # e.g. permission denied
             failures.append(UnreadableFile(path, f"cannot open the file ({error.strerror or error})"))
-    top = predict_images(model, np.stack(images), top_k, class_names, batch_size, tta=tta) if images else []
-    return FolderPredictions(
-        folder=folder,
-        predictions=tuple(FilePrediction(p, t) for p, t in zip(readable, top, strict=True)),
-        failures=tuple(failures),
-    )
+    top = predict_images(model, np.stack(images), top_k, **options) if images else []
+    predictions = tuple(FilePrediction(p, t) for p, t in zip(readable, top, strict=True))
+    return FolderPredictions(folder, predictions, tuple(failures))
 
 
 def predict_images(
@@ -314,28 +229,25 @@ def predict_images(
     images: np.ndarray,
     top_k: int = 3,
     class_names: Sequence[str] = CIFAR10_CLASSES,
-    batch_size: int = 64,
-    *,
-    tta: bool = False,
-) -> list[TopK]:
+    **options: Any,
+) -> list[tuple[ClassScore, ...]]:
     """Top-k classes with softmax confidences for a batch of images.
 
     ``images`` has shape (N, H, W, 3) with pixel values in [0, 255] (uint8 is
     best), at the model's input size. Returns one tuple of
-    :class:`ClassScore` per image, most likely first.
+    :class:`ClassScore` per image, most likely first. ``options`` (``batch_size``,
+    ``tta``) go to :func:`predict_probabilities`.
     """
     _check_top_k(top_k, len(class_names))
-    check_positive_int(batch_size, "batch_size")
-    probabilities = predict_probabilities(model, images, batch_size, tta=tta)
-    if probabilities.shape[1] != len(class_names):
+    probs = predict_probabilities(model, images, **options)
+    if probs.shape[1] != len(class_names):
         raise ValueError(
-            f"the model outputs {probabilities.shape[1]} scores per image but "
-            f"{len(class_names)} class names were given"
+            f"the model gives {probs.shape[1]} scores an image for {len(class_names)} class names"
         )
-    best_first = np.argsort(-probabilities, axis=1, kind="stable")[:, :top_k]
+    best_first = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
     return [
-        tuple(ClassScore(class_names[i], int(i), float(row_probs[i])) for i in row_best)
-        for row_probs, row_best in zip(probabilities, best_first, strict=True)
+        tuple(ClassScore(class_names[i], int(i), float(row[i])) for i in best)
+        for row, best in zip(probs, best_first, strict=True)
     ]
 
 
@@ -349,103 +261,76 @@ def predict_probabilities(
     """
     check_positive_int(batch_size, "batch_size")
     images = np.asarray(images)
-    if images.ndim == 3 and images.shape[-1] != 3:
-        raise ValueError(
-            f"images have shape {images.shape}: no colour axis. For a batch of grey images "
-            "repeat them to 3 channels: np.repeat(images[..., None], 3, axis=-1)"
-        )
-    if images.ndim == 3:
-        images = images[np.newaxis]  # a single image
+    images = images[np.newaxis] if images.ndim == 3 and images.shape[-1] == 3 else images  # one image
     if images.ndim != 4 or images.shape[-1] != 3 or len(images) == 0:
-        raise ValueError(f"images must have shape (N, height, width, 3) with N >= 1; got {images.shape}")
+        grey = "; grey images: np.repeat(images[..., None], 3, axis=-1)" if images.ndim == 3 else ""
+        raise ValueError(f"images must have shape (N, height, width, 3), N >= 1; got {images.shape}{grey}")
+    floats = np.issubdtype(images.dtype, np.floating)
     if np.issubdtype(images.dtype, np.integer) and images.size and (images.max() > 255 or images.min() < 0):
         raise ValueError(
-            f"pixel values must lie in [0, 255], got {images.min()}..{images.max()} "
-            f"({images.dtype}); 16-bit images: divide by 257 (or load them with load_image)"
+            f"pixel values must lie in [0, 255], not {images.min()}..{images.max()} ({images.dtype}); 16-bit: divide by 257"
         )
-    expected = _fixed_input_size(model)
+    expected = _model_image_size(model)
     if expected and images.shape[1:3] != expected:
         raise ValueError(
-            f"images are {images.shape[1]}x{images.shape[2]} but the model takes "
-            f"{expected[0]}x{expected[1]}; resize them with load_image(path, "
-            f"{expected}) or predict_folder()"
+            f"images are {images.shape[1]}x{images.shape[2]} but the model takes {expected[0]}x{expected[1]}; resize them"
         )
-    if np.issubdtype(images.dtype, np.floating) and not np.isfinite(images).all():
+    if floats and not np.isfinite(images).all():
         bad = int((~np.isfinite(images)).any(axis=(1, 2, 3)).sum())
-        raise ValueError(
-            f"{bad} of {len(images)} images hold NaN or infinite pixel values; "
-            "pixels must be numbers in [0, 255]"
-        )
-    if np.issubdtype(images.dtype, np.floating) and 0 < images.max() <= 1.0:
-        warnings.warn(
-            "images look scaled to [0, 1], but the model expects pixel values in "
-            "[0, 255] (it rescales inside); multiply by 255 or pass uint8 images",
-            stacklevel=2,
-        )
+        raise ValueError(f"{bad} of {len(images)} images hold NaN or infinite pixel values, not [0, 255]")
+    if floats and 0 < images.max() <= 1.0:
+        warnings.warn("images look scaled to [0, 1]; the model takes [0, 255]: multiply by 255", stacklevel=2)
 
     def logits_of(batch: np.ndarray) -> np.ndarray:
         return np.asarray(model.predict(batch, batch_size=batch_size, verbose=0), dtype=np.float64)
 
     logits = flip_tta_logits(logits_of, images) if tta else logits_of(images)
-    if logits.ndim != 2:
-        raise ValueError(f"expected the model to output (N, num_classes) logits; got {logits.shape}")
-    if np.all(logits >= 0) and np.allclose(logits.sum(axis=1), 1.0, atol=1e-4):
-        warnings.warn(
-            "the model's outputs already look like probabilities; these helpers expect "
-            "logits and apply softmax themselves, which flattens probabilities. "
-            "Remove the model's final softmax.",
-            stacklevel=2,
-        )
     return softmax(logits).astype(np.float32)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
     """Row-wise softmax; subtracting the row max avoids overflow in exp."""
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    exp = np.exp(shifted)
+    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
     return exp / exp.sum(axis=-1, keepdims=True)
 
 
-def model_image_size(model: keras.Model) -> tuple[int, int]:
-    """(height, width) the model takes, from ``model.input_shape``."""
-    size = _fixed_input_size(model)
-    if size is None:
-        raise ValueError(
-            f"cannot tell the model's image size from its input_shape "
-            f"{getattr(model, 'input_shape', None)}; pass image_size=(height, width)"
-        )
-    return size
-
-
-def _fixed_input_size(model: keras.Model) -> tuple[int, int] | None:
+def _model_image_size(model: keras.Model) -> tuple[int, int] | None:
+    """(height, width) the model takes, from ``model.input_shape``; None if it does not fix them."""
     shape = getattr(model, "input_shape", None)
-    if not isinstance(shape, tuple) or len(shape) != 4 or shape[1] is None or shape[2] is None:
-        return None
-    return int(shape[1]), int(shape[2])
+    fixed = isinstance(shape, tuple) and len(shape) == 4 and None not in shape[1:3]
+    return (int(shape[1]), int(shape[2])) if fixed else None
 
 
 def _check_top_k(top_k: int, num_classes: int) -> None:
     if not is_positive_int(top_k) or top_k > num_classes:
+        raise ValueError(f"top_k must be an integer from 1 to {num_classes} (the classes); got {top_k!r}")
+
+
+def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)) -> None:
+    """Raise ``ValueError`` unless ``model`` maps one image batch to ``num_classes`` logits.
+
+    Checked before a model is used for :func:`predict_folder` or an evaluation, so
+    a model of another task (or with several outputs) fails with one clear sentence
+    instead of deep inside NumPy.
+    """
+    shape = getattr(model, "output_shape", None)
+    if not (isinstance(shape, tuple) and len(shape) == 2 and shape[1] == num_classes):
+        several = isinstance(shape, list | dict | tuple) and not all(isinstance(n, int | None) for n in shape)
+        found = f"has {len(shape)} outputs" if several else f"outputs shape {shape}"
         raise ValueError(
-            f"top_k must be an integer from 1 to {num_classes} (the number of classes); got {top_k!r}"
+            f"the model {found}, but a CIFAR-10 classifier outputs one (batch, {num_classes}) "
+            "of class scores (logits); is it the right model file?"
         )
 
 
-# --------------------------------------------------------------------------
-# Saving and loading
-# --------------------------------------------------------------------------
-
-
+# --------------------------------------------------------------------------- saving and loading
 def save_model(model: keras.Model, path: str | Path) -> Path:
     """Save the whole model (architecture, weights, optimizer) as a ``.keras`` file."""
     path = Path(path)
     if path.suffix != ".keras":
-        raise ValueError(
-            f"save_model writes the Keras format, so the path must end in .keras; "
-            f"got {path.name}. For a TensorFlow SavedModel use export_saved_model()."
-        )
+        raise ValueError(f"the path must end in .keras; got {path.name} (a SavedModel: export_saved_model())")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(path) as partial:  # never half a file, never written through a link
+    with files.atomic_output(path) as partial:  # never half a file, never written through a link
         model.save(partial)
     return path
 
@@ -489,7 +374,8 @@ def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Mo
     """Load a ``.keras`` file (safe mode) or, if you trust it, a SavedModel directory.
 
     A ``.keras`` file always loads in Keras' safe mode: it refuses Python code
-    stored in the file (a ``Lambda`` layer's lambda, for example).
+    stored in the file (a ``Lambda`` layer's lambda, for example), and first passes
+    the caps of :func:`shiftvit_lib.tools.files.check_keras_archive`.
 
     A TensorFlow SavedModel is a compiled TensorFlow graph, and loading and calling
     it runs whatever that graph does; its ops can read and write files, for
@@ -501,32 +387,19 @@ def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Mo
     and :func:`predict_folder` work the same; it is inference only.
     """
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no model at {path}")
     if path.is_dir():
-        if (path / "saved_model.pb").is_file():
-            if not trust_saved_model:
-                raise UntrustedModelError(
-                    f"{path} is a TensorFlow SavedModel: loading it runs the TensorFlow graph it "
-                    "contains, which Keras' safe mode cannot check. Load it only if you exported it "
-                    "yourself or trust its source: load_model(path, trust_saved_model=True), or "
-                    "--trust-saved-model on the command line. A .keras file loads safely without it."
-                )
-            return _load_saved_model(path)
-        raise ValueError(
-            f"{path} is a directory without saved_model.pb: expected a .keras file or a SavedModel directory"
-        )
+        if not (path / "saved_model.pb").is_file():
+            raise ValueError(f"{path} is a directory without saved_model.pb: not a SavedModel directory")
+        if not trust_saved_model:
+            raise UntrustedModelError(
+                f"{path} is a TensorFlow SavedModel: loading it runs the TensorFlow graph it holds, which safe mode cannot "
+                "check; if you trust it: load_model(path, trust_saved_model=True) or --trust-saved-model"
+            )
+        return _load_saved_model(path)
+    files.check_regular_file(path, "a .keras file")
     if path.suffix != ".keras":
         raise ValueError(f"expected a .keras file or a SavedModel directory; got {path.name}")
-    kind = special_file_kind(path, follow_links=True)
-    if kind is not None:
-        raise ValueError(f"{escape_name(path)} is {kind}, not a regular file; expected a .keras file")
-    if not zipfile.is_zipfile(path):
-        raise ValueError(
-            f"{path} is not a valid .keras file (a .keras file is a zip archive); "
-            "it is corrupt or truncated. Save it again with save_model()."
-        )
-    check_keras_archive(path)
+    files.check_keras_archive(path)
     # The custom layers are registered (importing this module imported the package's core);
     # safe_mode refuses to run code embedded in the file (e.g. lambdas).
     failures = (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile, RecursionError)
@@ -538,46 +411,18 @@ def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Mo
             # smoothed loss): the model itself still loads, uncompiled, and predicts the same.
             with contextlib.suppress(*failures):
                 return keras.saving.load_model(path, safe_mode=True, compile=False)
-        raise ModelLoadError(path, _load_failure_hint(str(error)), error) from error
-
-
-def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)) -> None:
-    """Raise ``ValueError`` unless ``model`` maps one image batch to ``num_classes`` logits.
-
-    Checked before a model is used for :func:`predict_folder` or an evaluation, so
-    a model of another task fails with one clear sentence instead of deep inside NumPy.
-    """
-    shape = getattr(model, "output_shape", None)
-    if isinstance(shape, list) or (isinstance(shape, tuple) and shape and isinstance(shape[0], tuple)):
-        raise ValueError(
-            f"the model has {len(shape)} outputs; expected one output of {num_classes} class scores (logits)"
-        )
-    if isinstance(shape, dict):
-        raise ValueError(
-            f"the model has outputs {sorted(shape)}; expected one output of {num_classes} "
-            "class scores (logits)"
-        )
-    if not isinstance(shape, tuple) or len(shape) != 2 or shape[1] != num_classes:
-        raise ValueError(
-            f"the model outputs shape {shape}, but a CIFAR-10 classifier outputs "
-            f"(batch, {num_classes}) class scores; is it the right model file?"
-        )
+        raise ModelLoadError(path, _load_failure_hint(str(error).lower()), error) from error
 
 
 def _load_failure_hint(message: str) -> str:
-    """What to do about a failed ``.keras`` load, judged from Keras' error message."""
-    lowered = message.lower()
-    if "safe_mode" in lowered or "lambda" in lowered:
+    """What to do about a failed ``.keras`` load, judged from Keras' (lower-cased) error message."""
+    if "safe_mode" in message or "lambda" in message:
         return (
             "The file contains Python code (for example a Lambda layer) that safe mode refuses "
             "to run. Only if you trust where the file came from, load it with "
             "keras.saving.load_model(path, safe_mode=False)."
         )
-    if (
-        "could not locate" in lowered
-        or "unknown layer" in lowered
-        or "register_keras_serializable" in lowered
-    ):
+    if any(hint in message for hint in ("could not locate", "unknown layer", "register_keras_serializable")):
         return (
             "The file uses a custom class that Keras does not know: import the module that "
             "defines it (decorated with @keras.saving.register_keras_serializable) before loading."
@@ -587,35 +432,26 @@ def _load_failure_hint(message: str) -> str:
 
 def _load_saved_model(path: Path) -> keras.Model:
     _require_tensorflow_backend("loading a SavedModel")
+    import tensorflow as tf
+
     try:
         layer = keras.layers.TFSMLayer(str(path), call_endpoint="serve")
-        spec, as_list = _serving_input_spec(layer.call_endpoint_fn)
+        # The signature is (TensorSpec,) for a freshly built model, ([TensorSpec],) for one that
+        # was loaded from a .keras file by Keras 3.10 (TensorFlow 2.19, Colab's set).
+        functions = getattr(layer.call_endpoint_fn, "concrete_functions", None) or [layer.call_endpoint_fn]
+        args, kwargs = functions[0].structured_input_signature
+        specs = [s for s in tf.nest.flatten((args, kwargs)) if isinstance(s, tf.TensorSpec)]
+        if len(specs) != 1:
+            raise ValueError(f"the serving endpoint takes {len(specs)} tensors; expected one batch of images")
     # TensorFlow raises many error types (protobuf DecodeError, OpError...) for a bad
     # SavedModel; all mean the same thing to the caller.
     except Exception as error:  # noqa: BLE001
         raise ValueError(
-            f"could not load the SavedModel at {path} ({type(error).__name__}: "
-            f"{error}). Export it again with export_saved_model()."
+            f"could not load the SavedModel at {path} ({type(error).__name__}: {error}); export it again"
         ) from error
-    inputs = keras.Input(shape=tuple(spec.shape[1:]), dtype=spec.dtype.name)
+    inputs = keras.Input(shape=tuple(specs[0].shape[1:]), dtype=specs[0].dtype.name)
+    as_list = bool(args) and isinstance(args[0], (list, tuple))
     return keras.Model(inputs, layer([inputs] if as_list else inputs), name=f"saved_model_{path.name}")
-
-
-def _serving_input_spec(endpoint: Any) -> tuple[Any, bool]:
-    """The one image ``TensorSpec`` of a serving endpoint, and whether it takes a list.
-
-    The signature's structure depends on the Keras version that exported the model:
-    ``(TensorSpec,)`` for a freshly built model, ``([TensorSpec],)`` for one that was
-    loaded from a ``.keras`` file by Keras 3.10 (TensorFlow 2.19, Colab's set).
-    """
-    import tensorflow as tf
-
-    functions = getattr(endpoint, "concrete_functions", None) or [endpoint]
-    args, kwargs = functions[0].structured_input_signature
-    specs = [s for s in tf.nest.flatten((args, kwargs)) if isinstance(s, tf.TensorSpec)]
-    if len(specs) != 1:
-        raise ValueError(f"the serving endpoint takes {len(specs)} tensors; expected one batch of images")
-    return specs[0], bool(args) and isinstance(args[0], (list, tuple))
 
 
 class BackendError(RuntimeError):
@@ -626,7 +462,6 @@ def _require_tensorflow_backend(what: str) -> None:
     backend = keras.backend.backend()
     if backend != "tensorflow":
         raise BackendError(
-            f"{what} needs the TensorFlow backend, but Keras uses {backend!r}. "
-            "Save a .keras file with save_model() instead, or run with "
-            "KERAS_BACKEND=tensorflow."
+            f"{what} needs the TensorFlow backend, but Keras uses {backend!r}. Save a .keras file with "
+            "save_model() instead, or run with KERAS_BACKEND=tensorflow."
         )

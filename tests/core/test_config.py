@@ -72,6 +72,9 @@ def test_keras_io_shift_needs_widths_its_split_can_divide():
     with pytest.raises(ValueError, match="keras-io shift"):
         preset("cpu", shift="keras_io")
     assert preset("cpu", shift="keras_io", num_div=16).stage_dims == (64, 128, 256)
+    # 24 // 12 = 2 groups: fewer than the four that move (the model would fail at its first call).
+    with pytest.raises(ValueError, match=r"keras-io shift.*at least 4 \* num_div.*\[24\]"):
+        preset("quick", shift="keras_io")
     assert preset("seed", shift="keras_io").num_div == 12  # 96 // 12 = 8 divides 96, 192, ...
 
 
@@ -86,9 +89,10 @@ def test_keras_io_shift_needs_widths_its_split_can_divide():
     # a negative patience, an infinite or NaN weight decay).
     ({"lr_max": 0.0, "lr_start": 0.0}, "lr_max must be positive and finite"),
     ({"lr_max": float("inf")}, "lr_max must be positive and finite"),
-    ({"epochs": 0}, "epochs and early_stopping_patience"),
-    ({"early_stopping_patience": -1}, "early_stopping_patience (None: no early stopping) must be positive"),
-    ({"weight_decay": float("nan")}, "weight_decay must be >= 0 and finite"),
+    ({"epochs": 0}, "epochs must be >= 1, got 0"),
+    ({"early_stopping_patience": -1}, "early_stopping_patience must be >= 1, got -1"),
+    ({"early_stopping_patience": 1.5}, "early_stopping_patience must be a whole number"),
+    ({"weight_decay": float("nan")}, "weight_decay must be >= 0 and finite, got nan"),
     ({"weight_decay": float("inf")}, "weight_decay must be >= 0 and finite"),
     ({"lr_start": 1e-2}, "lr_start <= lr_max"),
     ({"weight_decay": -1.0}, "weight_decay must be >= 0"),

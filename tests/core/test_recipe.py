@@ -124,7 +124,7 @@ def test_make_dataset_one_hot_without_mixing_keeps_uint8_and_needs_classes_to_mi
 def test_strong_preset_keeps_the_seed_architecture_and_turns_the_regularisers_on():
     strong, seed = preset("strong"), preset("seed")
     assert (strong.depths, strong.projected_dim, strong.image_size) == (seed.depths, seed.projected_dim, seed.image_size)
-    assert strong.mixes_labels and not seed.mixes_labels
+    assert strong.one_hot_targets and not seed.one_hot_targets
     assert strong.rand_augment_ops == 2 and strong.random_erasing > 0 and strong.label_smoothing > 0
     assert strong.init == "spach" and strong.early_stopping_patience is None
 
@@ -132,8 +132,8 @@ def test_strong_preset_keeps_the_seed_architecture_and_turns_the_regularisers_on
 @pytest.mark.parametrize(
     "changes, message",
     [
-        (dict(mixup_alpha=-1.0), "mixup_alpha and cutmix_alpha must be >= 0"),
-        (dict(random_erasing=1.5), "random_erasing is a probability"),
+        (dict(mixup_alpha=-1.0), "mixup_alpha must be >= 0"),
+        (dict(random_erasing=1.5), r"random_erasing must lie in \[0, 1\], got 1.5"),
         (dict(rand_augment_ops=-1), "rand_augment_ops must be >= 0"),
         (dict(label_smoothing=1.0), "label_smoothing must lie in"),
         (dict(init="xavier"), "init must be 'keras' or 'spach'"),
@@ -226,7 +226,7 @@ def _tiny_splits() -> DataSplits:
 
 def test_training_datasets_drop_the_last_batch_and_carry_one_hot_targets_when_mixing():
     config = preset("quick", batch_size=16, mixup_alpha=0.8, cutmix_alpha=1.0)
-    assert config.mixes_labels and not preset("quick").mixes_labels
+    assert config.one_hot_targets and not preset("quick").one_hot_targets
     train_ds, val_ds, steps = training_datasets(config, _tiny_splits(), seed=0)
     assert steps == len(train_ds) == 2
     _, targets = train_ds[0]
@@ -283,3 +283,14 @@ def test_augmentations_stay_float32_under_mixed_precision():
     images = np.random.default_rng(0).integers(0, 256, (4, 32, 32, 3)).astype("float32")
     logits = ops.convert_to_numpy(model(images, training=True))
     assert logits.dtype == np.float32 and np.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("outputs", [lambda x: keras.layers.Dense(5)(x), lambda x: [keras.layers.Dense(10)(x)] * 2])
+def test_evaluate_names_a_model_whose_outputs_do_not_fit_the_classes(outputs):
+    from shiftvit_lib.recipe import evaluate
+
+    inputs = keras.Input((32, 32, 3))
+    model = keras.Model(inputs, outputs(keras.layers.GlobalAveragePooling2D()(inputs)))
+    with pytest.raises(ValueError, match=r"the model outputs .*10 classes.*right model") as refused:
+        evaluate(model, random_splits(n_test=8), batch_size=8)
+    assert "\n" not in str(refused.value)

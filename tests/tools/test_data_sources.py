@@ -151,7 +151,7 @@ def test_unknown_class_folder_is_named(tree: Path) -> None:
 def test_empty_class_folder_is_named(tree: Path) -> None:
     for path in (tree / "test" / "frog").iterdir():
         path.unlink()
-    with pytest.raises(ValueError, match="test/frog/ hold no images"):
+    with pytest.raises(ValueError, match="no images in test/frog/"):
         load_cifar10(tree)
 
 
@@ -159,7 +159,7 @@ def test_missing_class_folder_is_named(tree: Path) -> None:
     for path in (tree / "test" / "frog").iterdir():
         path.unlink()
     (tree / "test" / "frog").rmdir()
-    with pytest.raises(ValueError, match="no folder for class.*frog"):
+    with pytest.raises(ValueError, match="no images in test/frog/;"):
         load_cifar10(tree)
 
 
@@ -279,7 +279,7 @@ def test_an_image_file_over_the_size_cap_is_refused_by_name(
         source = write_tar_gz(tmp_path / "big.tar.gz", files)
     else:
         source = write_tree(tmp_path / "tree", files)
-    with pytest.raises(ValueError, match=r"train/cat/0000\.png is .* MiB, more than the 0\.0 MiB"):
+    with pytest.raises(ValueError, match=r"train/cat/0000\.png is .* MiB, over the 0\.0 MiB"):
         load_cifar10(source, limit=3)
 
 
@@ -322,7 +322,7 @@ def test_links_pipes_and_devices_in_a_data_folder_are_named_not_read(tree: Path)
     message = str(raised.value)
     assert "train/cat/pipe.png (a named pipe)" in message
     assert "test/dog/link.png (a symbolic link)" in message
-    assert "train/linked_class (a symbolic link to a folder)" in message
+    assert "train/linked_class (a symbolic link)" in message  # a linked folder, not followed
 
 
 def test_link_and_device_members_of_a_tar_are_named(tmp_path: Path) -> None:
