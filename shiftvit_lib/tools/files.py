@@ -97,13 +97,21 @@ def check_regular_file(path: PathLike, what: str = "a file", *, follow_links: bo
 def open_regular(path: PathLike, what: str = "a file", *, follow_links: bool = True) -> IO[bytes]:
     """Open a regular file for reading, never blocking on a pipe or a device swapped in."""
     path = check_regular_file(path, what, follow_links=follow_links)
-    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | (0 if follow_links else _NOFOLLOW))
+    return os.fdopen(_open_checked(path, os.O_RDONLY | (0 if follow_links else _NOFOLLOW)), "rb")
+
+
+def _open_checked(path: Path, flags: int) -> int:
+    """``os.open`` of a path checked to be a regular file (or missing), checked again once open.
+
+    Opened without blocking, so a pipe or a device swapped in since the check is refused, not waited on.
+    """
+    fd = os.open(path, flags | _NONBLOCK | _CLOEXEC, 0o644)
     kind = mode_kind(os.fstat(fd).st_mode)
-    if kind:  # swapped since it was checked
+    if kind:
         os.close(fd)
         raise UnsafeFileError(f"{escape_name(path)} is {kind}, not a regular file")
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+    return fd
 
 
 def folder_listing_error(error: OSError, doing: str = "list") -> OSError:
@@ -237,16 +245,11 @@ def open_lock_file(path: PathLike) -> int:
     """
     path = Path(path)
     kind = special_file_kind(path)
-    if kind in (None, "missing"):  # opened without following a link or blocking on a pipe swapped in since
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
-        kind = mode_kind(os.fstat(fd).st_mode)
-        if not kind:
-            os.set_blocking(fd, True)
-            return fd
-        os.close(fd)
-    raise UnsafeFileError(
-        f"the lock file {escape_name(path)} is {kind}; remove it (training makes a plain file)"
-    )
+    if kind not in (None, "missing"):
+        raise UnsafeFileError(
+            f"the lock file {escape_name(path)} is {kind}; remove it (training makes a plain file)"
+        )
+    return _open_checked(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW)
 
 
 # --------------------------------------------------------------------------- .keras caps
