@@ -13,7 +13,6 @@ report confidences apply the softmax themselves.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import warnings
 import zipfile
 from pathlib import Path
@@ -117,16 +116,14 @@ class ClassScore(NamedTuple):
     confidence: float  # softmax probability in [0, 1]
 
 
-@dataclasses.dataclass(frozen=True)
-class FilePrediction:
+class FilePrediction(NamedTuple):
     """The top-k classes for one file, most likely first."""
 
     path: Path
     top_k: tuple[ClassScore, ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class FolderPredictions:
+class FolderPredictions(NamedTuple):
     """What :func:`predict_folder` returns. ``print()`` it for a table."""
 
     folder: Path
@@ -134,13 +131,9 @@ class FolderPredictions:
     failures: tuple[ImageReadError, ...]  # the files skipped: ``path`` and ``reason``
 
     def to_rows(self) -> list[dict[str, Any]]:
-        """One dict per file (predictions, then failures); JSON-ready, or for ``pandas.DataFrame``."""
-        keys = ("file", "prediction", "confidence", "top_k", "error")
-        rows = []
-        for p in self.predictions:
-            top = ", ".join(f"{s.label} {s.confidence:.0%}" for s in p.top_k)
-            rows.append(dict(zip(keys, (p.path.name, p.top_k[0].label, p.top_k[0].confidence, top, ""))))
-        return rows + [dict(zip(keys, (f.path.name, "", None, "", f.reason))) for f in self.failures]
+        """One JSON-ready dict per file: predictions (``top_k``: label, class_index, confidence), then failures."""
+        rows = [{"file": p.path.name, "top_k": [s._asdict() for s in p.top_k]} for p in self.predictions]
+        return rows + [{"file": f.path.name, "error": f.reason} for f in self.failures]
 
     def format(self) -> str:
         """A plain-text table of predictions, followed by the unreadable files.

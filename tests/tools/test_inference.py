@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -178,7 +179,11 @@ def test_result_table_and_rows(model: keras.Model, mixed_folder: Path) -> None:
     assert "3 image(s) classified" in text and "3 file(s) could not be read" in text
     assert "f_photo.jpg" in text and "empty file (0 bytes)" in text
     rows = result.to_rows()
-    assert len(rows) == 6 and rows[0]["file"] == "d_alpha.png" and rows[-1]["error"]
+    assert len(rows) == 6 and rows[0]["file"] == "d_alpha.png"
+    assert rows[4] == {"file": "b_empty.jpg", "error": "empty file (0 bytes)"}
+    top = result.predictions[0].top_k[0]
+    assert rows[0]["top_k"][0] == {"label": top.label, "class_index": top.class_index, "confidence": top.confidence}
+    assert json.loads(json.dumps(rows)) == rows
 
 
 def test_unknown_binary_format_is_explained(model: keras.Model, tmp_path: Path) -> None:
