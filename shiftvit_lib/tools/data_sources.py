@@ -312,16 +312,14 @@ def _group_by_split_and_class(names: Iterable[str], where: str) -> dict[str, dic
         if not name.lower().endswith((".jpg", ".jpeg", ".png")):
             raise ValueError(f"{where}: {name} is not a .jpg/.jpeg/.png image; remove it")
         layout[parts[0]][parts[1]].append(name)
-    missing = [f"{split}/" for split in SPLIT_FOLDERS if not any(layout[split].values())]
-    if missing:
-        raise ValueError(
-            f"{where} has no {' and '.join(missing)} folder{'s' if len(missing) > 1 else ''} of images. Expected "
-            f"train/<class>/*.jpg and test/<class>/*.jpg with <class> one of: {', '.join(CIFAR10_CLASSES)}"
-        )
-    empty = [f"{split}/{c}/" for split in SPLIT_FOLDERS for c in CIFAR10_CLASSES if not layout[split][c]]
+    empty = []
+    for split, classes in layout.items():  # a split without any image is named once
+        missing = [f"{split}/{name}/" for name, found in classes.items() if not found]
+        empty += [f"{split}/"] if len(missing) == len(classes) else missing
     if empty:
         raise ValueError(
-            f"{where}: no images in {', '.join(empty)}; each split needs all 10 classes' folders"
+            f"{where}: no images in {', '.join(empty)}; expected train/<class>/*.jpg and test/<class>/*.jpg "
+            f"for each of the 10 classes: {', '.join(CIFAR10_CLASSES)}"
         )
     return layout
 
@@ -398,11 +396,12 @@ def _read_cache(cache: Path) -> RawData | None:
     Reading each array to its end checks the CRC-32 the zip stores for it, so a truncated
     file or a changed byte fails (``BadZipFile``) instead of giving other pixels.
     """
-    try:
+    with contextlib.suppress(
+        OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile
+    ):  # else decode again
         with files.open_regular(cache) as handle, np.load(handle, allow_pickle=False) as arrays:
             return RawData(**{name: value if value.ndim else str(value) for name, value in arrays.items()})
-    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
-        return None  # decode again
+    return None
 
 
 def _write_cache(cache: Path, raw: RawData) -> None:
