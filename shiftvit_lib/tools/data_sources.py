@@ -124,9 +124,7 @@ def _existing_source_path(source: Any) -> Path:
     if path.exists():
         return path
     text = os.fspath(source)
-    if isinstance(source, str) and not (
-        "/" in text or os.sep in text or _is_archive(path) or text.startswith((".", "~"))
-    ):
+    if isinstance(source, str) and not (len(path.parts) > 1 or _is_archive(path) or text.startswith(".")):
         raise ValueError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
     raise FileNotFoundError(f"data source {text!r} does not exist ({path.resolve()}); check the path")
 
@@ -142,7 +140,7 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
         files.check_regular_file(path, "a class-folder directory or an archive")
         if not _is_archive(path):
             raise ValueError(
-                f"{path} is not a supported archive: give a folder or a {'/'.join(ARCHIVE_SUFFIXES)}"
+                f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}"
             )
         if limit is None:
             return _load_archive_cached(path)
@@ -396,9 +394,8 @@ def _read_cache(cache: Path) -> RawData | None:
     Reading each array to its end checks the CRC-32 the zip stores for it, so a truncated
     file or a changed byte fails (``BadZipFile``) instead of giving other pixels.
     """
-    with contextlib.suppress(
-        OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile
-    ):  # else decode again
+    # missing, unreadable or damaged: None, and the archive is decoded again
+    with contextlib.suppress(OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
         with files.open_regular(cache) as handle, np.load(handle, allow_pickle=False) as arrays:
             return RawData(**{name: value if value.ndim else str(value) for name, value in arrays.items()})
     return None

@@ -178,9 +178,7 @@ def predict_folder(
     if not folder.is_dir():
         if not folder.exists():
             raise FileNotFoundError(f"folder {folder} does not exist")
-        raise ValueError(
-            f"{folder} is not a folder; for one image use load_image() and predict_probabilities()"
-        )
+        raise ValueError(f"{folder} is not a folder; for one image: load_image(), predict_probabilities()")
     if not is_positive_int(top_k) or top_k > len(CIFAR10_CLASSES):
         raise ValueError(
             f"top_k must be an integer from 1 to {len(CIFAR10_CLASSES)} (the classes); got {top_k!r}"
@@ -188,9 +186,7 @@ def predict_folder(
     check_classifier(model)
     size = _model_image_size(model)
     if size is None:
-        raise ValueError(
-            "the model fixes no image size; use load_image(path, size) and predict_probabilities()"
-        )
+        raise ValueError("the model fixes no image size: use load_image(path, size), predict_probabilities()")
     try:
         paths = [
             p for p in sorted(folder.iterdir()) if p.name[0] != "." and special_file_kind(p) != "a folder"
