@@ -14,10 +14,10 @@ from shiftvit_lib.notebook import runtime
 from shiftvit_lib.notebook.runtime import (
     COLAB_LOCAL_RUNS,
     DRIVE_MOUNT_ENV,
-    learners_best_model,
     estimate_run,
     format_duration,
     format_timings,
+    learners_best_model,
     runs_root,
 )
 
