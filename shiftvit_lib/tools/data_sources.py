@@ -333,15 +333,13 @@ def _decode_class_folders(
         names = [name for class_name in CIFAR10_CLASSES for name in layout[split][class_name]]
         labels = np.repeat(np.arange(len(CIFAR10_CLASSES)), [len(layout[split][c]) for c in CIFAR10_CLASSES])
         keep = cap_per_class(labels, limit, rng)
-        images = np.empty((len(keep), 32, 32, 3), dtype=np.uint8)
-        for row, index in enumerate(keep):
-            images[row], image_format = _decode_cifar_image(contents[names[index]], f"{where}:{names[index]}")
-            counts[image_format] += 1
-        arrays[split] = images, labels[keep].astype(np.int64)
+        decoded = [_decode_cifar_image(contents[names[i]], f"{where}:{names[i]}") for i in keep]
+        counts.update(image_format for _, image_format in decoded)
+        arrays[split] = np.stack([image for image, _ in decoded]), labels[keep].astype(np.int64)
     formats = ", ".join(f"{n:,} {fmt}" if len(counts) > 1 else fmt for fmt, n in counts.most_common())
-    (x_train, y_train), (x_test, y_test) = arrays["train"], arrays["test"]
-    description = f"CIFAR-10 class folders from {where}: {len(y_train):,} train / {len(y_test):,} test images"
-    return RawData(x_train, y_train, x_test, y_test, f"{description}, {formats}", image_formats=formats)
+    sizes = f"{len(arrays['train'][1]):,} train / {len(arrays['test'][1]):,} test images"
+    description = f"CIFAR-10 class folders from {where}: {sizes}, {formats}"
+    return RawData(*arrays["train"], *arrays["test"], description, image_formats=formats)
 
 
 def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
