@@ -197,14 +197,12 @@ def predict_folder(
         raise ValueError(f"folder {folder} has no files to classify (hidden files and folders are skipped)")
     images, readable, failures = [], [], []
     for path in paths:
-        try:
-            kind = special_file_kind(path)  # a link inside the folder is reported, not followed
-            if kind:
-                raise ImageReadError(path, f"not a regular file: {kind}")
+        try:  # a link inside the folder is reported, not followed
+            files.check_regular_file(path, follow_links=False)
             images.append(load_image(path, size, fit=fit))
             readable.append(path)
-        except ImageReadError as error:
-            failures.append(error)
+        except (ImageReadError, files.UnsafeFileError) as error:
+            failures.append(ImageReadError(path, error.reason))
         except OSError as error:  # e.g. permission denied
             failures.append(ImageReadError(path, f"cannot open the file ({error.strerror or error})"))
     probs = predict_probabilities(model, np.stack(images), **options) if images else np.zeros((0, 10))
