@@ -59,9 +59,46 @@ def _file_safety():
 files = _file_safety()
 
 
+OUTPUT_MARKER = ".made-by-shiftvit"  # in each folder this tool made, and so may clear
+
+
+def check_output_folder(folder: Path, repo: Path = REPO) -> Path:
+    """``folder`` resolved, if :func:`output_folder` may clear it; else its one-line SiteError.
+
+    Writes nothing: the build checks all its folders first. Refused: the file system's root, a
+    home directory, the checkout (``REPO`` and ``repo``) or a folder that holds it, a file, and a
+    folder of anything but this tool's (no marker) unless it is empty.
+    """
+    folder = Path(folder).expanduser().resolve()
+    home = Path.home().resolve()
+    guarded = [Path(checkout).resolve() for checkout in (REPO, repo)]
+    forbidden = {
+        "the root of the file system": folder == Path(folder.anchor),
+        "your home directory": folder == home,
+        "a home directory": folder.parent == home.parent != Path(home.anchor),  # /home/<anyone>
+        "the checkout or a folder that holds it": any(folder == g or folder in g.parents for g in guarded),
+    }
+    why = next((why for why, hit in forbidden.items() if hit), None)
+    kind, shown = files.special_file_kind(folder, follow_links=True), files.escape_name(folder)
+    if why:
+        problem = f"will not write into {shown}: it is {why}, and writing means clearing it"
+    elif kind not in ("missing", "a folder"):
+        problem = f"will not replace {shown}: it is {kind or 'a file'}, not a folder it made"
+    elif kind == "a folder" and files.special_file_kind(folder / OUTPUT_MARKER) and any(folder.iterdir()):
+        problem = f"will not clear {shown}: it was not made by this project (it has no {OUTPUT_MARKER})"
+    else:
+        return folder
+    raise SiteError(f"website/build.py {problem}; choose a new folder (such as build/site)")
+
+
 def output_folder(folder: Path, repo: Path = REPO) -> Path:
     """``folder`` emptied for this build: only a folder this tool made (its marker) or an empty one."""
-    return files.prepare_output_folder(folder, tool="website/build.py", protect=(REPO, repo))
+    folder = check_output_folder(folder, repo)
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    files.atomic_write_text(folder / OUTPUT_MARKER, "made by website/build.py; it clears and rewrites it\n")
+    return folder
 
 
 def read_notebook(path: Path) -> dict:
@@ -344,7 +381,7 @@ def build(out: Path, stage: Path, repo: Path = REPO, jobs: str = "1", quiet: boo
     """Stage the sources and run Sphinx (-W); raises CalledProcessError when Sphinx fails."""
     doctrees = stage.parent / (stage.name + "-doctrees")
     for folder in (stage, out, doctrees):  # all checked before any is cleared or made
-        files.check_output_folder(folder, tool="website/build.py", protect=(REPO, repo))
+        check_output_folder(folder, repo)
     for folder in (out, doctrees):
         output_folder(folder, repo)  # clears only a folder this tool made
     found = stage_sources(stage, repo)
@@ -375,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         found = build(args.out.resolve(), args.stage.resolve(), jobs=args.jobs)
-    except (SiteError, ValueError) as error:  # ValueError: an output folder it must not clear
+    except (SiteError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except subprocess.CalledProcessError:

@@ -124,9 +124,7 @@ def _existing_source_path(source: Any) -> Path:
     if path.exists():
         return path
     text = os.fspath(source)
-    if isinstance(source, str) and not (
-        "/" in text or os.sep in text or _is_archive(path) or text.startswith((".", "~"))
-    ):
+    if isinstance(source, str) and not (len(path.parts) > 1 or _is_archive(path) or text.startswith(".")):
         raise ValueError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
     raise FileNotFoundError(f"data source {text!r} does not exist ({path.resolve()}); check the path")
 
@@ -142,7 +140,7 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
         files.check_regular_file(path, "a class-folder directory or an archive")
         if not _is_archive(path):
             raise ValueError(
-                f"{path} is not a supported archive: give a folder or a {'/'.join(ARCHIVE_SUFFIXES)}"
+                f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}"
             )
         if limit is None:
             return _load_archive_cached(path)
@@ -312,16 +310,14 @@ def _group_by_split_and_class(names: Iterable[str], where: str) -> dict[str, dic
         if not name.lower().endswith((".jpg", ".jpeg", ".png")):
             raise ValueError(f"{where}: {name} is not a .jpg/.jpeg/.png image; remove it")
         layout[parts[0]][parts[1]].append(name)
-    missing = [f"{split}/" for split in SPLIT_FOLDERS if not any(layout[split].values())]
-    if missing:
-        raise ValueError(
-            f"{where} has no {' and '.join(missing)} folder{'s' if len(missing) > 1 else ''} of images. Expected "
-            f"train/<class>/*.jpg and test/<class>/*.jpg with <class> one of: {', '.join(CIFAR10_CLASSES)}"
-        )
-    empty = [f"{split}/{c}/" for split in SPLIT_FOLDERS for c in CIFAR10_CLASSES if not layout[split][c]]
+    empty = []
+    for split, classes in layout.items():  # a split without any image is named once
+        missing = [f"{split}/{name}/" for name, found in classes.items() if not found]
+        empty += [f"{split}/"] if len(missing) == len(classes) else missing
     if empty:
         raise ValueError(
-            f"{where}: no images in {', '.join(empty)}; each split needs all 10 classes' folders"
+            f"{where}: no images in {', '.join(empty)}; expected train/<class>/*.jpg and test/<class>/*.jpg "
+            f"for each of the 10 classes: {', '.join(CIFAR10_CLASSES)}"
         )
     return layout
 
@@ -337,15 +333,13 @@ def _decode_class_folders(
         names = [name for class_name in CIFAR10_CLASSES for name in layout[split][class_name]]
         labels = np.repeat(np.arange(len(CIFAR10_CLASSES)), [len(layout[split][c]) for c in CIFAR10_CLASSES])
         keep = cap_per_class(labels, limit, rng)
-        images = np.empty((len(keep), 32, 32, 3), dtype=np.uint8)
-        for row, index in enumerate(keep):
-            images[row], image_format = _decode_cifar_image(contents[names[index]], f"{where}:{names[index]}")
-            counts[image_format] += 1
-        arrays[split] = images, labels[keep].astype(np.int64)
+        decoded = [_decode_cifar_image(contents[names[i]], f"{where}:{names[i]}") for i in keep]
+        counts.update(image_format for _, image_format in decoded)
+        arrays[split] = np.stack([image for image, _ in decoded]), labels[keep].astype(np.int64)
     formats = ", ".join(f"{n:,} {fmt}" if len(counts) > 1 else fmt for fmt, n in counts.most_common())
-    (x_train, y_train), (x_test, y_test) = arrays["train"], arrays["test"]
-    description = f"CIFAR-10 class folders from {where}: {len(y_train):,} train / {len(y_test):,} test images"
-    return RawData(x_train, y_train, x_test, y_test, f"{description}, {formats}", image_formats=formats)
+    sizes = f"{len(arrays['train'][1]):,} train / {len(arrays['test'][1]):,} test images"
+    description = f"CIFAR-10 class folders from {where}: {sizes}, {formats}"
+    return RawData(*arrays["train"], *arrays["test"], description, image_formats=formats)
 
 
 def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
@@ -398,11 +392,11 @@ def _read_cache(cache: Path) -> RawData | None:
     Reading each array to its end checks the CRC-32 the zip stores for it, so a truncated
     file or a changed byte fails (``BadZipFile``) instead of giving other pixels.
     """
-    try:
+    # missing, unreadable or damaged: None, and the archive is decoded again
+    with contextlib.suppress(OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
         with files.open_regular(cache) as handle, np.load(handle, allow_pickle=False) as arrays:
             return RawData(**{name: value if value.ndim else str(value) for name, value in arrays.items()})
-    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
-        return None  # decode again
+    return None
 
 
 def _write_cache(cache: Path, raw: RawData) -> None:

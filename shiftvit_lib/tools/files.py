@@ -20,9 +20,6 @@ Every tool of the project goes through these functions when it touches a file:
   and the config may not nest deeper than any model needs.
 * **printed names** -- :func:`escape_name` shows a file name with its control characters
   escaped, so a newline cannot forge an output row and escape codes never reach a terminal.
-* **output folders** -- :func:`prepare_output_folder` clears a folder only if a marker file
-  says this project made it; it never touches a home directory, the file system's root,
-  or a protected folder (the checkout) and its ancestors.
 
 This module uses the standard library only, so scripts (the website, the Korean edition)
 can load it without Keras.
@@ -36,10 +33,9 @@ import itertools
 import json
 import os
 import re
-import shutil
 import stat
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -101,13 +97,21 @@ def check_regular_file(path: PathLike, what: str = "a file", *, follow_links: bo
 def open_regular(path: PathLike, what: str = "a file", *, follow_links: bool = True) -> IO[bytes]:
     """Open a regular file for reading, never blocking on a pipe or a device swapped in."""
     path = check_regular_file(path, what, follow_links=follow_links)
-    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | (0 if follow_links else _NOFOLLOW))
+    return os.fdopen(_open_checked(path, os.O_RDONLY | (0 if follow_links else _NOFOLLOW)), "rb")
+
+
+def _open_checked(path: Path, flags: int) -> int:
+    """``os.open`` of a path checked to be a regular file (or missing), checked again once open.
+
+    Opened without blocking, so a pipe or a device swapped in since the check is refused, not waited on.
+    """
+    fd = os.open(path, flags | _NONBLOCK | _CLOEXEC, 0o644)
     kind = mode_kind(os.fstat(fd).st_mode)
-    if kind:  # swapped since it was checked
+    if kind:
         os.close(fd)
         raise UnsafeFileError(f"{escape_name(path)} is {kind}, not a regular file")
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+    return fd
 
 
 def folder_listing_error(error: OSError, doing: str = "list") -> OSError:
@@ -241,16 +245,11 @@ def open_lock_file(path: PathLike) -> int:
     """
     path = Path(path)
     kind = special_file_kind(path)
-    if kind in (None, "missing"):  # opened without following a link or blocking on a pipe swapped in since
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
-        kind = mode_kind(os.fstat(fd).st_mode)
-        if not kind:
-            os.set_blocking(fd, True)
-            return fd
-        os.close(fd)
-    raise UnsafeFileError(
-        f"the lock file {escape_name(path)} is {kind}; remove it (training makes a plain file)"
-    )
+    if kind not in (None, "missing"):
+        raise UnsafeFileError(
+            f"the lock file {escape_name(path)} is {kind}; remove it (training makes a plain file)"
+        )
+    return _open_checked(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW)
 
 
 # --------------------------------------------------------------------------- .keras caps
@@ -318,50 +317,3 @@ def escape_name(name: Any) -> str:
     """
     text = os.fspath(name) if isinstance(name, os.PathLike) else str(name)
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
-
-
-# --------------------------------------------------------------------------- output folders
-OUTPUT_MARKER = ".made-by-shiftvit"
-
-
-def check_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLike] = ()) -> Path:
-    """``folder`` resolved, if :func:`prepare_output_folder` may clear it; else its one-line refusal.
-
-    Writes nothing: a tool that clears several folders checks them all first.
-    """
-    folder = Path(folder).expanduser().resolve()
-    home = Path.home().resolve()
-    guarded = [Path(checkout).resolve() for checkout in protect]
-    forbidden = {
-        "the root of the file system": folder == Path(folder.anchor),
-        "your home directory": folder == home,
-        "a home directory": folder.parent == home.parent != Path(home.anchor),  # /home/<anyone>
-        "the checkout or a folder that holds it": any(folder == g or folder in g.parents for g in guarded),
-    }
-    why = next((why for why, hit in forbidden.items() if hit), None)
-    kind = special_file_kind(folder, follow_links=True)
-    if why:
-        problem = f"will not write into {escape_name(folder)}: it is {why}, and writing means clearing it"
-    elif kind not in ("missing", "a folder"):
-        problem = f"will not replace {escape_name(folder)}: it is {kind or 'a file'}, not a folder it made"
-    elif kind == "a folder" and special_file_kind(folder / OUTPUT_MARKER) and any(folder.iterdir()):
-        problem = f"will not clear {escape_name(folder)}: it was not made by this project (it has no {OUTPUT_MARKER})"
-    else:
-        return folder
-    raise UnsafeFileError(f"{tool} {problem}; choose a new folder (such as build/site)")
-
-
-def prepare_output_folder(folder: PathLike, *, tool: str, protect: Iterable[PathLike] = ()) -> Path:
-    """An empty output folder for ``tool`` at ``folder`` (resolved), with its marker file.
-
-    A folder is cleared only if it holds :data:`OUTPUT_MARKER` (this project made it) or is
-    empty. Anything else -- a folder of the user's, a file, the file system's root, a home
-    directory, a ``protect``-ed folder or one that holds it -- is refused with an
-    :class:`UnsafeFileError` (a ``ValueError``) in one line, before anything is removed.
-    """
-    folder = check_output_folder(folder, tool=tool, protect=protect)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    atomic_write_text(folder / OUTPUT_MARKER, f"made by {tool}; it clears and rewrites this folder\n")
-    return folder

@@ -3,7 +3,7 @@
 * :func:`load_image` reads a PNG or JPEG file and resizes it.
 * :func:`predict_folder` classifies every image in a folder; files that cannot
   be read are reported with a reason instead of stopping the batch.
-* :func:`predict_images` / :func:`predict_probabilities` work on arrays.
+* :func:`predict_probabilities` works on arrays.
 * :func:`save_model`, :func:`export_saved_model`, :func:`load_model`.
 
 The models here output LOGITS (unnormalised scores); the functions that
@@ -13,10 +13,8 @@ report confidences apply the softmax themselves.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import warnings
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -118,38 +116,24 @@ class ClassScore(NamedTuple):
     confidence: float  # softmax probability in [0, 1]
 
 
-@dataclasses.dataclass(frozen=True)
-class FilePrediction:
+class FilePrediction(NamedTuple):
     """The top-k classes for one file, most likely first."""
 
     path: Path
     top_k: tuple[ClassScore, ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class UnreadableFile:
-    """A file ``predict_folder`` skipped, and why."""
-
-    path: Path
-    reason: str
-
-
-@dataclasses.dataclass(frozen=True)
-class FolderPredictions:
+class FolderPredictions(NamedTuple):
     """What :func:`predict_folder` returns. ``print()`` it for a table."""
 
     folder: Path
     predictions: tuple[FilePrediction, ...]
-    failures: tuple[UnreadableFile, ...]
+    failures: tuple[ImageReadError, ...]  # the files skipped: ``path`` and ``reason``
 
     def to_rows(self) -> list[dict[str, Any]]:
-        """One dict per file (predictions, then failures); JSON-ready, or for ``pandas.DataFrame``."""
-        keys = ("file", "prediction", "confidence", "top_k", "error")
-        rows = []
-        for p in self.predictions:
-            top = ", ".join(f"{s.label} {s.confidence:.0%}" for s in p.top_k)
-            rows.append(dict(zip(keys, (p.path.name, p.top_k[0].label, p.top_k[0].confidence, top, ""))))
-        return rows + [dict(zip(keys, (f.path.name, "", None, "", f.reason))) for f in self.failures]
+        """One JSON-ready dict per file: predictions (``top_k``: label, class_index, confidence), then failures."""
+        rows = [{"file": p.path.name, "top_k": [s._asdict() for s in p.top_k]} for p in self.predictions]
+        return rows + [{"file": f.path.name, "error": f.reason} for f in self.failures]
 
     def format(self) -> str:
         """A plain-text table of predictions, followed by the unreadable files.
@@ -188,17 +172,21 @@ def predict_folder(
     without being opened (a pipe could block forever). Each image is resized to the
     model's input size (``model.input_shape``; ``fit`` as in :func:`load_image`). A file
     that cannot be read is listed in ``result.failures`` with the reason; it never stops
-    the batch. ``options`` (``class_names``, ``batch_size``, ``tta``) go to :func:`predict_images`.
+    the batch. ``options`` (``batch_size``, ``tta``) go to :func:`predict_probabilities`.
     """
     folder = Path(folder)
     if not folder.is_dir():
         if not folder.exists():
             raise FileNotFoundError(f"folder {folder} does not exist")
-        raise ValueError(f"{folder} is not a folder; for one image use load_image() and predict_images()")
-    _check_top_k(top_k, len(options.get("class_names", CIFAR10_CLASSES)))
+        raise ValueError(f"{folder} is not a folder; for one image: load_image(), predict_probabilities()")
+    if not is_positive_int(top_k) or top_k > len(CIFAR10_CLASSES):
+        raise ValueError(
+            f"top_k must be an integer from 1 to {len(CIFAR10_CLASSES)} (the classes); got {top_k!r}"
+        )
+    check_classifier(model)
     size = _model_image_size(model)
     if size is None:
-        raise ValueError("the model fixes no image size; use load_image(path, size) and predict_images()")
+        raise ValueError("the model fixes no image size: use load_image(path, size), predict_probabilities()")
     try:
         paths = [
             p for p in sorted(folder.iterdir()) if p.name[0] != "." and special_file_kind(p) != "a folder"
@@ -209,46 +197,21 @@ def predict_folder(
         raise ValueError(f"folder {folder} has no files to classify (hidden files and folders are skipped)")
     images, readable, failures = [], [], []
     for path in paths:
-        try:
-            kind = special_file_kind(path)  # a link inside the folder is reported, not followed
-            if kind:
-                raise ImageReadError(path, f"not a regular file: {kind}")
+        try:  # a link inside the folder is reported, not followed
+            files.check_regular_file(path, follow_links=False)
             images.append(load_image(path, size, fit=fit))
             readable.append(path)
-        except ImageReadError as error:
-            failures.append(UnreadableFile(path, error.reason))
+        except (ImageReadError, files.UnsafeFileError) as error:
+            failures.append(ImageReadError(path, error.reason))
         except OSError as error:  # e.g. permission denied
-            failures.append(UnreadableFile(path, f"cannot open the file ({error.strerror or error})"))
-    top = predict_images(model, np.stack(images), top_k, **options) if images else []
-    predictions = tuple(FilePrediction(p, t) for p, t in zip(readable, top, strict=True))
-    return FolderPredictions(folder, predictions, tuple(failures))
-
-
-def predict_images(
-    model: keras.Model,
-    images: np.ndarray,
-    top_k: int = 3,
-    class_names: Sequence[str] = CIFAR10_CLASSES,
-    **options: Any,
-) -> list[tuple[ClassScore, ...]]:
-    """Top-k classes with softmax confidences for a batch of images.
-
-    ``images`` has shape (N, H, W, 3) with pixel values in [0, 255] (uint8 is
-    best), at the model's input size. Returns one tuple of
-    :class:`ClassScore` per image, most likely first. ``options`` (``batch_size``,
-    ``tta``) go to :func:`predict_probabilities`.
-    """
-    _check_top_k(top_k, len(class_names))
-    probs = predict_probabilities(model, images, **options)
-    if probs.shape[1] != len(class_names):
-        raise ValueError(
-            f"the model gives {probs.shape[1]} scores an image for {len(class_names)} class names"
-        )
+            failures.append(ImageReadError(path, f"cannot open the file ({error.strerror or error})"))
+    probs = predict_probabilities(model, np.stack(images), **options) if images else np.zeros((0, 10))
     best_first = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
-    return [
-        tuple(ClassScore(class_names[i], int(i), float(row[i])) for i in best)
-        for row, best in zip(probs, best_first, strict=True)
-    ]
+    predictions = tuple(
+        FilePrediction(path, tuple(ClassScore(CIFAR10_CLASSES[i], int(i), float(row[i])) for i in best))
+        for path, row, best in zip(readable, probs, best_first, strict=True)
+    )
+    return FolderPredictions(folder, predictions, tuple(failures))
 
 
 def predict_probabilities(
@@ -299,11 +262,6 @@ def _model_image_size(model: keras.Model) -> tuple[int, int] | None:
     shape = getattr(model, "input_shape", None)
     fixed = isinstance(shape, tuple) and len(shape) == 4 and None not in shape[1:3]
     return (int(shape[1]), int(shape[2])) if fixed else None
-
-
-def _check_top_k(top_k: int, num_classes: int) -> None:
-    if not is_positive_int(top_k) or top_k > num_classes:
-        raise ValueError(f"top_k must be an integer from 1 to {num_classes} (the classes); got {top_k!r}")
 
 
 def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)) -> None:

@@ -163,34 +163,38 @@ def test_a_keras_file_whose_config_nests_too_deep_is_refused_unparsed(tmp_path):
     assert files.json_depth(b'{"a": "[[[[[[", "b": [{"c": "\\"["}]}') == 3  # brackets in strings skipped
 
 
-# --------------------------------------------------------------------------- output folders (case 1)
+# --------------------------------------------------------------------------- output folders (case 1): website/build.py's, the one tool that clears folders
 def test_an_output_folder_without_the_marker_is_never_cleared(tmp_path):
+    from website import build as site_build
+
     mine = tmp_path / "mydocs"
     mine.mkdir()
     (mine / "thesis.tex").write_text("work")
-    with pytest.raises(files.UnsafeFileError, match="not made by this project") as refused:
-        files.prepare_output_folder(mine, tool="site")
+    with pytest.raises(site_build.SiteError, match="not made by this project") as refused:
+        site_build.output_folder(mine)
     assert "mydocs" in one_line(refused.value)
     assert (mine / "thesis.tex").read_text() == "work"
 
-    made = files.prepare_output_folder(tmp_path / "site", tool="site")  # new: made, marked
+    made = site_build.output_folder(tmp_path / "site")  # new: made, marked
     (made / "page.html").write_text("old")
-    again = files.prepare_output_folder(tmp_path / "site", tool="site")  # marked: cleared
-    assert sorted(p.name for p in again.iterdir()) == [files.OUTPUT_MARKER]
+    again = site_build.output_folder(tmp_path / "site")  # marked: cleared
+    assert sorted(p.name for p in again.iterdir()) == [site_build.OUTPUT_MARKER]
     (tmp_path / "empty").mkdir()
-    files.prepare_output_folder(tmp_path / "empty", tool="site")  # empty: nothing to lose
+    site_build.output_folder(tmp_path / "empty")  # empty: nothing to lose
 
 
 @pytest.mark.parametrize("where", ["checkout", "ancestor", "home", "root"])
 def test_the_checkout_its_ancestors_home_and_root_are_refused_even_with_a_marker(tmp_path, monkeypatch, where):
+    from website import build as site_build
+
     checkout = tmp_path / "work" / "repo"
     checkout.mkdir(parents=True)
     home = tmp_path / "home" / "me"
     home.mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     folder = {"checkout": checkout, "ancestor": checkout.parent, "home": home, "root": Path("/")}[where]
-    with pytest.raises(files.UnsafeFileError, match="will not write into") as refused:
-        files.prepare_output_folder(folder, tool="site", protect=[checkout])
+    with pytest.raises(site_build.SiteError, match="will not write into") as refused:
+        site_build.output_folder(folder, checkout)
     one_line(refused.value)
     assert checkout.is_dir() and home.is_dir()
 

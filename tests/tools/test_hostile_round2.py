@@ -173,10 +173,10 @@ def test_a_weight_mismatch_does_not_dump_the_weights(tmp_path):
     assert len(one_line(str(error))) < 600 and "m.keras" in str(error)
 
 
-def test_predict_images_refuses_a_negative_batch_size():
+def test_predict_probabilities_refuses_a_negative_batch_size():
     images = np.zeros((2, 32, 32, 3), np.uint8)
     with pytest.raises(ValueError, match="batch_size") as refused:
-        inference.predict_images(tiny_classifier(), images, batch_size=-1)
+        inference.predict_probabilities(tiny_classifier(), images, batch_size=-1)
     one_line(str(refused.value))
 
 
@@ -188,7 +188,7 @@ def test_printed_file_names_cannot_forge_rows_or_reach_the_terminal(tmp_path):
     result = inference.FolderPredictions(
         tmp_path, (inference.FilePrediction(tmp_path / forged, scores),
                    inference.FilePrediction(tmp_path / escape, scores)),
-        (inference.UnreadableFile(tmp_path / "x\ny.png", "not an image"),))
+        (inference.ImageReadError(tmp_path / "x\ny.png", "not an image"),))
     table = result.format()
     assert len(table.splitlines()) == 1 + 2 + 1 + 1  # title, two rows, the failures' title, one failure
     assert "\x1b" not in table and "\x07" not in table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -20,7 +21,6 @@ from shiftvit_lib.tools.inference import (
     load_image,
     load_model,
     predict_folder,
-    predict_images,
     predict_probabilities,
     save_model,
     softmax,
@@ -123,7 +123,7 @@ def test_load_image_errors(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------
-# predict_folder / predict_images
+# predict_folder / predict_probabilities
 # --------------------------------------------------------------------------
 
 
@@ -163,10 +163,14 @@ def test_predict_folder_reports_bad_files_and_predicts_the_rest(
         assert prediction.top_k[0].label in CIFAR10_CLASSES
 
 
-def test_predict_folder_matches_predict_images(model: keras.Model, mixed_folder: Path) -> None:
+def test_predict_folder_matches_predict_probabilities(model: keras.Model, mixed_folder: Path) -> None:
     result = predict_folder(model, mixed_folder, top_k=2)
     images = np.stack([load_image(p.path, 32) for p in result.predictions])
-    assert [p.top_k for p in result.predictions] == predict_images(model, images, top_k=2)
+    probabilities = predict_probabilities(model, images)
+    best = np.argsort(-probabilities, axis=1)[:, :2]
+    assert [[s.class_index for s in p.top_k] for p in result.predictions] == best.tolist()
+    np.testing.assert_allclose([[s.confidence for s in p.top_k] for p in result.predictions],
+                               np.take_along_axis(probabilities, best, axis=1), rtol=1e-6)
 
 
 def test_result_table_and_rows(model: keras.Model, mixed_folder: Path) -> None:
@@ -175,7 +179,11 @@ def test_result_table_and_rows(model: keras.Model, mixed_folder: Path) -> None:
     assert "3 image(s) classified" in text and "3 file(s) could not be read" in text
     assert "f_photo.jpg" in text and "empty file (0 bytes)" in text
     rows = result.to_rows()
-    assert len(rows) == 6 and rows[0]["file"] == "d_alpha.png" and rows[-1]["error"]
+    assert len(rows) == 6 and rows[0]["file"] == "d_alpha.png"
+    assert rows[4] == {"file": "b_empty.jpg", "error": "empty file (0 bytes)"}
+    top = result.predictions[0].top_k[0]
+    assert rows[0]["top_k"][0] == {"label": top.label, "class_index": top.class_index, "confidence": top.confidence}
+    assert json.loads(json.dumps(rows)) == rows
 
 
 def test_unknown_binary_format_is_explained(model: keras.Model, tmp_path: Path) -> None:
@@ -203,21 +211,20 @@ def test_predict_folder_errors(model: keras.Model, tmp_path: Path, mixed_folder:
         predict_folder(model, mixed_folder / "e_gray.png")
 
 
-def test_predict_images_applies_softmax_to_the_logits(model: keras.Model) -> None:
+def test_predict_probabilities_applies_softmax_to_the_logits(model: keras.Model) -> None:
     images = np.random.default_rng(2).integers(0, 256, (5, 32, 32, 3), dtype=np.uint8)
     logits = model.predict(images, verbose=0)
     expected = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(predict_probabilities(model, images), expected, rtol=1e-5)
-    top = predict_images(model, images, top_k=1)
-    assert [t[0].class_index for t in top] == expected.argmax(axis=1).tolist()
 
 
-def test_predict_images_catches_mistakes(model: keras.Model) -> None:
-    images = np.zeros((2, 32, 32, 3), np.uint8)
-    with pytest.raises(ValueError, match="5 class names"):
-        predict_images(model, images, top_k=1, class_names=CIFAR10_CLASSES[:5])
+def test_predictions_catch_mistakes(model: keras.Model, mixed_folder: Path) -> None:
+    inputs = keras.Input((32, 32, 3))
+    five_classes = keras.Model(inputs, keras.layers.Dense(5)(keras.layers.Flatten()(inputs)))
+    with pytest.raises(ValueError, match=r"outputs shape \(None, 5\)"):
+        predict_folder(five_classes, mixed_folder, top_k=1)
     with pytest.raises(ValueError, match="model takes 32x32"):
-        predict_images(model, np.zeros((2, 64, 64, 3), np.uint8))
+        predict_probabilities(model, np.zeros((2, 64, 64, 3), np.uint8))
     with pytest.warns(UserWarning, match=r"scaled to \[0, 1\]"):
         predict_probabilities(model, np.full((1, 32, 32, 3), 0.5, np.float32))
 
