@@ -38,11 +38,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 # Code lines per layer, and for the whole library (issue 34's targets).
 BUDGETS = {"core": 1400, "tools": 1400, "notebook": 950, "library": 4050}
-# What the library holds today (ruff-formatted), never to grow: the targets above are not
-# met yet (see test_shiftvit_lib_within_its_budgets). Raised on 2026-11-26 when issue 35's
-# file safety (tools/files.py, +517 tools lines) and issue 36's lesson checks (+370 notebook
-# lines) were merged after the re-furnishing; the cuts to the targets are still to do.
-CEILINGS = {"core": 1838, "tools": 2401, "notebook": 1620, "library": 6386}
+# What the library holds today (ruff-formatted), never to grow. Cut on 2026-11-26 (second round)
+# from core 1,838 / tools 2,401 / notebook 1,620 / library 6,386: core and notebook are now within
+# their targets; tools and the whole library are not (OVER_BUDGET below).
+CEILINGS = {"core": 1394, "tools": 1504, "notebook": 948, "library": 4125}
 
 
 # --------------------------------------------------------------------------- the checker
@@ -220,9 +219,18 @@ def test_shiftvit_lib_stays_under_its_ceilings():
     assert budget_problems(REPO / "shiftvit_lib", CEILINGS) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34's code-line targets are not met yet; see CEILINGS")
-def test_shiftvit_lib_within_its_budgets():
-    assert budget_problems(REPO / "shiftvit_lib", BUDGETS) == []
+# The layers whose target is not met yet (see CEILINGS): their budget test is an expected failure
+# that must go on failing until the cut is made (strict), then this set loses them.
+OVER_BUDGET = {"tools", "library"}
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [pytest.param(layer, marks=pytest.mark.xfail(strict=True, reason=f"issue 34's {layer} target is not met yet"))
+     if layer in OVER_BUDGET else layer for layer in BUDGETS],
+)
+def test_shiftvit_lib_within_its_budgets(layer):
+    assert budget_problems(REPO / "shiftvit_lib", {layer: BUDGETS[layer]}) == []
 
 
 CHEAP_IMPORT = """
