@@ -23,6 +23,7 @@ def _run(tmp_path: Path, budget_s: int) -> tuple[subprocess.CompletedProcess, Pa
     return result, out, names
 
 
+@pytest.mark.slow
 def test_gpu_runs_script_skips_what_its_budget_cannot_hold_and_still_returns_its_records(tmp_path):
     # A budget that leaves nothing after the reserve: every stage is skipped, and says so.
     result, out, names = _run(tmp_path, budget_s=15)

@@ -118,6 +118,8 @@ def test_timing_table_reports_speed_ups_over_float32_without_xla():
     assert table[3].split()[-1] == "0.50x" and table[4].split()[-1] == "4.00x"
 
 
+@pytest.mark.slow
+@pytest.mark.colab
 def test_a_training_step_is_timed_on_this_device():
     (timing,) = runtime.time_training_steps(preset("quick", batch_size=8), xla=(False,), steps=2, warmup=1)
     assert timing.precision == "float32" and timing.xla is False and timing.batch_size == 8
@@ -139,6 +141,8 @@ def _tiny_splits():
     return DataSplits(xt, yt, xv, yv, xs, ys, tuple(f"c{i}" for i in range(10)), source="random test images")
 
 
+@pytest.mark.slow
+@pytest.mark.colab
 def test_rerunning_the_training_cell_reads_a_finished_run_back(tmp_path, capsys):
     from shiftvit_lib.tools.runs import RunFolderError
 

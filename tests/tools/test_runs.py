@@ -21,6 +21,7 @@ from shiftvit_lib.tools.runs import RunFolderError, read_history_csv, train
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_logged_training_loss_is_the_real_cross_entropy(tmp_path):
     # With a learning rate of 1e-30 (zero is refused) the weights do not change; without dropout,
     # drop path or augmentation the forward pass is deterministic: the loss Keras logs
