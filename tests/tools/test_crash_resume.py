@@ -138,7 +138,7 @@ def check_resumed(folder: Path, expected_epoch: int | None, damaged: list[str], 
 
 
 @pytest.mark.slow
-def test_runs_killed_at_random_points_of_their_writes_all_resume(tmp_path):
+def test_runs_killed_at_each_of_their_writes_all_resume(tmp_path):
     script = tmp_path / "chain_step.py"
     script.write_text(CHAIN_STEP.format(arguments=ARGUMENTS))
     uncut = chain_step(script, None, tmp_path / "uncut")
