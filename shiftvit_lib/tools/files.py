@@ -13,8 +13,8 @@ Every tool of the project goes through these functions when it touches a file:
   rename it over the target: a reader, a crash or a full disk never leaves half a file. The
   rename replaces a link at the target instead of writing where it points;
   :func:`remove_abandoned_partials` removes what dead processes left.
-* **the run lock** -- :func:`open_lock_file` opens ``.lock`` without following a link and
-  refuses anything but a regular file.
+* **the run lock** -- :func:`run_folder_lock` holds a run folder's ``.lock`` (one training per
+  folder), opened without following a link, refusing anything but a regular file.
 * **.keras caps** -- :func:`check_keras_archive` reads a ``.keras`` zip's directory and
   its ``config.json`` before Keras does: no member may unpack to far more than it stores,
   and the config may not nest deeper than any model needs.
@@ -33,11 +33,18 @@ import itertools
 import json
 import os
 import re
+import socket
 import stat
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 PathLike = str | os.PathLike[str]
 _NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"))
@@ -237,19 +244,46 @@ def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path
 
 
 # --------------------------------------------------------------------------- the run lock
-def open_lock_file(path: PathLike) -> int:
-    """A file descriptor on the lock file ``path`` (created if missing), for ``flock``.
+LOCK_FILE = ".lock"
 
-    Never follows a link (a link there would make the lock text overwrite its target) and
-    refuses a pipe, socket, device or folder, in one line naming the path.
+
+class RunFolderInUseError(ValueError):
+    """Another process is training in this run folder."""
+
+
+@contextlib.contextmanager
+def run_folder_lock(folder: PathLike) -> Iterator[None]:
+    """Hold ``folder``'s lock for the ``with`` block; raise RunFolderInUseError if another process has it.
+
+    Two trainings on one folder would both append to ``history.csv`` and both save
+    ``best.keras``. The first holds an exclusive ``flock`` on ``<folder>/.lock`` until it ends
+    (or dies: the OS drops the lock with the process, so a crash leaves no stale lock); a
+    second stops at once, before it writes anything, naming the holder. The lock file is
+    never followed through a link (the lock text would overwrite its target), and a pipe,
+    socket, device or folder there is refused in one line naming it. Where ``fcntl`` does
+    not exist (Windows), runs are not locked.
     """
-    path = Path(path)
-    kind = special_file_kind(path)
-    if kind not in (None, "missing"):
+    path = Path(folder) / LOCK_FILE
+    if fcntl is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if (kind := special_file_kind(path)) not in (None, "missing"):
         raise UnsafeFileError(
             f"the lock file {escape_name(path)} is {kind}; remove it (training makes a plain file)"
         )
-    return _open_checked(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW)
+    fd = _open_checked(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW)
+    with os.fdopen(fd, "r+", 1, "utf-8", "replace") as lock:  # line-buffered; closing it releases the lock
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = escape_name(lock.read(200).strip()) or "another process"
+            raise RunFolderInUseError(
+                f"{escape_name(folder)} is in use by {holder}; wait for that training to end, or choose another folder"
+            ) from None
+        lock.truncate(0)
+        lock.write(f"pid {os.getpid()} on {socket.gethostname()} (started {time.ctime()})\n")
+        yield
 
 
 # --------------------------------------------------------------------------- .keras caps

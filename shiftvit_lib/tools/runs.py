@@ -44,9 +44,8 @@ from shiftvit_lib.config import TrainingRecipe, check_positive_int, family_of
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.recipe import compile_for_training, evaluate, training_datasets
 from shiftvit_lib.tools import devices, files
-from shiftvit_lib.tools.files import escape_name, read_json, write_json
+from shiftvit_lib.tools.files import escape_name, read_json, run_folder_lock, write_json
 from shiftvit_lib.tools.inference import load_model
-from shiftvit_lib.tools.run_lock import run_folder_lock
 
 BEST_MODEL = "best.keras"
 HISTORY_CSV = "history.csv"

@@ -114,16 +114,16 @@ def test_a_lock_that_is_a_link_is_refused_and_its_target_untouched(tmp_path):
     precious = tmp_path / "thesis.tex"
     precious.write_text("work")
     (tmp_path / ".lock").symlink_to(precious)
-    with pytest.raises(files.UnsafeFileError, match="symbolic link") as refused:
-        files.open_lock_file(tmp_path / ".lock")
+    with pytest.raises(files.UnsafeFileError, match="symbolic link") as refused, files.run_folder_lock(tmp_path):
+        pass
     assert ".lock" in one_line(refused.value)
     assert precious.read_text() == "work"
 
 
 def test_a_lock_that_is_a_fifo_is_named_in_one_line(tmp_path):
     os.mkfifo(tmp_path / ".lock")
-    with pytest.raises(files.UnsafeFileError, match="named pipe") as refused:
-        files.open_lock_file(tmp_path / ".lock")
+    with pytest.raises(files.UnsafeFileError, match="named pipe") as refused, files.run_folder_lock(tmp_path):
+        pass
     assert str(tmp_path / ".lock") in one_line(refused.value)
 
 

@@ -28,7 +28,7 @@ from shiftvit_lib.__main__ import main
 from shiftvit_lib._startup import backend_problem
 from shiftvit_lib.config import preset
 from shiftvit_lib.tools import data_sources, inference
-from shiftvit_lib.tools.run_lock import run_folder_lock
+from shiftvit_lib.tools.files import run_folder_lock
 from shiftvit_lib.tools.runs import train
 
 FAST = dict(verbose=0, jit_compile=False)

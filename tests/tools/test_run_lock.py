@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from shiftvit_lib.tools.run_lock import LOCK_FILE, RunFolderInUseError, run_folder_lock
+from shiftvit_lib.tools.files import LOCK_FILE, RunFolderInUseError, run_folder_lock
 
 REPO = Path(__file__).resolve().parents[2]
-HOLD = "import sys, time; from shiftvit_lib.tools.run_lock import run_folder_lock\n" \
+HOLD = "import sys, time; from shiftvit_lib.tools.files import run_folder_lock\n" \
        "with run_folder_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)\n"
 
 
