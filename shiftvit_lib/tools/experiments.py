@@ -51,27 +51,17 @@ SHIFT_ABLATION = {
     "shiftvit_no_shift": "none",
 }
 
-# Per scale of lesson 07's comparison: the two ViT presets, the ShiftViT preset and its changes,
-# and the shared pipeline and recipe (None: the cpu preset's own, on a 10-epoch schedule).
-_SCALES: dict[str, tuple[tuple[str, str], str, dict[str, Any], dict[str, Any] | None]] = {
-    "quick": (
-        ("vit_quick", "vit_spt_lsa_quick"),
-        "quick",
-        {"projected_dim": 48},
-        dict(resize_to=36, image_size=32, batch_size=64, lr_max=2e-3, warmup_fraction=0.1, epochs=5),
-    ),
-    # num_div 16 instead of the preset's 12: the keras-io split needs every stage width
-    # divisible by width // num_div (64 // 12 = 5 does not divide 64). The official
-    # shift then moves a quarter of the channels (the paper's default is a third).
-    # stem_channels 0: the ViTs embed patches with one projection, so the ShiftViTs do too
-    # (a convolutional stem would mix a convolution into the token mixers compared).
-    "cpu": (("vit_cpu", "vit_spt_lsa_cpu"), "cpu", {"num_div": 16, "stem_channels": 0}, None),
-    "full": (
-        ("vit_cifar", "vit_spt_lsa_cifar"),
-        "seed",
-        {},
-        dict(resize_to=52, image_size=48, batch_size=256, lr_max=1e-3, warmup_fraction=0.15, epochs=100),
-    ),
+# Per scale of lesson 07's comparison: the two ViT presets, the ShiftViT preset, its changes and the
+# epochs. All five share that ShiftViT preset's own pipeline and recipe (declared once, in config.py).
+# num_div 16 instead of the cpu preset's 12: the keras-io split needs every stage width divisible by
+# width // num_div (64 // 12 = 5 does not divide 64). The official shift then moves a quarter of the
+# channels (the paper's default is a third). stem_channels 0: the ViTs embed patches with one
+# projection, so the ShiftViTs do too (a convolutional stem would mix a convolution into the token
+# mixers compared).
+_SCALES: dict[str, tuple[tuple[str, str], str, dict[str, Any], int]] = {
+    "quick": (("vit_quick", "vit_spt_lsa_quick"), "quick", {"projected_dim": 48}, 5),
+    "cpu": (("vit_cpu", "vit_spt_lsa_cpu"), "cpu", {"num_div": 16, "stem_channels": 0}, 10),
+    "full": (("vit_cifar", "vit_spt_lsa_cifar"), "seed", {}, 100),
 }
 COMPARISON_SCALES = tuple(_SCALES)
 
@@ -146,13 +136,14 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
 
     ``scale``:
 
-    * ``"quick"`` (or ``True``): tiny models on 32-pixel crops, 5 epochs (a CPU smoke test);
+    * ``"quick"`` (or ``True``): tiny models with the ``quick`` preset's recipe on 32-pixel
+      crops, 5 epochs (a CPU smoke test);
     * ``"cpu"``: models the size of the ``cpu`` preset on 32-pixel crops, with its recipe
       on a shorter schedule (10 epochs): about an hour for all five on a 2-core CPU (an
       estimate from measured speeds); ``shiftvit_official`` is the ``cpu`` preset with
       ``num_div=16`` (which the keras-io shift needs) and without a convolutional stem;
-    * ``"full"`` (or ``False``): the full-size models on the seed recipe's 48-pixel
-      crops, 100 epochs (for a GPU).
+    * ``"full"`` (or ``False``): the full-size models with the ``seed`` preset's recipe on
+      48-pixel crops, 100 epochs (for a GPU).
 
     All five share the input pipeline and the recipe, without early stopping, so
     each trains exactly ``epochs`` epochs.
@@ -161,15 +152,12 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
         scale = "quick" if scale else "full"
     if scale not in _SCALES:
         raise ValueError(f"scale must be one of {COMPARISON_SCALES}, got {scale!r}")
-    vits, shiftvit, changes, terms = _SCALES[scale]
+    vits, shiftvit, changes, scale_epochs = _SCALES[scale]
     base: dict[str, Config] = {"vit": vit_preset(vits[0]), "vit_spt_lsa": vit_preset(vits[1])}
     base.update({name: preset(shiftvit, shift=kind, **changes) for name, kind in SHIFT_ABLATION.items()})
-    if terms is None:  # the cpu preset's own pipeline and recipe (declared once), on a shorter schedule
-        fields = [name for name in SHARED_FIELDS if name not in ("input_shape", "num_classes")]
-        terms = {**{name: getattr(preset("cpu"), name) for name in fields}, "epochs": 10}
-    else:
-        terms = dict(augment=True, flip=True, lr_start=1e-5, weight_decay=1e-4, label_smoothing=0.0, **terms)
-    epochs = terms["epochs"] if epochs is None else epochs
+    own = preset(shiftvit)
+    terms = {name: getattr(own, name) for name in SHARED_FIELDS if name not in ("input_shape", "num_classes")}
+    epochs = scale_epochs if epochs is None else epochs
     return equalise(base, **{**terms, "epochs": epochs, "early_stopping_patience": None})
 
 

@@ -155,6 +155,11 @@ def test_comparison_configs_are_the_five_models_on_equal_terms():
         terms = ex.shared_terms(configs)  # raises if any pipeline or recipe field differs
         assert terms["epochs"] == epochs and terms["early_stopping_patience"] is None
         assert [configs[name].shift for name in ex.SHIFT_ABLATION] == ["official", "keras_io", "none"]
+    # The quick and full scales train on their ShiftViT preset's own recipe (quick, seed): the values
+    # lesson 07 and its records were made with.
+    quick_terms, full_terms = (ex.shared_terms(ex.comparison_configs(scale)) for scale in (True, False))
+    assert [quick_terms[k] for k in ("image_size", "batch_size", "lr_max", "warmup_fraction")] == [32, 64, 2e-3, 0.1]
+    assert [full_terms[k] for k in ("image_size", "batch_size", "lr_max", "warmup_fraction")] == [48, 256, 1e-3, 0.15]
     full = ex.comparison_configs(False)
     assert (full["shiftvit_official"].projected_dim, full["shiftvit_official"].depths) == (96, (2, 4, 8, 2))
     assert ex.shared_terms(ex.comparison_configs(True, epochs=2))["epochs"] == 2
