@@ -26,8 +26,7 @@ from typing import Any
 
 from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, family_of, preset
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.tools.devices import describe_machine
-from shiftvit_lib.tools.runs import now, train
+from shiftvit_lib.tools.runs import provenance, train
 from shiftvit_lib.vit import ViTConfig, vit_preset
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
@@ -245,13 +244,10 @@ def comparison_record(
     return {
         "mode": mode,
         "note": note,
-        "data_source": data.source,
-        "split_sizes": data.split_sizes(),
         "epochs": int(epochs),
         "seed": int(seed),
         "shared_terms": {k: list(v) if isinstance(v, tuple) else v for k, v in shared_terms(configs).items()},
         "rows": [dict(row) for row in rows],
         "configs": {name: config.to_dict() for name, config in configs.items()},
-        "machine": describe_machine(),
-        "finished_at": now(),
+        **provenance(data),
     }

@@ -72,6 +72,12 @@ def now() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
+def provenance(data: DataSplits) -> dict[str, Any]:
+    """The part every record shares (run.json, a comparison's): the data, the machine, and when."""
+    machine = devices.describe_machine()
+    return dict(data_source=data.source, split_sizes=data.split_sizes(), machine=machine, finished_at=now())
+
+
 def _one_line(error: object) -> str:
     return " ".join(str(error).split())
 
@@ -615,8 +621,6 @@ def train(
         speeds = history.get("images_per_second", [])
         record = {
             "config": config.to_dict(),
-            "data_source": data.source,
-            "split_sizes": data.split_sizes(),
             "epochs_requested": epochs,
             "epochs_run": len(history.get("epoch", [])),
             "resumed_from_epoch": folder.resumed_from,
@@ -631,8 +635,7 @@ def train(
             "parameters": int(model.count_params()),
             "jit_compile": jit_compile,
             "mixed_precision": mixed_precision,
-            "machine": devices.describe_machine(),
-            "finished_at": now(),
+            **provenance(data),
         }
         if folder.recovered:  # damaged files set aside on the way: the record says so
             record["recovered"] = folder.recovered
