@@ -160,16 +160,18 @@ def spec_differences(saved: dict[str, Any], current: dict[str, Any], config: Tra
     ]
 
 
-def read_run_spec(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The ``run_spec.json`` of a run folder, or ``None`` if it has none."""
-    path = Path(folder) / RUN_SPEC
+def read_run_file(folder: str | os.PathLike[str], name: str = RUN_SPEC) -> dict[str, Any] | None:
+    """A JSON file of a run folder (``run_spec.json``, ``run.json``), or ``None`` if it has none.
+
+    A damaged one, or one that holds no JSON object, is a :class:`RunFolderError` naming it.
+    """
+    path = Path(folder) / name
     if not path.exists() and not path.is_symlink():
         return None
     try:
-        spec = read_json(path, RUN_SPEC)
-        if isinstance(spec, dict):
-            return spec
-        problem = f"it holds a JSON {type(spec).__name__}, not settings"
+        if isinstance(found := read_json(path, name), dict):
+            return found
+        problem = f"it holds a JSON {type(found).__name__}, not a JSON object"
     except (OSError, ValueError) as error:
         problem = _one_line(error)
     raise RunFolderError(f"{escape_name(path)} is unreadable ({problem}); {_AFRESH}")
@@ -180,13 +182,9 @@ def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) ->
 
     A folder without ``run_spec.json`` (an older version's) matches on its recorded config and epochs.
     """
-    if not (out_dir / RUN_RECORD).exists():
+    if (record := read_run_file(out_dir, RUN_RECORD)) is None:
         return None
-    try:
-        record = read_json(out_dir / RUN_RECORD, RUN_RECORD)
-    except (OSError, ValueError) as error:
-        raise RunFolderError(f"{_one_line(error)}; {_AFRESH}") from None
-    saved = read_run_spec(out_dir)
+    saved = read_run_file(out_dir)
     if saved is None:
         saved = {"config": record.get("config"), "epochs": record.get("epochs_requested")}
         spec = {"config": spec["config"], "epochs": spec["epochs"]}
@@ -248,7 +246,7 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
             f"{out} already holds a finished run (its record: {out / RUN_RECORD}); train into "
             "another folder, or pass overwrite=True (--overwrite) to replace it"
         )
-    if read_run_spec(out) is None:
+    if read_run_file(out) is None:
         raise RunFolderError(
             f"{out} holds training files without {RUN_SPEC} (an older version's or an unknown run), "
             f"so it cannot be resumed safely; {_AFRESH}"
@@ -305,20 +303,19 @@ def open_run_folder(
 
 def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolder:
     """The interrupted run in ``out`` if it has ``spec``: where it resumes; damaged files set aside."""
-    saved = read_run_spec(out) or {}
+    saved = read_run_file(out) or {}
     if differences := spec_differences(saved, spec, config):
         raise RunFolderError(
             f"{out} holds an interrupted run with other settings; it differs in {'; '.join(differences)}. "
             f"Resume it with the same settings, or {_AFRESH}"
         )
     run, best = RunFolder(saved, fit_finished=bool(saved.get("fit_finished_at"))), out / BEST_MODEL
-    if problem := (keras_file_problem(best) if best.exists() or best.is_symlink() else None):
+    if problem := (file_problem(best) if best.exists() or best.is_symlink() else None):
         run.recovered.append(
             set_aside_damaged(best, problem, "training resumes from the last readable state")
         )
-    if run.fit_finished and best.exists():
-        run.resumed_from = len(read_history_csv(out / HISTORY_CSV).get("epoch", []))
-    else:  # evaluated from the last backup if best.keras is gone: record.recovered says so
+    # Unfinished, or finished without a readable best.keras: from the last backup (record.recovered says so).
+    if not (run.fit_finished and best.exists()):
         run.resumed_from, run.restore_from = _resume_point(out, run.recovered)
         if run.fit_finished and run.restore_from is None:
             what = f"is damaged (kept as {BEST_MODEL}.damaged)" if problem else "is missing"
@@ -330,8 +327,10 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
         # Rows of epochs after the last backup would be trained again: drop them, so
         # history.csv never holds an epoch twice.
         _keep_history_rows(out / HISTORY_CSV, run.resumed_from)
-    val_accuracy = read_history_csv(out / HISTORY_CSV).get("val_accuracy") if best.exists() else None
-    run.best_val_accuracy = max(val_accuracy) if val_accuracy else None
+    history = read_history_csv(out / HISTORY_CSV) if best.exists() else {}
+    if run.fit_finished:  # the previous session trained to the end: no epoch is left
+        run.resumed_from = len(history.get("epoch", []))
+    run.best_val_accuracy = max(history.get("val_accuracy") or [None])
     return run
 
 
@@ -354,8 +353,8 @@ def _keep_history_rows(path: Path, before_epoch: int) -> None:
 
 
 # --------------------------------------------------------------------------- the backup and damaged files
-def weights_file_problem(path: Path) -> str | None:
-    """Why an HDF5 weights file cannot be read back (cut short, overwritten...), or None."""
+def file_problem(path: Path) -> str | None:
+    """Why a ``.keras`` model or an HDF5 weights file cannot be read back (cut short, overwritten...), or None."""
     import h5py
 
     def read(_: str, item: Any) -> None:  # every value: a cut-short file fails here
@@ -363,17 +362,11 @@ def weights_file_problem(path: Path) -> str | None:
             item[()]
 
     try:
-        with h5py.File(path, "r") as handle:
-            handle.visititems(read)
-    except Exception as error:  # noqa: BLE001 - h5py raises OSError, KeyError, RuntimeError... alike
-        return _one_line(error) or type(error).__name__
-    return None
-
-
-def keras_file_problem(path: Path) -> str | None:
-    """Why a ``.keras`` file cannot be loaded back (cut short, overwritten...), or None."""
-    try:
-        load_model(path)
+        if path.suffix == ".keras":
+            load_model(path)
+        else:
+            with h5py.File(path, "r") as handle:
+                handle.visititems(read)
     except Exception as error:  # noqa: BLE001 - a torn file fails in Keras, zipfile or h5py alike
         return _one_line(error) or type(error).__name__
     return None
@@ -411,7 +404,7 @@ def _resume_point(out: Path, damaged: list[str]) -> tuple[int, Path | None]:
         saved[recorded] = backup / LEGACY_BACKUP_WEIGHTS
     # A backup past the recorded epoch was written, but its history row may not be: train that epoch again.
     for epoch in sorted((epoch for epoch in saved if recorded is None or epoch <= recorded), reverse=True):
-        if (problem := weights_file_problem(saved[epoch])) is None:
+        if (problem := file_problem(saved[epoch])) is None:
             return epoch, saved[epoch]
         damaged.append(set_aside_damaged(saved[epoch], problem, "the run resumes from the backup before it"))
     return 0, None

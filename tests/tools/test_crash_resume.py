@@ -35,9 +35,8 @@ from shiftvit_lib.tools.runs import (
     HISTORY_CSV,
     RUN_RECORD,
     RUN_SPEC,
-    keras_file_problem,
+    file_problem,
     read_history_csv,
-    weights_file_problem,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +98,7 @@ def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
         return None, []
     spec = json.loads((folder / RUN_SPEC).read_text())
     best = folder / BEST_MODEL
-    damaged = [BEST_MODEL] if best.exists() and keras_file_problem(best) else []
+    damaged = [BEST_MODEL] if best.exists() and file_problem(best) else []
     if spec.get("fit_finished_at") and best.exists() and not damaged:
         return len(read_history_csv(folder / HISTORY_CSV).get("epoch", [])), damaged
     backup = folder / BACKUP_DIR
@@ -112,7 +111,7 @@ def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
     for epoch, path in reversed(saved):
         if recorded is not None and epoch > recorded:
             continue  # not yet named by the metadata: that epoch is trained again
-        if weights_file_problem(path) is None:
+        if file_problem(path) is None:
             return epoch, damaged
         damaged.append(path.name)
     return 0, damaged
