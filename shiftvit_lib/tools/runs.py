@@ -286,9 +286,8 @@ def open_run_folder(
     """
     out = Path(out_dir)
     resuming = check_run_folder(out, overwrite=overwrite) == "resume"
-    for folder in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write
-        if folder.is_dir():
-            files.remove_abandoned_partials(folder)
+    for folder in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write (a glob of
+        files.remove_abandoned_partials(folder)  # a missing folder finds nothing)
     run = _resume(out, spec, config) if resuming else RunFolder(spec)
     if run.resumed_from == 0 and not run.fit_finished:  # a fresh start, or an interrupted run with no backup
         try:
