@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import multiprocessing.pool
 import os
 import socket
 import stat
 import tarfile
-import threading
 import urllib.parse
 import urllib.request
 import warnings
@@ -68,26 +68,18 @@ def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
     configured HTTPS proxy) accepts a connection within ``timeout_s``. The connection
     is tried in a thread, so a DNS lookup that hangs cannot hang us too.
     """
-    cached = _keras_cached_files()
-    if cached:
+    if cached := _keras_cached_files():
         return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
     proxy = urllib.request.getproxies().get("https", "")
     url = urllib.parse.urlsplit(("" if "://" in proxy else "http://") + proxy if proxy else KERAS_CIFAR10_URL)
     host, port = url.hostname or "", url.port or (80 if proxy else 443)
-    outcome = [f"got no answer from {host}:{port} within {timeout_s:g} s"]  # until the thread says more
-
-    def attempt() -> None:
-        try:
-            socket.create_connection((host, port), timeout=timeout_s).close()
-            outcome.append("")
-        except OSError as error:
-            outcome.append(f"cannot reach {host}:{port} ({error})")
-
-    thread = threading.Thread(target=attempt, daemon=True)
-    thread.start()
-    thread.join(timeout_s + 0.5)
-    if outcome[-1]:
-        return False, f"keras.datasets {outcome[-1]}"
+    try:  # the pool's thread is a daemon: one stuck in a DNS lookup never holds the interpreter
+        with multiprocessing.pool.ThreadPool(1) as pool:
+            pool.apply_async(socket.create_connection, ((host, port), timeout_s)).get(timeout_s + 0.5).close()
+    except multiprocessing.pool.TimeoutError:
+        return False, f"keras.datasets got no answer from {host}:{port} within {timeout_s:g} s"
+    except OSError as error:
+        return False, f"keras.datasets cannot reach {host}:{port} ({error})"
     return True, f"{host}:{port} is reachable"
 
 
