@@ -97,14 +97,11 @@ def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
             return data._cap_raw(data._load_from_keras(), limit, rng)
         except Exception as error:  # noqa: BLE001 - any failure leads to the fallback, which names it
             reason = f"keras.datasets.cifar10.load_data() failed: {error}"
-    warnings.warn(
-        "load_cifar10('auto'): using the bundled CIFAR-10 sample (2,000 train / 500 test images), not the full "
-        f"data, because {reason}. Pass source='keras' once online, or the path of a local copy.",
-        DataSourceFallbackWarning,
-        stacklevel=4,
-    )
     raw = data._load_sample(limit, rng)
     raw.description += f" (source='auto' fell back to the sample: {reason})"
+    fix = "Pass source='keras' once online, or the path of a local copy."
+    message = f"load_cifar10('auto'): not the full data but the {raw.description}. {fix}"
+    warnings.warn(message, DataSourceFallbackWarning, stacklevel=4)
     return raw
 
 
