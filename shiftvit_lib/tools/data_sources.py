@@ -277,9 +277,6 @@ def _check_entry(
     It is the ``count``-th image file, of ``size`` bytes, and brings the total to ``total``.
     """
     name = "/".join(parts)
-    bomb_cap = MAX_TOTAL_BYTES  # image files barely compress: an archive unpacking to far more is a bomb
-    if archive_bytes is not None:
-        bomb_cap = min(MAX_TOTAL_BYTES, ARCHIVE_MAX_EXPANSION * archive_bytes + ARCHIVE_SLACK_BYTES)
     if len(parts) != 3:
         problem = f"{name} is not inside a class folder ({parts[0]}/<class>/<file>); move or remove it"
     elif parts[1] not in CIFAR10_CLASSES:
@@ -290,10 +287,11 @@ def _check_entry(
         problem = f"{name} is {_mib(size)}, over the {_mib(MAX_IMAGE_FILE_BYTES)} cap for one image file"
     elif count > MAX_FILES:
         problem = f"more than {MAX_FILES:,} files under train/ and test/; a CIFAR-10 copy has 60,000"
-    elif total > bomb_cap:
-        bomb = f" from {_mib(archive_bytes or 0)} on disk, so this looks like a decompression bomb"
-        why = bomb if bomb_cap < MAX_TOTAL_BYTES else "; CIFAR-10 as JPEG or PNG takes under 200 MiB"
-        problem = f"the files under train/ and test/ add up to more than {_mib(bomb_cap)}{why}"
+    elif total > MAX_TOTAL_BYTES:
+        problem = f"the images add up to more than {_mib(MAX_TOTAL_BYTES)}; CIFAR-10 takes under 200 MiB"
+    elif archive_bytes is not None and total > ARCHIVE_MAX_EXPANSION * archive_bytes + ARCHIVE_SLACK_BYTES:
+        # image files barely compress: an archive that unpacks to far more is a bomb
+        problem = f"{_mib(total)} from a {_mib(archive_bytes)} archive: this looks like a decompression bomb"
     else:
         return
     raise ValueError(f"{where}: {problem}. Is this the right data?")

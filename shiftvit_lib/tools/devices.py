@@ -85,10 +85,8 @@ def backend_versions() -> dict[str, str]:
 
 def accelerator_platform() -> str | None:
     """``"gpu"`` or ``"tpu"`` if the current backend sees one, else ``None`` (CPU only)."""
-    platforms = {kind for kind, _, _ in _devices()}
-    if "tpu" in platforms:
-        return "tpu"
-    return "gpu" if platforms & GPU_PLATFORMS else None
+    platforms = {"gpu" if kind in GPU_PLATFORMS else kind for kind, _, _ in _devices()}
+    return next((kind for kind in ("tpu", "gpu") if kind in platforms), None)  # a TPU before a GPU
 
 
 def has_accelerator() -> bool:
