@@ -41,7 +41,7 @@ BUDGETS = {"core": 1400, "tools": 1400, "notebook": 950, "library": 4050}
 # What the library holds today (ruff-formatted), never to grow. Cut on 2026-11-26 (second round)
 # from core 1,838 / tools 2,401 / notebook 1,620 / library 6,386: core and notebook are now within
 # their targets; tools and the whole library are not (OVER_BUDGET below).
-CEILINGS = {"core": 1394, "tools": 1504, "notebook": 948, "library": 4125}
+CEILINGS = {"core": 1394, "tools": 1504, "notebook": 947, "library": 4124}
 
 
 # --------------------------------------------------------------------------- the checker

@@ -8,7 +8,7 @@ Lessons 05-07 ask three questions that depend on the machine a learner has:
   elsewhere ``runs/`` next to the notebook.
 * :func:`learners_best_model` -- lesson 06 uses the learner's own ``best.keras``
   from a lesson 05 run when there is one, else the shipped ``sv.pretrained("cpu")``.
-* :func:`time_training_steps` and :func:`estimate_run` -- lesson 05 times a few
+* :func:`time_training_steps` and :class:`RunEstimate` -- lesson 05 times a few
   training steps in float32 and mixed precision, with XLA off and on, and turns
   the measured step time into an estimated epoch and run time before it trains.
 """
@@ -186,7 +186,7 @@ def format_timings(rows: Sequence[StepTiming]) -> str:
 class RunEstimate:
     """A measured step time turned into epoch and run times (training steps only).
 
-    ``estimate_run(step_seconds, steps_per_epoch, epochs, startup_seconds=0.0)`` makes one.
+    ``RunEstimate(step_seconds, steps_per_epoch, epochs, startup_seconds=0.0)``; lesson 05 makes one.
     """
 
     step_seconds: float
@@ -220,9 +220,6 @@ class RunEstimate:
             )
             lines.append(f"if early stopping ends it at epochs {first}-{last}: {low} to {high}")
         return "\n".join(lines)
-
-
-estimate_run = RunEstimate  # lesson 05's name: epoch and run time from a measured step time
 
 
 def format_duration(seconds: float) -> str:

@@ -14,7 +14,7 @@ from shiftvit_lib.notebook import runtime
 from shiftvit_lib.notebook.runtime import (
     COLAB_LOCAL_RUNS,
     DRIVE_MOUNT_ENV,
-    estimate_run,
+    RunEstimate,
     format_duration,
     format_timings,
     learners_best_model,
@@ -98,7 +98,7 @@ def test_lesson06_uses_the_learners_best_model_when_there_is_one(tmp_path):
 
 
 def test_run_estimate_arithmetic():
-    estimate = estimate_run(step_seconds=0.25, steps_per_epoch=156, epochs=100, startup_seconds=60)
+    estimate = RunEstimate(step_seconds=0.25, steps_per_epoch=156, epochs=100, startup_seconds=60)
     assert estimate.epoch_seconds == pytest.approx(39.0)
     assert estimate.run_seconds == pytest.approx(3960.0)
     text = estimate.describe(early_stop_epochs=(46, 68))
@@ -106,7 +106,7 @@ def test_run_estimate_arithmetic():
     assert "30.9 min to 45.2 min" in text  # 46 x 39 s + 60 s and 68 x 39 s + 60 s
     assert [format_duration(s) for s in (0.35, 42, 450, 11520)] == ["0.3 s", "42 s", "7.5 min", "3.2 h"]
     with pytest.raises(ValueError, match="positive step time"):
-        estimate_run(0.0, 156, 100)
+        RunEstimate(0.0, 156, 100)
 
 
 def test_timing_table_reports_speed_ups_over_float32_without_xla():
