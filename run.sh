@@ -125,9 +125,9 @@ from importlib.metadata import version as v
 print(f"    Python {sys.version.split()[0]}, TensorFlow {v('tensorflow')}, Keras {v('keras')}, "
       f"JAX {v('jax')}, NumPy {v('numpy')}, IPython {v('ipython')}")
 PY
-  # Slow tests ran in the first environment; the tests marked `colab` (lesson 06's SavedModel
-  # path, a training run, the GPU path's mixed precision/XLA/data-parallel checks on both
-  # backends) run here even when slow, and so does every lesson (nbval).
+  # Slow tests ran in the first environment; the tests marked `colab` (a training run, the GPU
+  # path's mixed precision/XLA/data-parallel checks on both backends) run here even when slow,
+  # and so does every lesson (nbval; lesson 08's SavedModel export among them).
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -m "not slow or colab" \
     --random-order -p no:cacheprovider "$@"
 }

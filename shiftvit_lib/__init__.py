@@ -16,7 +16,7 @@ lesson             module
 
 ``shiftvit_lib.tools`` holds the tooling the lessons use without teaching it, built
 on the core: devices and precision, run folders and the resumable ``train``, folder
-and archive data sources, inference and export (lesson 06), experiments (lesson 07),
+and archive data sources, inference and .keras files (lesson 06), experiments (lesson 07),
 the published weights and records. ``shiftvit_lib.notebook`` holds what only the lessons
 use (set-up, plots, the exercises' checks and solutions, analysis, the learner's runtime).
 This facade, its start-up (``_startup``) and the command line (``__main__``) sit above all
@@ -51,7 +51,7 @@ _EXPORTS = {
     "shiftvit_lib.vit": "ViTConfig build_vit vit_preset",
     "shiftvit_lib.tools.data_sources": "load_cifar10",  # data.load_splits, plus folders and archives
     "shiftvit_lib.tools.runs": "train",
-    "shiftvit_lib.tools.inference": "export_saved_model load_model predict_folder save_model",
+    "shiftvit_lib.tools.inference": "load_model predict_folder save_model",
     "shiftvit_lib.tools.published": "load_record pretrained pretrained_info",
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names.split()}

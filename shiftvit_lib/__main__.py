@@ -98,8 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     add("compare", "--out", "the JSON record to write, e.g. results/attention_vs_shift.json", required=True)
     add("compare", "--models", "train only these of the five (default: all)", nargs="+", metavar="NAME")
     add("evaluate", "--batch-size", type=BATCH_SIZE, default=256)
-    add("evaluate predict", "--model", "a .keras file (or a SavedModel: --trust-saved-model)", required=True)
-    flag("evaluate predict", "--trust-saved-model", "load a SavedModel (runs its graph): trusted ones only")
+    add("evaluate predict", "--model", "a .keras file (loaded in Keras' safe mode)", required=True)
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
     add("predict", "folder", "folder of images (jpg, png, ... any size)")
     add("predict", "--top-k", type=_whole_number(1, 10), default=3)  # CIFAR-10's ten classes
@@ -164,7 +163,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _classifier(args: argparse.Namespace):  # noqa: ANN202 - keras is imported lazily
     from shiftvit_lib.tools.inference import check_classifier, load_model
 
-    model = load_model(args.model, trust_saved_model=args.trust_saved_model)
+    model = load_model(args.model)
     check_classifier(model)  # a CIFAR-10 classifier: one output of ten scores
     return model
 
@@ -227,7 +226,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USER_ERROR
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the program's own process: TensorFlow's C++ log off
     from shiftvit_lib.data import DataSourceUnavailableError
-    from shiftvit_lib.tools.inference import BackendError
 
     for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
         # and a file name the terminal cannot encode prints escaped instead of failing
@@ -236,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
         return int(stop.code or 0)
-    fixable = (UserError, OSError, ValueError, KeyError, TypeError, DataSourceUnavailableError, BackendError)
+    fixable = (UserError, OSError, ValueError, KeyError, TypeError, DataSourceUnavailableError)
     try:
         return globals()[f"_{args.command}"](args)
     except fixable as error:  # one line; anything else is a bug: a traceback

@@ -41,7 +41,7 @@ BUDGETS = {"core": 1400, "tools": 1400, "notebook": 950, "library": 4050}
 # What the library holds today (ruff-formatted), never to grow. Cut on 2026-11-26 (second round)
 # from core 1,838 / tools 2,401 / notebook 1,620 / library 6,386: core and notebook are now within
 # their targets; tools and the whole library are not (OVER_BUDGET below).
-CEILINGS = {"core": 1394, "tools": 1504, "notebook": 947, "library": 4124}
+CEILINGS = {"core": 1394, "tools": 1425, "notebook": 947, "library": 4043}
 
 
 # --------------------------------------------------------------------------- the checker
@@ -221,7 +221,7 @@ def test_shiftvit_lib_stays_under_its_ceilings():
 
 # The layers whose target is not met yet (see CEILINGS): their budget test is an expected failure
 # that must go on failing until the cut is made (strict), then this set loses them.
-OVER_BUDGET = {"tools", "library"}
+OVER_BUDGET = {"tools"}
 
 
 @pytest.mark.parametrize(

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import multiprocessing.pool
 import os
 import socket
 import stat
 import tarfile
-import threading
 import urllib.parse
 import urllib.request
 import warnings
@@ -68,26 +68,18 @@ def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
     configured HTTPS proxy) accepts a connection within ``timeout_s``. The connection
     is tried in a thread, so a DNS lookup that hangs cannot hang us too.
     """
-    cached = _keras_cached_files()
-    if cached:
+    if cached := _keras_cached_files():
         return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
     proxy = urllib.request.getproxies().get("https", "")
     url = urllib.parse.urlsplit(("" if "://" in proxy else "http://") + proxy if proxy else KERAS_CIFAR10_URL)
     host, port = url.hostname or "", url.port or (80 if proxy else 443)
-    outcome = [f"got no answer from {host}:{port} within {timeout_s:g} s"]  # until the thread says more
-
-    def attempt() -> None:
-        try:
-            socket.create_connection((host, port), timeout=timeout_s).close()
-            outcome.append("")
-        except OSError as error:
-            outcome.append(f"cannot reach {host}:{port} ({error})")
-
-    thread = threading.Thread(target=attempt, daemon=True)
-    thread.start()
-    thread.join(timeout_s + 0.5)
-    if outcome[-1]:
-        return False, f"keras.datasets {outcome[-1]}"
+    try:  # the pool's thread is a daemon: one stuck in a DNS lookup never holds the interpreter
+        with multiprocessing.pool.ThreadPool(1) as pool:
+            pool.apply_async(socket.create_connection, ((host, port), timeout_s)).get(timeout_s + 0.5).close()
+    except multiprocessing.pool.TimeoutError:
+        return False, f"keras.datasets got no answer from {host}:{port} within {timeout_s:g} s"
+    except OSError as error:
+        return False, f"keras.datasets cannot reach {host}:{port} ({error})"
     return True, f"{host}:{port} is reachable"
 
 
@@ -105,14 +97,11 @@ def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
             return data._cap_raw(data._load_from_keras(), limit, rng)
         except Exception as error:  # noqa: BLE001 - any failure leads to the fallback, which names it
             reason = f"keras.datasets.cifar10.load_data() failed: {error}"
-    warnings.warn(
-        "load_cifar10('auto'): using the bundled CIFAR-10 sample (2,000 train / 500 test images), not the full "
-        f"data, because {reason}. Pass source='keras' once online, or the path of a local copy.",
-        DataSourceFallbackWarning,
-        stacklevel=4,
-    )
     raw = data._load_sample(limit, rng)
     raw.description += f" (source='auto' fell back to the sample: {reason})"
+    fix = "Pass source='keras' once online, or the path of a local copy."
+    message = f"load_cifar10('auto'): not the full data but the {raw.description}. {fix}"
+    warnings.warn(message, DataSourceFallbackWarning, stacklevel=4)
     return raw
 
 
@@ -219,15 +208,19 @@ def _tar_entries(path: Path) -> Iterator[_Entry]:
                 yield member.name, kind, member.size, lambda member=member: tar.extractfile(member).read()
 
 
-def _read_source(path: Path) -> tuple[dict[str, bytes], str]:
-    """The image files (name -> bytes) of a directory or archive, and its name for messages."""
+# The image files of a source: {split: {class: {name: bytes}}}, every split and class present.
+_Layout = dict[str, dict[str, dict[str, bytes]]]
+
+
+def _read_source(path: Path) -> tuple[_Layout, str]:
+    """The image files of a directory or archive, by split and class, and its name for messages."""
     if path.is_dir():
-        return _read_wanted(_directory_entries(path), f"directory {path}"), f"directory {path}"
+        return _read_layout(_directory_entries(path), f"directory {path}"), f"directory {path}"
     kind = "zip" if path.name.lower().endswith(".zip") else "tar"
     where = f"archive {path.name}"
     try:
         entries = _zip_entries(path) if kind == "zip" else _tar_entries(path)
-        return _read_wanted(entries, where, path.stat().st_size), where
+        return _read_layout(entries, where, path.stat().st_size), where
     except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, OSError) as error:
         # zlib.error: a damaged byte inside a compressed member
         raise ValueError(
@@ -235,81 +228,35 @@ def _read_source(path: Path) -> tuple[dict[str, bytes], str]:
         ) from None
 
 
-def _read_wanted(entries: Iterable[_Entry], where: str, archive_bytes: int | None = None) -> dict[str, bytes]:
-    """Read the regular files under train/ and test/, within the caps; name links, pipes and devices.
+def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | None = None) -> _Layout:
+    """Read the image files under train/<class>/ and test/<class>/, checking each one's place and size first.
 
-    Entries outside ``train/`` and ``test/`` (a README, a licence, anything large) are
-    skipped before they are read; the caps are checked on each entry's size before it is read.
-    Names lose a wrapper folder that holds train/ and test/.
+    One pass: entries outside ``train/`` and ``test/`` (a README, a licence, anything large)
+    are skipped, and a misplaced file or one over a cap is refused, before it is read. Names
+    lose a wrapper folder that holds train/ and test/; data in two places is refused, never mixed.
+    Links, pipes and devices are named together once the pass ends.
     """
-    contents: dict[str, bytes] = {}
-    special = []
-    total = 0
+    layout = {split: {name: {} for name in CIFAR10_CLASSES} for split in SPLIT_FOLDERS}
+    special, roots, count, total = [], set(), 0, 0
     for name, kind, size, read in entries:
-        name = name.removeprefix("./").rstrip("/")
-        if not _is_data(name.split("/")):
-            continue  # skipped before reading
+        parts = name.removeprefix("./").rstrip("/").split("/")
+        hidden = any(part.startswith(".") or part == "__MACOSX" for part in parts)  # macOS zip metadata
+        if hidden or set(parts[:2]).isdisjoint(SPLIT_FOLDERS):
+            continue  # not data (at the top, or in one wrapper folder): skipped before reading
+        roots.add("./" if parts[0] in SPLIT_FOLDERS else f"{parts.pop(0)}/")
+        name = "/".join(parts)
+        if len(roots) > 1:
+            raise ValueError(f"{where}: train/ and test/ in {' and '.join(sorted(roots))}; keep one copy")
         if kind:
             special.append(f"{name} ({kind})")
-        else:
-            total += size
-            _check_caps(where, name, size, len(contents) + 1, total, archive_bytes)
-            contents[name] = read()
-    tops = {name.split("/", 1)[0] for name in contents}
-    prefix = f"{tops.pop()}/" if len(tops) == 1 and not tops & set(SPLIT_FOLDERS) else ""
+            continue
+        count += 1
+        total += size
+        _check_entry(where, parts, size, count, total, archive_bytes)
+        layout[parts[0]][parts[1]][name] = read()
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
         raise ValueError(f"{where}: found {shown}; only regular image files are read (copy the files in)")
-    return {name.removeprefix(prefix): data for name, data in contents.items() if name.startswith(prefix)}
-
-
-def _check_caps(where: str, name: str, size: int, count: int, total: int, archive_bytes: int | None) -> None:
-    """A one-line ``ValueError`` if reading one more image file (the ``count``-th, ``size`` bytes) passes a cap."""
-    bomb_cap = MAX_TOTAL_BYTES  # image files barely compress: an archive unpacking to far more is a bomb
-    if archive_bytes is not None:
-        bomb_cap = min(MAX_TOTAL_BYTES, ARCHIVE_MAX_EXPANSION * archive_bytes + ARCHIVE_SLACK_BYTES)
-    if size > MAX_IMAGE_FILE_BYTES:
-        problem = f"{name} is {_mib(size)}, over the {_mib(MAX_IMAGE_FILE_BYTES)} cap for one image file"
-    elif count > MAX_FILES:
-        problem = f"more than {MAX_FILES:,} files under train/ and test/; a CIFAR-10 copy has 60,000"
-    elif total > bomb_cap:
-        bomb = f" from {_mib(archive_bytes or 0)} on disk, so this looks like a decompression bomb"
-        why = bomb if bomb_cap < MAX_TOTAL_BYTES else "; CIFAR-10 as JPEG or PNG takes under 200 MiB"
-        problem = f"the files under train/ and test/ add up to more than {_mib(bomb_cap)}{why}"
-    else:
-        return
-    raise ValueError(f"{where}: {problem}. Is this the right data?")
-
-
-def _mib(size: int) -> str:
-    return f"{size / 2**20:,.1f} MiB"
-
-
-def _is_data(parts: list[str]) -> bool:
-    """Under train/ or test/, at the top or in one wrapper folder; not hidden, nor macOS zip metadata."""
-    hidden = any(part.startswith(".") or part == "__MACOSX" for part in parts)
-    return not hidden and not set(parts[:2]).isdisjoint(SPLIT_FOLDERS)
-
-
-# --------------------------------------------------------------------------- layout and decoding
-def _group_by_split_and_class(names: Iterable[str], where: str) -> dict[str, dict[str, list[str]]]:
-    """Validate the layout; return ``{split: {class: sorted file names}}``."""
-    layout = {split: {name: [] for name in CIFAR10_CLASSES} for split in SPLIT_FOLDERS}
-    for name in sorted(names):
-        parts = name.split("/")
-        if parts[0] not in SPLIT_FOLDERS:
-            continue  # anything outside train/ and test/ (a README, a licence) is ignored
-        if len(parts) != 3:
-            raise ValueError(
-                f"{where}: {name} is not inside a class folder ({parts[0]}/<class>/<file>); move or remove it"
-            )
-        if parts[1] not in CIFAR10_CLASSES:
-            raise ValueError(
-                f"{where}: {parts[0]}/{parts[1]}/ is not a CIFAR-10 class ({', '.join(CIFAR10_CLASSES)}); rename it"
-            )
-        if not name.lower().endswith((".jpg", ".jpeg", ".png")):
-            raise ValueError(f"{where}: {name} is not a .jpg/.jpeg/.png image; remove it")
-        layout[parts[0]][parts[1]].append(name)
     empty = []
     for split, classes in layout.items():  # a split without any image is named once
         missing = [f"{split}/{name}/" for name, found in classes.items() if not found]
@@ -322,18 +269,50 @@ def _group_by_split_and_class(names: Iterable[str], where: str) -> dict[str, dic
     return layout
 
 
+def _check_entry(
+    where: str, parts: list[str], size: int, count: int, total: int, archive_bytes: int | None
+) -> None:
+    """A one-line ``ValueError`` if the image file at ``parts`` is misplaced, or reading it passes a cap.
+
+    It is the ``count``-th image file, of ``size`` bytes, and brings the total to ``total``.
+    """
+    name = "/".join(parts)
+    if len(parts) != 3:
+        problem = f"{name} is not inside a class folder ({parts[0]}/<class>/<file>); move or remove it"
+    elif parts[1] not in CIFAR10_CLASSES:
+        problem = f"{parts[0]}/{parts[1]}/ is not a CIFAR-10 class ({', '.join(CIFAR10_CLASSES)}); rename it"
+    elif not name.lower().endswith((".jpg", ".jpeg", ".png")):
+        problem = f"{name} is not a .jpg/.jpeg/.png image; remove it"
+    elif size > MAX_IMAGE_FILE_BYTES:
+        problem = f"{name} is {_mib(size)}, over the {_mib(MAX_IMAGE_FILE_BYTES)} cap for one image file"
+    elif count > MAX_FILES:
+        problem = f"more than {MAX_FILES:,} files under train/ and test/; a CIFAR-10 copy has 60,000"
+    elif total > MAX_TOTAL_BYTES:
+        problem = f"the images add up to more than {_mib(MAX_TOTAL_BYTES)}; CIFAR-10 takes under 200 MiB"
+    elif archive_bytes is not None and total > ARCHIVE_MAX_EXPANSION * archive_bytes + ARCHIVE_SLACK_BYTES:
+        # image files barely compress: an archive that unpacks to far more is a bomb
+        problem = f"{_mib(total)} from a {_mib(archive_bytes)} archive: this looks like a decompression bomb"
+    else:
+        return
+    raise ValueError(f"{where}: {problem}. Is this the right data?")
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.1f} MiB"
+
+
+# --------------------------------------------------------------------------- decoding
 def _decode_class_folders(
-    contents: dict[str, bytes], where: str, limit: int | None, rng: np.random.Generator
+    layout: _Layout, where: str, limit: int | None, rng: np.random.Generator
 ) -> RawData:
-    """Decode the images of a validated class-folder layout (at most ``limit`` per class)."""
-    layout = _group_by_split_and_class(contents, where)
+    """Decode the images of a checked class-folder layout (at most ``limit`` per class)."""
     arrays = {}
     counts = Counter()  # of the image formats
-    for split in SPLIT_FOLDERS:
-        names = [name for class_name in CIFAR10_CLASSES for name in layout[split][class_name]]
-        labels = np.repeat(np.arange(len(CIFAR10_CLASSES)), [len(layout[split][c]) for c in CIFAR10_CLASSES])
+    for split, classes in layout.items():
+        found = [item for images in classes.values() for item in sorted(images.items())]  # (name, bytes)
+        labels = np.repeat(np.arange(len(classes)), [len(images) for images in classes.values()])
         keep = cap_per_class(labels, limit, rng)
-        decoded = [_decode_cifar_image(contents[names[i]], f"{where}:{names[i]}") for i in keep]
+        decoded = [_decode_cifar_image(found[i][1], f"{where}:{found[i][0]}") for i in keep]
         counts.update(image_format for _, image_format in decoded)
         arrays[split] = np.stack([image for image, _ in decoded]), labels[keep].astype(np.int64)
     formats = ", ".join(f"{n:,} {fmt}" if len(counts) > 1 else fmt for fmt, n in counts.most_common())

@@ -20,41 +20,54 @@ import keras
 # The packages that run each backend. A result depends on them as much as on Keras (a compiler
 # bug in one JAX release changes what a CPU computes), so every record names their versions.
 BACKEND_PACKAGES = {"jax": ("jax", "jaxlib"), "tensorflow": ("tensorflow",), "torch": ("torch",)}
+GPU_PLATFORMS = {"gpu", "cuda", "rocm"}  # what JAX and TensorFlow call a GPU
 
 
-def _devices() -> list[tuple[str, str]]:
-    """``(platform, name)`` of every physical device the current backend sees, e.g. ``("cpu", ...)``.
+def _devices() -> list[tuple[str, str, Any]]:
+    """``(platform, name, compute capability)`` of every physical device the current backend sees.
 
-    Asks the backend for its devices by type, rather than parsing names (TensorFlow
-    calls its CPU ``/device:CPU:0``, JAX ``TFRT_CPU_0``).
+    One query per backend gives all three, by type rather than by parsing names (TensorFlow
+    calls its CPU ``/device:CPU:0``, JAX ``TFRT_CPU_0``). The capability is what the backend
+    reports for an NVIDIA GPU (``"7.5"`` or ``(7, 5)``), else ``None``. A backend that cannot
+    list its devices gives one ``"unknown"`` device that says why: a description of the machine
+    must never break training, and no usable runtime means no accelerator.
+    ``keras.distribution.list_devices()`` gives only ``"gpu:0"``-style names, and not on PyTorch.
     """
     backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
+    try:
+        if backend == "jax":
+            import jax
 
-        return [(d.platform.lower(), f"{d.platform}:{getattr(d, 'device_kind', d)}") for d in jax.devices()]
-    if backend == "tensorflow":
-        import tensorflow as tf
+            return [
+                (d.platform.lower(), f"{d.platform}:{d.device_kind}", getattr(d, "compute_capability", None))
+                for d in jax.devices()
+            ]
+        if backend == "tensorflow":
+            import tensorflow as tf
 
-        return [(d.device_type.lower(), d.name) for d in tf.config.list_physical_devices()]
-    if backend == "torch":
-        import torch
+            details = tf.config.experimental.get_device_details  # {} for anything but a GPU
+            return [
+                (d.device_type.lower(), d.name, details(d).get("compute_capability"))
+                for d in tf.config.list_physical_devices()
+            ]
+        if backend == "torch":
+            import torch
 
-        return [("gpu", torch.cuda.get_device_name(0))] if torch.cuda.is_available() else [("cpu", "cpu")]
+            if torch.cuda.is_available():
+                return [("gpu", torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0))]
+            return [("cpu", "cpu", None)]
+    except Exception as error:  # noqa: BLE001 - see the docstring
+        return [("unknown", f"unknown ({error})", None)]
     return []
 
 
 def describe_machine() -> dict[str, Any]:
     """Backend, accelerator and CPU of this machine, stored with every result."""
-    try:
-        devices = [name for _, name in _devices()]
-    except Exception as error:  # noqa: BLE001 - a description must never break training
-        devices = [f"unknown ({error})"]
     return {
         "backend": keras.backend.backend(),
         "keras": keras.__version__,
         "backend_versions": backend_versions(),
-        "devices": devices,
+        "devices": [name for _, name, _ in _devices()],
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -72,13 +85,8 @@ def backend_versions() -> dict[str, str]:
 
 def accelerator_platform() -> str | None:
     """``"gpu"`` or ``"tpu"`` if the current backend sees one, else ``None`` (CPU only)."""
-    try:
-        platforms = {kind for kind, _ in _devices()}
-    except Exception:  # noqa: BLE001 - no usable runtime means no accelerator
-        return None
-    if "tpu" in platforms:
-        return "tpu"
-    return "gpu" if platforms & {"gpu", "cuda", "rocm"} else None
+    platforms = {"gpu" if kind in GPU_PLATFORMS else kind for kind, _, _ in _devices()}
+    return next((kind for kind in ("tpu", "gpu") if kind in platforms), None)  # a TPU before a GPU
 
 
 def has_accelerator() -> bool:
@@ -91,21 +99,8 @@ def gpu_compute_capability() -> tuple[int, int] | None:
 
     ``None`` when the backend does not say (no GPU, or a GPU that is not NVIDIA's).
     """
-    backend, capability = keras.backend.backend(), None
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        if gpus := tf.config.list_physical_devices("GPU"):
-            capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
-    elif backend == "jax":
-        import jax
-
-        capability = getattr(jax.devices()[0], "compute_capability", None)  # a string, e.g. "7.5"
-    elif backend == "torch":
-        import torch
-
-        capability = torch.cuda.get_device_capability(0) if torch.cuda.is_available() else None
-    if isinstance(capability, str):
+    capability = next((found for kind, _, found in _devices() if kind in GPU_PLATFORMS), None)
+    if isinstance(capability, str):  # JAX says "7.5"
         capability = capability.split(".")
     return (int(capability[0]), int(capability[1])) if capability else None
 

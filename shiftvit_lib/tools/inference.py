@@ -4,7 +4,7 @@
 * :func:`predict_folder` classifies every image in a folder; files that cannot
   be read are reported with a reason instead of stopping the batch.
 * :func:`predict_probabilities` works on arrays.
-* :func:`save_model`, :func:`export_saved_model`, :func:`load_model`.
+* :func:`save_model`, :func:`load_model` (``.keras`` files only).
 
 The models here output LOGITS (unnormalised scores); the functions that
 report confidences apply the softmax themselves.
@@ -180,17 +180,13 @@ def predict_folder(
             raise FileNotFoundError(f"folder {folder} does not exist")
         raise ValueError(f"{folder} is not a folder; for one image: load_image(), predict_probabilities()")
     if not is_positive_int(top_k) or top_k > len(CIFAR10_CLASSES):
-        raise ValueError(
-            f"top_k must be an integer from 1 to {len(CIFAR10_CLASSES)} (the classes); got {top_k!r}"
-        )
+        raise ValueError(f"top_k must be an integer from 1 to 10 (the CIFAR-10 classes); got {top_k!r}")
     check_classifier(model)
     size = _model_image_size(model)
     if size is None:
         raise ValueError("the model fixes no image size: use load_image(path, size), predict_probabilities()")
     try:
-        paths = [
-            p for p in sorted(folder.iterdir()) if p.name[0] != "." and special_file_kind(p) != "a folder"
-        ]
+        paths = sorted(p for p in folder.iterdir() if p.name[0] != "." and special_file_kind(p) != "a folder")
     except OSError as error:
         raise files.folder_listing_error(error) from None
     if not paths:
@@ -201,10 +197,9 @@ def predict_folder(
             files.check_regular_file(path, follow_links=False)
             images.append(load_image(path, size, fit=fit))
             readable.append(path)
-        except (ImageReadError, files.UnsafeFileError) as error:
-            failures.append(ImageReadError(path, error.reason))
-        except OSError as error:  # e.g. permission denied
-            failures.append(ImageReadError(path, f"cannot open the file ({error.strerror or error})"))
+        except (ImageReadError, files.UnsafeFileError, OSError) as error:  # OSError: e.g. permission denied
+            reason = getattr(error, "reason", None) or f"cannot open the file ({error.strerror or error})"
+            failures.append(ImageReadError(path, reason))
     probs = predict_probabilities(model, np.stack(images), **options) if images else np.zeros((0, 10))
     best_first = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
     predictions = tuple(
@@ -228,33 +223,24 @@ def predict_probabilities(
     if images.ndim != 4 or images.shape[-1] != 3 or len(images) == 0:
         grey = "; grey images: np.repeat(images[..., None], 3, axis=-1)" if images.ndim == 3 else ""
         raise ValueError(f"images must have shape (N, height, width, 3), N >= 1; got {images.shape}{grey}")
-    floats = np.issubdtype(images.dtype, np.floating)
     if np.issubdtype(images.dtype, np.integer) and images.size and (images.max() > 255 or images.min() < 0):
-        raise ValueError(
-            f"pixel values must lie in [0, 255], not {images.min()}..{images.max()} ({images.dtype}); 16-bit: divide by 257"
-        )
+        raise ValueError(f"pixels must be 0..255, not {images.min()}..{images.max()}; 16-bit: divide by 257")
     expected = _model_image_size(model)
     if expected and images.shape[1:3] != expected:
         raise ValueError(
             f"images are {images.shape[1]}x{images.shape[2]} but the model takes {expected[0]}x{expected[1]}; resize them"
         )
-    if floats and not np.isfinite(images).all():
+    if not np.isfinite(images).all():
         bad = int((~np.isfinite(images)).any(axis=(1, 2, 3)).sum())
         raise ValueError(f"{bad} of {len(images)} images hold NaN or infinite pixel values, not [0, 255]")
-    if floats and 0 < images.max() <= 1.0:
+    if np.issubdtype(images.dtype, np.floating) and 0 < images.max() <= 1.0:
         warnings.warn("images look scaled to [0, 1]; the model takes [0, 255]: multiply by 255", stacklevel=2)
 
     def logits_of(batch: np.ndarray) -> np.ndarray:
         return np.asarray(model.predict(batch, batch_size=batch_size, verbose=0), dtype=np.float64)
 
     logits = flip_tta_logits(logits_of, images) if tta else logits_of(images)
-    return softmax(logits).astype(np.float32)
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise softmax; subtracting the row max avoids overflow in exp."""
-    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return exp / exp.sum(axis=-1, keepdims=True)
+    return keras.ops.convert_to_numpy(keras.ops.softmax(logits)).astype(np.float32)
 
 
 def _model_image_size(model: keras.Model) -> tuple[int, int] | None:
@@ -276,8 +262,7 @@ def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)
         several = isinstance(shape, list | dict | tuple) and not all(isinstance(n, int | None) for n in shape)
         found = f"has {len(shape)} outputs" if several else f"outputs shape {shape}"
         raise ValueError(
-            f"the model {found}, but a CIFAR-10 classifier outputs one (batch, {num_classes}) "
-            "of class scores (logits); is it the right model file?"
+            f"the model {found}, but a CIFAR-10 classifier outputs (batch, {num_classes}) logits; is it the right file?"
         )
 
 
@@ -286,24 +271,10 @@ def save_model(model: keras.Model, path: str | Path) -> Path:
     """Save the whole model (architecture, weights, optimizer) as a ``.keras`` file."""
     path = Path(path)
     if path.suffix != ".keras":
-        raise ValueError(f"the path must end in .keras; got {path.name} (a SavedModel: export_saved_model())")
+        raise ValueError(f"the path must end in .keras; got {path.name} (a SavedModel: model.export())")
     path.parent.mkdir(parents=True, exist_ok=True)
     with files.atomic_output(path) as partial:  # never half a file, never written through a link
         model.save(partial)
-    return path
-
-
-def export_saved_model(model: keras.Model, path: str | Path) -> Path:
-    """Export an inference-only TensorFlow SavedModel directory (endpoint ``serve``).
-
-    Serving tools (TF Serving, TFLite converters) read this format. Needs the
-    TensorFlow backend.
-    """
-    _require_tensorflow_backend("export_saved_model")
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{path} is an existing file; a SavedModel is a directory")
-    model.export(str(path), format="tf_saved_model", verbose=False)
     return path
 
 
@@ -320,43 +291,27 @@ class ModelLoadError(ValueError):
         said = " ".join(str(cause).split())
         said = said if len(said) <= 300 else said[:300] + " ..."
         super().__init__(f"could not load {escape_name(path)} ({type(cause).__name__}: {said}). {reason}")
-        self.path = path
         self.reason = reason
 
 
-class UntrustedModelError(ValueError):
-    """A model format that runs code when loaded was given without the trust switch."""
+def load_model(path: str | Path) -> keras.Model:
+    """Load a ``.keras`` file, always in Keras' safe mode.
 
-
-def load_model(path: str | Path, *, trust_saved_model: bool = False) -> keras.Model:
-    """Load a ``.keras`` file (safe mode) or, if you trust it, a SavedModel directory.
-
-    A ``.keras`` file always loads in Keras' safe mode: it refuses Python code
-    stored in the file (a ``Lambda`` layer's lambda, for example), and first passes
-    the caps of :func:`shiftvit_lib.tools.files.check_keras_archive`.
-
-    A TensorFlow SavedModel is a compiled TensorFlow graph, and loading and calling
-    it runs whatever that graph does; its ops can read and write files, for
-    instance. Keras' safe mode cannot check it, so it loads only with
-    ``trust_saved_model=True`` (command line: ``--trust-saved-model``): pass it for
-    a SavedModel you exported yourself or got from a source you trust. Otherwise
-    :class:`UntrustedModelError` (a ``ValueError``) says so. The SavedModel is
-    wrapped in a Keras model around ``keras.layers.TFSMLayer`` so ``model.predict``
-    and :func:`predict_folder` work the same; it is inference only.
+    Safe mode refuses Python code stored in the file (a ``Lambda`` layer's lambda, for
+    example); the file first passes the caps of :func:`shiftvit_lib.tools.files.check_keras_archive`.
+    A TensorFlow SavedModel folder is refused: loading one runs the graph it holds, which safe
+    mode cannot check. Lesson 08 (A9) opens one you trust with ``keras.layers.TFSMLayer``.
     """
     path = Path(path)
     if path.is_dir():
-        if not (path / "saved_model.pb").is_file():
-            raise ValueError(f"{path} is a directory without saved_model.pb: not a SavedModel directory")
-        if not trust_saved_model:
-            raise UntrustedModelError(
-                f"{path} is a TensorFlow SavedModel: loading it runs the TensorFlow graph it holds, which safe mode cannot "
-                "check; if you trust it: load_model(path, trust_saved_model=True) or --trust-saved-model"
-            )
-        return _load_saved_model(path)
+        what = "a TensorFlow SavedModel folder" if (path / "saved_model.pb").exists() else "a folder"
+        raise ValueError(
+            f"{escape_name(path)} is {what}, and shiftvit_lib loads .keras files only: give a .keras file "
+            "(save_model()); open a SavedModel you trust with keras.layers.TFSMLayer (lesson 08, A9)"
+        )
     files.check_regular_file(path, "a .keras file")
     if path.suffix != ".keras":
-        raise ValueError(f"expected a .keras file or a SavedModel directory; got {path.name}")
+        raise ValueError(f"expected a .keras file; got {path.name}")
     files.check_keras_archive(path)
     # The custom layers are registered (importing this module imported the package's core);
     # safe_mode refuses to run code embedded in the file (e.g. lambdas).
@@ -376,50 +331,12 @@ def _load_failure_hint(message: str) -> str:
     """What to do about a failed ``.keras`` load, judged from Keras' (lower-cased) error message."""
     if "safe_mode" in message or "lambda" in message:
         return (
-            "The file contains Python code (for example a Lambda layer) that safe mode refuses "
-            "to run. Only if you trust where the file came from, load it with "
-            "keras.saving.load_model(path, safe_mode=False)."
+            "The file contains Python code (e.g. a Lambda layer) that safe mode refuses to run. Only if you "
+            "trust its source, load it with keras.saving.load_model(path, safe_mode=False)."
         )
     if any(hint in message for hint in ("could not locate", "unknown layer", "register_keras_serializable")):
         return (
-            "The file uses a custom class that Keras does not know: import the module that "
-            "defines it (decorated with @keras.saving.register_keras_serializable) before loading."
+            "The file uses a custom class that Keras does not know: import the module that defines "
+            "it (with @keras.saving.register_keras_serializable) before loading."
         )
     return "Is it a complete .keras file written by save_model()/model.save()?"
-
-
-def _load_saved_model(path: Path) -> keras.Model:
-    _require_tensorflow_backend("loading a SavedModel")
-    import tensorflow as tf
-
-    try:
-        layer = keras.layers.TFSMLayer(str(path), call_endpoint="serve")
-        # The signature is (TensorSpec,) for a freshly built model, ([TensorSpec],) for one that
-        # was loaded from a .keras file by Keras 3.10 (TensorFlow 2.19, Colab's set).
-        functions = getattr(layer.call_endpoint_fn, "concrete_functions", None) or [layer.call_endpoint_fn]
-        args, kwargs = functions[0].structured_input_signature
-        specs = [s for s in tf.nest.flatten((args, kwargs)) if isinstance(s, tf.TensorSpec)]
-        if len(specs) != 1:
-            raise ValueError(f"the serving endpoint takes {len(specs)} tensors; expected one batch of images")
-    # TensorFlow raises many error types (protobuf DecodeError, OpError...) for a bad
-    # SavedModel; all mean the same thing to the caller.
-    except Exception as error:  # noqa: BLE001
-        raise ValueError(
-            f"could not load the SavedModel at {path} ({type(error).__name__}: {error}); export it again"
-        ) from error
-    inputs = keras.Input(shape=tuple(specs[0].shape[1:]), dtype=specs[0].dtype.name)
-    as_list = bool(args) and isinstance(args[0], (list, tuple))
-    return keras.Model(inputs, layer([inputs] if as_list else inputs), name=f"saved_model_{path.name}")
-
-
-class BackendError(RuntimeError):
-    """The operation needs another Keras backend than the one in use."""
-
-
-def _require_tensorflow_backend(what: str) -> None:
-    backend = keras.backend.backend()
-    if backend != "tensorflow":
-        raise BackendError(
-            f"{what} needs the TensorFlow backend, but Keras uses {backend!r}. Save a .keras file with "
-            "save_model() instead, or run with KERAS_BACKEND=tensorflow."
-        )

@@ -70,9 +70,7 @@ def pretrained(name: str = "cpu") -> keras.Model:
     family, entry = _entry(name)
     path = ASSETS / entry["weights"]
     if not path.is_file():
-        raise FileNotFoundError(
-            f"the weights of {name!r} are missing ({path}); reinstall shiftvit_lib to restore them"
-        )
+        raise FileNotFoundError(f"the weights of {name!r} are missing ({path}); reinstall shiftvit_lib")
     data = read_bounded(path, MAX_WEIGHTS_BYTES, "published weights")
     if (actual := hashlib.sha256(data).hexdigest()) != entry["sha256"]:
         raise ValueError(

@@ -187,6 +187,16 @@ def test_file_directly_in_a_split_folder_is_named(tree: Path) -> None:
         load_cifar10(tree)
 
 
+@pytest.mark.parametrize("second_copy", ["", "b/"])
+def test_data_in_two_places_is_refused_not_mixed(tmp_path: Path, second_copy: str) -> None:
+    files = {f"a/{name}": content for name, content in class_folder_files().items()}
+    files.update({f"{second_copy}{name}": content for name, content in class_folder_files().items()})
+    path = write_zip(tmp_path / "two_copies.zip", files)
+    where = "./ and a/" if not second_copy else "a/ and b/"
+    with pytest.raises(ValueError, match=f"two_copies.zip: train/ and test/ in {where}; keep one copy"):
+        load_cifar10(path)
+
+
 def test_unsupported_file_type_and_corrupt_archive(tmp_path: Path) -> None:
     (tmp_path / "data.csv").write_text("a,b")
     with pytest.raises(ValueError, match="not a supported archive"):

@@ -1,7 +1,8 @@
 """tools/devices.py: the mixed precision it recommends per GPU, and the versions it records.
 
-No GPU here: each backend's device query is replaced by a fake that reports a chosen compute
-capability, so the decision is tested for a T4 (7.5), an A100 (8.0) and an H100 (9.0).
+No GPU here: each backend's module is replaced by a fake whose device query reports one GPU
+of a chosen compute capability, so the decision is tested for a T4 (7.5), an A100 (8.0) and
+an H100 (9.0), through the one device query that everything else reads.
 """
 
 import sys
@@ -26,6 +27,14 @@ def _fake_jax(capability):
     return SimpleNamespace(devices=lambda: [device], __version__="0.0-fake")
 
 
+def _fake_tensorflow(capability):
+    cpu, gpu = (SimpleNamespace(device_type=kind, name=f"/physical_device:{kind}:0") for kind in ("CPU", "GPU"))
+    details = {"compute_capability": capability, "device_name": "NVIDIA fake"}
+    experimental = SimpleNamespace(get_device_details=lambda device: details if device is gpu else {})
+    config = SimpleNamespace(list_physical_devices=lambda: [cpu, gpu], experimental=experimental)
+    return SimpleNamespace(config=config, __version__="0.0-fake")
+
+
 @pytest.fixture
 def on_a_gpu(monkeypatch):
     """Pretend the current backend is ``backend`` on one GPU with ``capability``."""
@@ -33,7 +42,6 @@ def on_a_gpu(monkeypatch):
     def pretend(backend, module_name, module):
         monkeypatch.setattr(keras.backend, "backend", lambda: backend)
         monkeypatch.setitem(sys.modules, module_name, module)
-        monkeypatch.setattr(devices, "accelerator_platform", lambda: "gpu")
 
     return pretend
 
@@ -51,6 +59,24 @@ def test_pytorch_reads_the_compute_capability(on_a_gpu, capability, expected):
 def test_jax_reads_the_compute_capability(on_a_gpu, capability, expected):
     on_a_gpu("jax", "jax", _fake_jax(capability))
     assert devices.recommended_mixed_precision() == expected
+
+
+@pytest.mark.parametrize("capability, expected", [(T4, "mixed_float16"), (H100, "mixed_bfloat16")])
+def test_tensorflow_reads_the_compute_capability(on_a_gpu, capability, expected):
+    on_a_gpu("tensorflow", "tensorflow", _fake_tensorflow(capability))
+    assert devices.accelerator_platform() == "gpu"
+    assert devices.gpu_compute_capability() == capability
+    assert devices.recommended_mixed_precision() == expected
+    assert devices.describe_machine()["devices"] == ["/physical_device:CPU:0", "/physical_device:GPU:0"]
+
+
+def test_a_backend_that_cannot_list_its_devices_means_no_accelerator(on_a_gpu):
+    def broken():
+        raise RuntimeError("no runtime for the test")
+
+    on_a_gpu("jax", "jax", SimpleNamespace(devices=broken, __version__="0.0-fake"))
+    assert devices.accelerator_platform() is None and devices.recommended_mixed_precision() is None
+    assert devices.describe_machine()["devices"] == ["unknown (no runtime for the test)"]
 
 
 def test_a_gpu_that_reports_no_capability_gets_float16(on_a_gpu):
