@@ -230,9 +230,9 @@ def test_predictions_catch_mistakes(model: keras.Model, mixed_folder: Path) -> N
 def test_probabilities_are_stable_for_large_logits() -> None:
     # Logits [1000, 0] and [0, 0]: exp(1000) overflows unless the softmax subtracts the row max.
     inputs = keras.Input((1, 1, 3))
-    dense = keras.layers.Dense(2, kernel_initializer=keras.initializers.Constant([[1000.0, 0.0]] + [[0.0, 0.0]] * 2))
+    dense = keras.layers.Dense(2, kernel_initializer=keras.initializers.Constant([[4.0, 0.0]] + [[0.0, 0.0]] * 2))
     model = keras.Model(inputs, dense(keras.layers.Flatten()(inputs)))
-    pixels = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]).reshape(2, 1, 1, 3)
+    pixels = np.array([[250.0, 0.0, 0.0], [0.0, 0.0, 0.0]]).reshape(2, 1, 1, 3)  # 4 x 250 = 1000
     np.testing.assert_allclose(predict_probabilities(model, pixels), [[1.0, 0.0], [0.5, 0.5]])
 
 
