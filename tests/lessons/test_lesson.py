@@ -176,6 +176,26 @@ def test_lesson_opens_with_title_badge_and_time_card(path):
         assert "Drive" in on_colab, on_colab
 
 
+WEBSITE_CODE_COLUMNS = 88  # the website's code box shows this many characters without scrolling
+
+
+def too_wide_code_lines(cells):
+    """``(cell id, line)`` of every code line wider than the website's code box."""
+    return [(cell.get("id"), line) for cell in cells if cell["cell_type"] == "code"
+            for line in "".join(cell["source"]).splitlines() if len(line) > WEBSITE_CODE_COLUMNS]
+
+
+def test_a_code_line_too_wide_for_the_website_is_found():
+    cells = [{"cell_type": "code", "id": "a", "source": ["x = 1\n", "y = " + "1 + " * 22 + "1\n"]},
+             {"cell_type": "markdown", "id": "b", "source": ["words " * 30]}]
+    assert too_wide_code_lines(cells) == [("a", "y = " + "1 + " * 22 + "1")]
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("**/*.ipynb")), ids=lambda p: str(p.relative_to(NOTEBOOKS)))
+def test_code_lines_fit_the_websites_code_box(path):
+    assert too_wide_code_lines(_cells(path)) == []
+
+
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.stem)
 def test_lesson_switch_is_the_first_code_cell_and_off(path):
     code = ["".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code"]
