@@ -96,6 +96,7 @@ def test_activation_count_of_a_two_stage_toy(roofline):
     assert roofline.activation_elements(preset("seed")) > roofline.activation_elements(preset("quick"))
 
 
+@pytest.mark.slow  # runs the script in a subprocess (about 2 s); the arithmetic tests above stay fast
 def test_the_script_writes_its_table_labelled_as_a_model(roofline, tmp_path):
     out = tmp_path / "roofline.md"
     assert roofline.main(["--presets", "quick", "seed", "--out", str(out)]) == 0

@@ -145,6 +145,7 @@ def test_bad_recipe_fields_are_named(changes, message):
 
 
 # --------------------------------------------------------------------------- initialisation
+@pytest.mark.slow  # builds the full-size model (about 4 s): in the full suite, not the inner loop
 def test_spach_init_draws_kernels_with_std_0_02_and_zeroes_biases():
     model = build_shiftvit(preset("seed", init="spach"), seed=3)
     kernels = [v for v in model.trainable_variables if v.path.endswith("/kernel")]

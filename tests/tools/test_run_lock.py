@@ -22,6 +22,7 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}
 
 
+@pytest.mark.slow  # a second Python process holds the lock (about 3 s): in the full suite, not the inner loop
 def test_a_second_holder_is_refused_naming_the_first(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
                               env=_env())
