@@ -16,8 +16,8 @@ from fakes import one_line, png_bytes, tiny_splits
 from PIL import Image
 
 from shiftvit_lib import data as data_module
+from shiftvit_lib import preset
 from shiftvit_lib.__main__ import main
-from shiftvit_lib.config import preset
 from shiftvit_lib.tools import data_sources, inference
 from shiftvit_lib.tools.inference import save_model
 from shiftvit_lib.tools.runs import run_spec
@@ -107,6 +107,12 @@ def test_offline_keras_data_is_one_line(capsys, tmp_path, monkeypatch):
     code, _, err = run_cli(capsys, "train", "--data", "keras", "--out", tmp_path / "run")
     assert_user_error(code, err, "no network", "source='sample'")
     assert not (tmp_path / "run").exists()
+
+
+def test_data_naming_a_fifo_is_one_line(capsys, tmp_path):
+    os.mkfifo(tmp_path / "x.zip")  # refused unopened (tests/tools/test_data_sources.py): no writer needed
+    code, _, err = run_cli(capsys, "train", "--data", tmp_path / "x.zip", "--out", tmp_path / "run", "--limit", "2")
+    assert_user_error(code, err, "named pipe", "x.zip")
 
 
 def test_an_unreadable_data_folder_is_one_line(capsys, tmp_path, monkeypatch):
@@ -285,3 +291,39 @@ def test_a_batch_size_past_any_memory_is_refused_in_one_line(tmp_path, capsys):
     code = main(["evaluate", "--model", str(tmp_path / "m.keras"), "--batch-size", str(10**23)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "--batch-size" in one_line(err) and "at most" in err
+
+
+def test_compare_command_rejects_an_unknown_model_before_writing_anything(tmp_path, capsys):
+    from shiftvit_lib.__main__ import main
+
+    out, runs = tmp_path / "comparison.json", tmp_path / "runs"
+    code = main(["compare", "--quick", "--data", "sample", "--models", "shiftvit_official", "swin",
+                 "--runs", str(runs), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.count("\n") == 0 and "unknown swin" in err and "shiftvit_no_shift" in err  # names the choices
+    assert not out.exists() and not any(runs.glob("*/run.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.colab  # the command's record and reuse, in the Colab environment too
+def test_compare_command_trains_only_the_chosen_models_and_reuses_them(tmp_path, capsys):
+    # Two of the five models (lesson 07 trains all five through run_comparison, in both CI runs).
+    from shiftvit_lib.__main__ import main
+
+    out = tmp_path / "comparison.json"
+    chosen = ["shiftvit_no_shift", "shiftvit_official"]  # not in the configs' order on purpose
+    args = ["compare", "--quick", "--epochs", "1", "--data", "sample", "--seed", "43", "--models", *chosen,
+            "--runs", str(tmp_path / "runs"), "--out", str(out)]
+    assert main(args) == 0
+    record = json.loads(out.read_text())
+    assert record["mode"] == "quick" and record["epochs"] == 1 and "sample" in record["data_source"]
+    assert [row["name"] for row in record["rows"]] == ["shiftvit_official", "shiftvit_no_shift"]
+    assert all(row["epochs_run"] == 1 for row in record["rows"])
+    assert record["seed"] == 43 and set(record["configs"]) == set(chosen)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(chosen)
+    assert "--models" in record["note"]
+    # A second call finds the finished runs and reuses them instead of training again.
+    capsys.readouterr()
+    assert main(args) == 0
+    assert capsys.readouterr().out.count("reused a finished run") == 2

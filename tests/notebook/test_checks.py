@@ -771,9 +771,7 @@ def test_try_yours_falls_back_to_the_library_while_blank(capsys):
         checks.try_yours(checks.check_shift, SHIFT_MISTAKES["left and right swapped"], sv.shift_channels)
 
 
-def test_the_training_step_solution_is_the_lessons():
-    """solutions.train_step, the one fallback that is no core piece, behaves as lesson 05's fold."""
-    checks.check_train_step(solutions.train_step)
+def test_the_training_step_check_catches_a_mistake_planted_in_lesson_05s_fold():
     plant, words = PLANTED["train_step"]
     assert words in _hint(checks.check_train_step, solved("05_training", plant)["train_step"])
 

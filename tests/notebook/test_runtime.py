@@ -174,22 +174,6 @@ def test_restart_trains_a_quick_run_afresh_over_a_finished_one(tmp_path, capsys)
     assert (out / "best.keras").read_bytes()[:2] == b"PK"  # a fresh .keras (zip) file
 
 
-def test_a_colab_tpu_runtime_gets_the_jax_backend():
-    from shiftvit_lib._startup import choose_backend_for_colab_tpu
-
-    colab = {"google.colab": object()}
-    tpu_vm = {"/dev/accel0"}.__contains__
-    environ = {}
-    note = choose_backend_for_colab_tpu(environ, colab, tpu_vm)
-    assert environ["KERAS_BACKEND"] == "jax" and "JAX" in note and "\n" not in note
-    assert choose_backend_for_colab_tpu({"COLAB_TPU_ADDR": "10.0.0.2:8470"}, colab, lambda path: False)
-    # A backend the learner chose wins; a GPU or CPU runtime, or a TPU machine off Colab, is left alone.
-    chosen = {"KERAS_BACKEND": "tensorflow"}
-    assert choose_backend_for_colab_tpu(chosen, colab, tpu_vm) is None and chosen["KERAS_BACKEND"] == "tensorflow"
-    for environ, modules, exists in [({}, colab, lambda path: False), ({}, {}, tpu_vm)]:
-        assert choose_backend_for_colab_tpu(environ, modules, exists) is None and "KERAS_BACKEND" not in environ
-
-
 @pytest.mark.slow  # trains twice (~15 s): the full suite and the Colab run keep it
 @pytest.mark.colab
 def test_after_a_disconnect_the_training_cell_resumes_from_the_last_finished_epoch(tmp_path):

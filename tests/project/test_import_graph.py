@@ -16,8 +16,15 @@ lazy ``__getattr__`` uses). A module's layer is its folder, bottom up:
 Each layer has a budget in code lines (:func:`code_lines`: no blank, comment or docstring
 lines), and so has the whole library: :data:`BUDGETS`.
 
-The checker is tested too: on tiny fake packages with a cycle, a module importing upward,
-and each budget overrun, it must report each one.
+The tests mirror the library (:func:`test_house_problems`): ``tests/core``, ``tests/tools`` and
+``tests/notebook`` hold one ``test_<module>.py`` for each module of their layer and no other test
+file; a test folder imports only its layer and below (the helpers beside them, only the core);
+test code is at most :data:`TEST_BUDGET` times the library's code lines. Scripts, the website and
+the benchmarks use the library through public names only (:func:`private_name_uses`).
+
+The checker is tested too: on tiny fake packages and trees with a cycle, a module importing upward,
+each budget overrun, a test file named after a round or a missing module, a test importing above
+its layer and a script using a private name, it must report each one.
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Code lines per layer, and for the whole library (issue 34's targets). On 2026-11-26 the library
 # held core 1,394 / tools 1,384 / notebook 947 / library 4,002 (cut from 1,838 / 2,401 / 1,620 / 6,386).
 BUDGETS = {"core": 1400, "tools": 1400, "notebook": 950, "library": 4050}
+# Test code lines per library code line (issue 49: tests had grown to 1.86x the library in one round).
+TEST_BUDGET = 1.5
 
 
 # --------------------------------------------------------------------------- the checker
@@ -345,6 +354,166 @@ def test_the_checker_reports_each_breach(tmp_path, changes, expected):
 def test_docstrings_and_comments_do_not_count_against_a_budget(tmp_path):
     padding = '"""' + "a docstring line\n" * BUDGETS["core"] + '"""\n' + "# a comment\n" * BUDGETS["core"]
     assert check_package(_fake_package(tmp_path, {**SOUND, "big.py": padding}), BUDGETS) == []
+
+
+# --------------------------------------------------------------------------- the whole house
+MIRRORED = ("core", "tools", "notebook")  # test folders named after a layer, one test file per module
+TESTS_MAY_IMPORT = {"core": {"core"}, "tools": {"core", "tools"}, "notebook": {"core", "tools", "notebook"},
+                    "helpers": {"core"}}  # helpers: tests/*.py beside the folders, which every layer uses
+
+
+def facade_exports(package_dir: Path) -> dict[str, str]:
+    """The facade's lazy names -> their module (its ``_EXPORTS`` table, read, not imported)."""
+    for node in ast.parse((package_dir / "__init__.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_EXPORTS" for t in node.targets):
+            return {name: module for module, names in ast.literal_eval(node.value).items() for name in names.split()}
+    return {}
+
+
+def library_uses(path: Path, package_dir: Path) -> set[str]:
+    """The package modules a file outside the package uses: imported, or reached through the
+    facade (``from pkg import name``, ``sv.name`` with ``import pkg as sv``) by the module
+    that defines the name. The bare package (``sv.__file__``) counts as none."""
+    root, known = package_dir.name, set(package_modules(package_dir))
+    exports = {name: module for name, module in facade_exports(package_dir).items()}
+    tree = ast.parse(path.read_text(), filename=str(path))
+    aliases = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names if alias.name == root}
+    found = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names if alias.name != root]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+            if node.module == root:
+                names = [exports.get(alias.name, f"{root}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                and not node.attr.startswith("__"):
+            names = [exports.get(node.attr, f"{root}.{node.attr}")]
+        found.update(target for name in names if (target := _resolve(name, known)) and target != root)
+    return found
+
+
+def house_problems(repo: Path, package_name: str, tests_name: str = "tests") -> list[str]:
+    """Every breach of the tests' layout, layering and budget, one sentence each."""
+    package, tests = repo / package_name, repo / tests_name
+    problems = []
+    modules = {layer: set() for layer in MIRRORED}
+    for module, path in package_modules(package).items():
+        if layer_of(module) in modules and path.name != "__init__.py":
+            modules[layer_of(module)].add(path.stem)
+    for layer, names in modules.items():
+        files = {path.name for path in (tests / layer).glob("*.py")}
+        problems += [f"{tests_name}/{layer}/{name} is named after no {layer} module: tests go in "
+                     f"test_<module>.py of the module they test" for name in sorted(files)
+                     if name.startswith("test") and name[len("test_"):-len(".py")] not in names]
+        problems += [f"{layer} module {name} has no {tests_name}/{layer}/test_{name}.py"
+                     for name in sorted(names) if f"test_{name}.py" not in files]
+    folders = {layer: sorted((tests / layer).rglob("*.py")) for layer in MIRRORED}
+    folders["helpers"] = sorted(tests.glob("*.py"))
+    for layer, paths in folders.items():
+        for path in paths:
+            for target in sorted(library_uses(path, package)):
+                if layer_of(target) not in TESTS_MAY_IMPORT[layer]:
+                    problems.append(f"{path.relative_to(repo)} ({layer}) imports {target} ({layer_of(target)})")
+    test_lines = sum(code_lines(path.read_text()) for path in tests.rglob("*.py"))
+    library_lines = sum(code_lines(path.read_text()) for path in package.rglob("*.py"))
+    if test_lines > TEST_BUDGET * library_lines:
+        problems.append(f"{tests_name}/ has {test_lines:,} code lines, more than {TEST_BUDGET}x the library's "
+                        f"{library_lines:,}: merge repeated cases into tables")
+    return problems
+
+
+OUTSIDE = ("scripts", "website", "benchmarks", "animations", ".ci")  # code that uses the library from outside
+
+
+def private_name_uses(path: Path, package_name: str) -> list[str]:
+    """Where a file outside the package names a private (``_name``) module or name of it."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    modules = set()  # local names bound to the package or one of its modules
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            dotted = [alias.name for alias in node.names if alias.name.split(".")[0] == package_name]
+            modules |= {alias.asname or alias.name.split(".")[0] for alias in node.names
+                        if alias.name.split(".")[0] == package_name}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == package_name:
+            dotted = [f"{node.module}.{alias.name}" for alias in node.names]
+            modules |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+            dotted = [f"{node.value.id}.{node.attr}"]
+        else:
+            continue
+        found += [f"{path.name}:{node.lineno} uses {name}" for name in dotted
+                  if any(part.startswith("_") and not part.startswith("__") for part in name.split("."))]
+    return found
+
+
+def test_the_tests_mirror_the_library_within_their_budget():
+    assert house_problems(REPO, "shiftvit_lib") == []
+    # The checker sees what it must see: the facade's names by module, a test's imports.
+    uses = library_uses(REPO / "tests" / "tools" / "test_runs.py", REPO / "shiftvit_lib")
+    assert {"shiftvit_lib.tools.runs", "shiftvit_lib.config"} <= uses
+
+
+def test_scripts_website_and_benchmarks_use_only_public_names():
+    paths = [path for folder in OUTSIDE for path in sorted((REPO / folder).rglob("*.py"))]
+    assert len(paths) > 20 and [problem for path in paths for problem in private_name_uses(path, "shiftvit_lib")] == []
+
+
+def _fake_house(tmp_path: Path, changes: dict[str, str]) -> Path:
+    """A repository with a package (SOUND) and tests that mirror it, after ``changes`` (path -> text)."""
+    _fake_package(tmp_path, SOUND)
+    files = {"tests/fakes.py": "from fakepkg.shapes import numpy\n", "tests/core/conftest.py": "",
+             "tests/core/test_shapes.py": "from fakepkg import shapes\n", "tests/core/test_model.py": "",
+             "tests/tools/test_runs.py": "import fakepkg as sv\nsv.model\n", "tests/tools/test_helpers.py": "",
+             "tests/notebook/test_lesson.py": "from fakepkg.tools.runs import go\n", **changes}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_the_house_checker_passes_a_sound_house(tmp_path):
+    # tests at their budget exactly: 5 + 16 = 21 code lines, 1.5x the library's 14
+    assert house_problems(_fake_house(tmp_path, {"tests/lessons/test_long.py": _lines(16)}), "fakepkg") == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"tests/tools/test_hostile_round3.py": ""}, "tests/tools/test_hostile_round3.py is named after no tools module"),
+        ({"tests/core/test_missing.py": ""}, "tests/core/test_missing.py is named after no core module"),
+        ({"tests/notebook/test_runs.py": ""}, "tests/notebook/test_runs.py is named after no notebook module"),
+        ({"fakepkg/tools/newtool.py": ""}, "tools module newtool has no tests/tools/test_newtool.py"),
+        ({"tests/core/test_model.py": "from fakepkg.tools.runs import go\n"},
+         "tests/core/test_model.py (core) imports fakepkg.tools.runs (tools)"),
+        ({"tests/core/test_model.py": "import fakepkg as sv\nsv.lazy_tool\n",
+          "fakepkg/__init__.py": "_EXPORTS = {'fakepkg.tools.runs': 'lazy_tool'}\n"},
+         "tests/core/test_model.py (core) imports fakepkg.tools.runs (tools)"),
+        ({"tests/tools/test_runs.py": "def test():\n    from fakepkg.notebook import lesson\n"},
+         "tests/tools/test_runs.py (tools) imports fakepkg.notebook.lesson (notebook)"),
+        ({"tests/tools/test_runs.py": "from fakepkg.__main__ import main\n", "fakepkg/__main__.py": ""},
+         "tests/tools/test_runs.py (tools) imports fakepkg.__main__ (facade)"),
+        ({"tests/fakes.py": "from fakepkg.tools import helpers\n"},
+         "tests/fakes.py (helpers) imports fakepkg.tools.helpers (tools)"),
+        # the library holds 14 code lines: 1.5x is 21; the sound tests hold 5
+        ({"tests/lessons/test_long.py": _lines(17)}, "tests/ has 22 code lines, more than 1.5x the library's 14"),
+    ],
+)
+def test_the_house_checker_reports_each_breach(tmp_path, changes, expected):
+    problems = house_problems(_fake_house(tmp_path, changes), "fakepkg")
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_the_private_name_check_sees_each_way_of_naming_one(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text("import fakepkg as sv\nfrom fakepkg.tools import runs\nfrom fakepkg.data import _cap\n"
+                      "import fakepkg._startup\nsv._hidden\nruns._folder\nsv.__file__\nsv.train\nruns.go\n")
+    assert private_name_uses(script, "fakepkg") == [
+        "script.py:3 uses fakepkg.data._cap", "script.py:4 uses fakepkg._startup", "script.py:5 uses sv._hidden",
+        "script.py:6 uses runs._folder"]
 
 
 # --------------------------------------------------------------------------- importing changes nothing outside

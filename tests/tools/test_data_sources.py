@@ -23,7 +23,6 @@ from fakes import one_line, png_bytes, write_tar_gz, write_tree, write_zip
 from PIL import Image
 
 from shiftvit_lib import data
-from shiftvit_lib.__main__ import main
 from shiftvit_lib.data import (
     CIFAR10_CLASSES,
     RawData,
@@ -653,7 +652,7 @@ def test_training_sees_the_pixels_predict_sees_for_16_bit_and_transparent_pngs(t
 
 
 @pytest.mark.parametrize("name", ["x.tar.gz", "x.zip", "x.tar"])
-def test_data_naming_a_fifo_is_refused_without_opening_it(tmp_path, name, capsys):
+def test_data_naming_a_fifo_is_refused_without_opening_it(tmp_path, name):
     fifo = tmp_path / name
     os.mkfifo(fifo)
     outcome: dict[str, BaseException] = {}
@@ -673,9 +672,6 @@ def test_data_naming_a_fifo_is_refused_without_opening_it(tmp_path, name, capsys
         pytest.fail(f"load_cifar10 hung on a named pipe called {name}")
     assert isinstance(outcome.get("error"), ValueError), outcome
     assert "named pipe" in one_line(str(outcome["error"])) and name in str(outcome["error"])
-    code = main(["train", "--data", str(fifo), "--out", str(tmp_path / "run"), "--limit", "2"])
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and "named pipe" in one_line(err) and name in err
 
 
 def test_a_tar_long_name_header_is_capped_before_it_is_read(tmp_path):

@@ -193,42 +193,6 @@ def test_rows_carry_a_95_percent_interval():
     assert row["train_seconds"] == 12.5 and row["seconds"] == 1.0
 
 
-def test_compare_command_rejects_an_unknown_model_before_writing_anything(tmp_path, capsys):
-    from shiftvit_lib.__main__ import main
-
-    out, runs = tmp_path / "comparison.json", tmp_path / "runs"
-    code = main(["compare", "--quick", "--data", "sample", "--models", "shiftvit_official", "swin",
-                 "--runs", str(runs), "--out", str(out)])
-    err = capsys.readouterr().err.strip()
-    assert code == 2
-    assert err.count("\n") == 0 and "unknown swin" in err and "shiftvit_no_shift" in err  # names the choices
-    assert not out.exists() and not any(runs.glob("*/run.json"))
-
-
-@pytest.mark.slow
-@pytest.mark.colab  # the command's record and reuse, in the Colab environment too
-def test_compare_command_trains_only_the_chosen_models_and_reuses_them(tmp_path, capsys):
-    # Two of the five models (lesson 07 trains all five through run_comparison, in both CI runs).
-    from shiftvit_lib.__main__ import main
-
-    out = tmp_path / "comparison.json"
-    chosen = ["shiftvit_no_shift", "shiftvit_official"]  # not in the configs' order on purpose
-    args = ["compare", "--quick", "--epochs", "1", "--data", "sample", "--seed", "43", "--models", *chosen,
-            "--runs", str(tmp_path / "runs"), "--out", str(out)]
-    assert main(args) == 0
-    record = json.loads(out.read_text())
-    assert record["mode"] == "quick" and record["epochs"] == 1 and "sample" in record["data_source"]
-    assert [row["name"] for row in record["rows"]] == ["shiftvit_official", "shiftvit_no_shift"]
-    assert all(row["epochs_run"] == 1 for row in record["rows"])
-    assert record["seed"] == 43 and set(record["configs"]) == set(chosen)
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(chosen)
-    assert "--models" in record["note"]
-    # A second call finds the finished runs and reuses them instead of training again.
-    capsys.readouterr()
-    assert main(args) == 0
-    assert capsys.readouterr().out.count("reused a finished run") == 2
-
-
 REPO = Path(__file__).resolve().parents[2]
 
 
