@@ -42,10 +42,20 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.random_order(disabled=True))
 
 
-@pytest.fixture
-def mixed_bfloat16():
-    """Keras' dtype policy is mixed_bfloat16 while the test builds (as on an A100 or H100), then restored."""
+def _dtype_policy(name):
     previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("mixed_bfloat16")
+    keras.config.set_dtype_policy(name)
     yield
     keras.config.set_dtype_policy(previous)
+
+
+@pytest.fixture
+def mixed_bfloat16():
+    """Keras' dtype policy is mixed_bfloat16 during the test (as on an A100 or H100), then restored."""
+    yield from _dtype_policy("mixed_bfloat16")
+
+
+@pytest.fixture
+def mixed_float16():
+    """Keras' dtype policy is mixed_float16 during the test (as on a T4), then restored."""
+    yield from _dtype_policy("mixed_float16")

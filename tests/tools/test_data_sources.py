@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import shutil
 import socket
 import struct
 import tarfile
@@ -133,73 +134,49 @@ def test_hidden_files_and_files_beside_train_and_test_are_ignored(tree: Path) ->
 # --------------------------------------------------------------------------
 
 
-def test_unknown_source_lists_the_valid_ones() -> None:
-    with pytest.raises(ValueError, match="'auto', 'keras', 'sample'"):
-        load_cifar10("cifar-10")
+# A mistake in a good class-folder tree (files written, paths removed) -> the words of its error.
+TREE_MISTAKES = {
+    "no train/ and test/": ({"cat/0001.png": encode(1, "PNG")}, ["train", "test"], "no images in train/, test/;"),
+    "unknown class folder": ({"train/cats/0001.png": encode(1, "PNG")}, [], "train/cats/ is not a CIFAR-10 class"),
+    "empty class folder": ({}, ["test/frog/*"], "no images in test/frog/"),
+    "missing class folder": ({}, ["test/frog"], "no images in test/frog/;"),
+    "image of the wrong size": ({"train/dog/big.png": encode(1, "PNG", size=(64, 48))}, [],
+                                "train/dog/big.png is 64x48 pixels, but CIFAR-10 images are 32x32"),
+    "corrupt image": ({"train/dog/broken.jpg": encode(1, "JPEG")[:60]}, [], "train/dog/broken.jpg"),
+    "not an image": ({"train/dog/notes.txt": b"hello"}, [], "notes.txt is not a .jpg/.jpeg/.png image"),
+    "file beside the classes": ({"train/loose.png": encode(1, "PNG")}, [], "train/loose.png is not inside a class"),
+}
 
 
-def test_missing_directory_is_file_not_found(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        load_cifar10(tmp_path / "nowhere")
-    with pytest.raises(FileNotFoundError):
-        load_cifar10("./no/such/dir")
+@pytest.mark.parametrize("mistake", list(TREE_MISTAKES))
+def test_a_mistake_in_a_class_folder_tree_is_named(tree: Path, mistake: str) -> None:
+    written, removed, words = TREE_MISTAKES[mistake]
+    for path in [path for pattern in removed for path in tree.glob(pattern)]:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    write_tree(tree, written)
+    with pytest.raises(ValueError) as refused:
+        load_cifar10(tree)
+    assert words in one_line(refused.value)
 
 
-def test_directory_without_train_and_test(tmp_path: Path) -> None:
-    (tmp_path / "cat").mkdir()
-    with pytest.raises(ValueError, match="no images in train/, test/;"):
-        load_cifar10(tmp_path)
-
-
-def test_archive_without_train_and_test(tmp_path: Path) -> None:
-    path = write_zip(tmp_path / "flat.zip", {"cat/0001.png": encode(1, "PNG")})
-    with pytest.raises(ValueError, match="no images in train/, test/"):
+@pytest.mark.parametrize(("name", "content", "error", "words"), [
+    ("cifar-10", None, ValueError, "'auto', 'keras', 'sample'"),  # not a source: the valid ones listed
+    ("nowhere", None, FileNotFoundError, "does not exist"),
+    ("./no/such/dir", None, FileNotFoundError, "does not exist"),  # a string, relative to the working folder
+    ("data.csv", b"a,b", ValueError, "not a supported archive"),
+    ("bad.zip", b"not a zip", ValueError, "not a readable zip"),
+    ("bad.tar.gz", b"not a tar", ValueError, "not a readable tar"),
+    ("flat.zip", "zip", ValueError, "no images in train/, test/"),
+])
+def test_a_source_that_is_no_class_folder_data_is_named(tmp_path: Path, name, content, error, words) -> None:
+    path = name if name in ("cifar-10", "./no/such/dir") else tmp_path / name
+    if content == "zip":
+        write_zip(path, {"cat/0001.png": encode(1, "PNG")})
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(error) as refused:
         load_cifar10(path)
-
-
-def test_unknown_class_folder_is_named(tree: Path) -> None:
-    write_tree(tree, {"train/cats/0001.png": encode(1, "PNG")})
-    with pytest.raises(ValueError, match="train/cats/ is not a CIFAR-10 class"):
-        load_cifar10(tree)
-
-
-def test_empty_class_folder_is_named(tree: Path) -> None:
-    for path in (tree / "test" / "frog").iterdir():
-        path.unlink()
-    with pytest.raises(ValueError, match="no images in test/frog/"):
-        load_cifar10(tree)
-
-
-def test_missing_class_folder_is_named(tree: Path) -> None:
-    for path in (tree / "test" / "frog").iterdir():
-        path.unlink()
-    (tree / "test" / "frog").rmdir()
-    with pytest.raises(ValueError, match="no images in test/frog/;"):
-        load_cifar10(tree)
-
-
-def test_image_of_the_wrong_size_names_the_file(tree: Path) -> None:
-    write_tree(tree, {"train/dog/big.png": encode(1, "PNG", size=(64, 48))})
-    with pytest.raises(ValueError, match=r"train/dog/big\.png is 64x48 pixels.*32x32"):
-        load_cifar10(tree)
-
-
-def test_corrupt_image_names_the_file(tree: Path) -> None:
-    write_tree(tree, {"train/dog/broken.jpg": encode(1, "JPEG")[:60]})
-    with pytest.raises(ValueError, match=r"cannot decode image .*train/dog/broken\.jpg"):
-        load_cifar10(tree)
-
-
-def test_non_image_file_in_a_class_folder_is_named(tree: Path) -> None:
-    write_tree(tree, {"train/dog/notes.txt": b"hello"})
-    with pytest.raises(ValueError, match=r"notes\.txt is not a \.jpg/\.jpeg/\.png image"):
-        load_cifar10(tree)
-
-
-def test_file_directly_in_a_split_folder_is_named(tree: Path) -> None:
-    write_tree(tree, {"train/loose.png": encode(1, "PNG")})
-    with pytest.raises(ValueError, match=r"train/loose\.png is not inside a class folder"):
-        load_cifar10(tree)
+    assert words in str(refused.value)
 
 
 @pytest.mark.parametrize("second_copy", ["", "b/"])
