@@ -99,41 +99,36 @@ def test_train_order_interleaves_classes(sample_splits: DataSplits) -> None:
     assert len(set(sample_splits.y_train[:50].tolist())) > 5
 
 
-def test_a_path_is_tooling_and_the_error_says_where_to_go(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"unknown data source .*for 'auto', a folder or an archive use "
-                                         r"shiftvit_lib.load_cifar10"):
-        load_splits(str(tmp_path))
+def _splits(**changes) -> DataSplits:
+    x, y = np.zeros((4, 32, 32, 3), np.uint8), np.zeros(4, np.int64)
+    ok = dict(x_train=x, y_train=y, x_val=x, y_val=y, x_test=x, y_test=y, class_names=CIFAR10_CLASSES, source="t")
+    return DataSplits(**{**ok, **{key: change(ok[key]) for key, change in changes.items()}})
 
 
-# --------------------------------------------------------------------------
-# Clear errors
-# --------------------------------------------------------------------------
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda tmp_path: load_splits(str(tmp_path)),  # a path is tooling's: the error says where to go
+     r"unknown data source .*for 'auto', a folder or an archive use shiftvit_lib.load_cifar10"),
+    (lambda _: load_splits("sample", val_fraction=1.0), "val_fraction"),
+    (lambda _: load_splits("sample", val_fraction=-0.1), "val_fraction"),
+    (lambda _: load_splits("sample", limit=0), "limit"),
+    (lambda _: load_splits("sample", limit=2.5), "limit"),
+    (lambda _: load_splits("sample", limit=1), "too few"),
+    (lambda _: _splits(x_val=lambda x: x.astype(np.float32)), "uint8"),
+    (lambda _: _splits(y_test=lambda y: y[:3]), "4 images but 3 labels"),
+    (lambda _: _splits(y_train=lambda y: y + 10), r"labels must lie in \[0, 9\]"),
+    (lambda _: make_dataset(*labelled_pixels(4), 0, shuffle=False), "batch_size"),
+    (lambda _: make_dataset(labelled_pixels(4)[0], np.arange(3), 2, shuffle=False), "4 items but y has 3"),
+    (lambda _: mix_batch(_distinct_images(4), np.arange(4), np.random.default_rng(0), mixup_alpha=1.0),
+     "one-hot targets"),
+    (lambda _: one_hot(np.array([0, 10]), 10), r"labels must lie in \[0, 10\)"),
+])
+def test_bad_input_is_refused_naming_what_is_wrong(tmp_path: Path, call, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        call(tmp_path)
 
 
-@pytest.mark.parametrize("kwargs", [{"val_fraction": 1.0}, {"val_fraction": -0.1},
-                                    {"limit": 0}, {"limit": 2.5}])
-def test_bad_arguments(kwargs: dict) -> None:
-    with pytest.raises(ValueError):
-        load_splits("sample", **kwargs)
-
-
-def test_too_few_images_for_a_validation_split() -> None:
-    with pytest.raises(ValueError, match="too few"):
-        load_splits("sample", limit=1)
-
-
-def test_data_splits_rejects_inconsistent_arrays() -> None:
-    x = np.zeros((4, 32, 32, 3), np.uint8)
-    y = np.zeros(4, np.int64)
-    ok = dict(x_train=x, y_train=y, x_val=x, y_val=y, x_test=x, y_test=y,
-              class_names=CIFAR10_CLASSES, source="test")
-    DataSplits(**ok)
-    with pytest.raises(ValueError, match="uint8"):
-        DataSplits(**{**ok, "x_val": x.astype(np.float32)})
-    with pytest.raises(ValueError, match="4 images but 3 labels"):
-        DataSplits(**{**ok, "y_test": y[:3]})
-    with pytest.raises(ValueError, match=r"labels must lie in \[0, 9\]"):
-        DataSplits(**{**ok, "y_train": y + 10})
+def test_consistent_arrays_make_splits() -> None:
+    assert _splits().split_sizes() == {"train": 4, "val": 4, "test": 4}
 
 
 # --------------------------------------------------------------------------
@@ -193,14 +188,6 @@ def test_numpy_batches_reshuffle_after_each_epoch() -> None:
         batches[3]
 
 
-def test_make_dataset_rejects_bad_input() -> None:
-    x, y = labelled_pixels(4)
-    with pytest.raises(ValueError, match="batch_size"):
-        make_dataset(x, y, 0, shuffle=False)
-    with pytest.raises(ValueError, match="4 items but y has 3"):
-        make_dataset(x, y[:3], 2, shuffle=False)
-
-
 def test_test_split_is_interleaved_not_sorted_by_class(sample_splits) -> None:
     # Class folders list images class by class; the first test images must still mix classes,
     # or a lesson's "first eight test images" would all be airplanes.
@@ -255,13 +242,6 @@ def test_both_alphas_pick_each_kind_and_zero_alphas_change_nothing():
     assert info["kind"] == "none"
     np.testing.assert_array_equal(same, images)
     np.testing.assert_array_equal(same_targets, targets)
-
-
-def test_mix_batch_and_one_hot_reject_bad_input():
-    with pytest.raises(ValueError, match="one-hot targets"):
-        mix_batch(_distinct_images(4), np.arange(4), np.random.default_rng(0), mixup_alpha=1.0)
-    with pytest.raises(ValueError, match=r"labels must lie in \[0, 10\)"):
-        one_hot(np.array([0, 10]), 10)
 
 
 def test_mixed_batches_are_reproducible_whatever_order_they_are_loaded_in():

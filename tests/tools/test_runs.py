@@ -154,11 +154,6 @@ def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
     assert np.isfinite(loss)
 
 
-def test_bad_arguments(tmp_path):
-    with pytest.raises(ValueError, match="epochs"):
-        train(preset("quick"), _tiny_splits(), tmp_path, epochs=0)
-
-
 def test_accelerator_detection_matches_the_backend_device_list():
     # CPU-only machines (CI) must not be mistaken for GPU machines: the lessons pick
     # quick or full mode from this answer.
@@ -580,34 +575,27 @@ def assert_untouched(folder: Path, files: dict[str, bytes]) -> None:
 @pytest.mark.parametrize(
     ("case", "fragment"),
     [
-        ("seed 2**40", "seed must be a whole number from 0 to 2**32 - 1"),
-        ("negative seed", "seed must be a whole number from 0 to 2**32 - 1"),
-        ("huge batch size", "batch size 1,000,000,000,000 is more than the 96 training images"),
-        ("no validation images", "no validation images (val_fraction=0?)"),
-        ("224 px preset on 32 px images", "the images are 32x32x3, but preset 'shiftvit_light_tiny' takes 224x224x3"),
+        (dict(seed=2**40), "seed must be a whole number from 0 to 2**32 - 1"),
+        (dict(seed=-1), "seed must be a whole number from 0 to 2**32 - 1"),
+        (dict(epochs=0), "epochs"),
+        (dict(config=quick(batch_size=10**12)), "batch size 1,000,000,000,000 is more than the 96 training images"),
+        (dict(data=tiny_splits(n_val=0)), "no validation images (val_fraction=0?)"),
+        (dict(config=preset("shiftvit_light_tiny")),
+         "the images are 32x32x3, but preset 'shiftvit_light_tiny' takes 224x224x3"),
     ],
 )
 def test_a_run_that_cannot_train_is_refused_before_the_folder_is_touched(tmp_path, case, fragment):
-    config, data, seed = quick(), tiny_splits(), 42
-    if case == "seed 2**40":
-        seed = 2**40
-    elif case == "negative seed":
-        seed = -1
-    elif case == "huge batch size":
-        config = quick(batch_size=10**12)
-    elif case == "no validation images":
-        data = tiny_splits(n_val=0)
-    elif case == "224 px preset on 32 px images":
-        config = preset("shiftvit_light_tiny")
+    config, data, seed, epochs = (case.get(key, default) for key, default in
+                                  (("config", quick()), ("data", tiny_splits()), ("seed", 42), ("epochs", 1)))
     # With overwrite=True, a folder that holds a finished run keeps it: the check comes first.
     kept = finished_run_folder(tmp_path / "finished")
     with pytest.raises(ValueError) as refused:
-        train(config, data, tmp_path / "finished", epochs=1, seed=seed, overwrite=True, **FAST)
+        train(config, data, tmp_path / "finished", epochs=epochs, seed=seed, overwrite=True, **FAST)
     assert fragment in one_line(refused.value)
     assert_untouched(tmp_path / "finished", kept)
     # And a new folder is not even created, so the corrected command is not refused later.
     with pytest.raises(ValueError):
-        train(config, data, tmp_path / "new", epochs=1, seed=seed, **FAST)
+        train(config, data, tmp_path / "new", epochs=epochs, seed=seed, **FAST)
     assert not (tmp_path / "new").exists()
 
 
