@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[2]
 BUDGETS = {"core": 1400, "tools": 1400, "notebook": 950, "library": 4050}
 # Test code lines per library code line (issue 49: tests had grown to 1.86x the library in one round).
 TEST_BUDGET = 1.5
-# Until the cut to TEST_BUDGET lands, the tests may not grow past this (7,411 on 2026-11-28, from 7,448).
+# Until the cut to TEST_BUDGET lands, the tests may not grow past this (7,419 on 2026-11-28, from 7,448).
 TEST_CEILING = 7_600
 
 
@@ -460,7 +460,7 @@ def test_the_tests_mirror_the_library():
     assert {"shiftvit_lib.tools.runs", "shiftvit_lib.config"} <= uses
 
 
-@pytest.mark.xfail(strict=True, reason="issue 49's cut is unfinished: 7,411 test code lines, 1.85x the library")
+@pytest.mark.xfail(strict=True, reason="issue 49's cut is unfinished: 7,419 test code lines, 1.85x the library")
 def test_the_tests_within_their_budget():
     # strict: once the tests fit, this passes and fails the run until the mark is removed.
     assert house_problems(REPO, "shiftvit_lib", budget=TEST_BUDGET) == []
