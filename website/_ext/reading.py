@@ -193,7 +193,7 @@ def _buttons(buttons):
 
 def notebook_button(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """The GitHub button of a lesson opens its notebook on GitHub (main)."""
-    if not pagename.startswith("notebooks/") or pagename.endswith("/index"):
+    if not pagename.startswith("notebooks/") or pagename.endswith(("/index", "/search")):
         return
     options = app.config.html_theme_options
     url = f"{options['repository_url']}/blob/{options.get('repository_branch', 'main')}/{pagename}.ipynb"
