@@ -553,34 +553,37 @@ SITE_RULES = r"""
       : null;
     if (why) rows.push(`${why}: ${snippet(row.textContent)}`);
   }
-  // Korean particles and brackets stay with the word before them.
+  // Korean particles and brackets stay with the word before them: the second of two characters
+  // that must stay together starts below the first (a box per character: inline code's padding
+  // and font size move its box's centre, so line boxes are compared by their extent, not centres).
   const particles = [];
   if (korean) {
     const glue = /[0-9)\]'"’”%]\u2060?[\uac00-\ud7a3]|[\uac00-\ud7a3A-Za-z0-9]\u2060?[(\[]/g;
+    const charBox = (node, offset) => {
+      const r = document.createRange();
+      r.setStart(node, offset);
+      r.setEnd(node, offset + 1);
+      return [...r.getClientRects()].find(b => b.width > 0.1) || null;
+    };
+    const apart = (a, b) => a && b && b.top >= a.bottom - 1;
     const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-    const range = document.createRange();
     let node;
     while ((node = walker.nextNode())) {
       const parent = node.parentElement;
-      if (!parent || parent.closest('pre, code, script, style, math, svg, button') || !node.data.trim()) continue;
-      range.selectNodeContents(node);
-      const inNode = lines(range.getClientRects()) > 1;
-      if (inNode) for (const match of node.data.matchAll(glue)) {
-        range.setStart(node, match.index);
-        range.setEnd(node, match.index + match[0].length);
-        if (lines(range.getClientRects()) > 1) particles.push(`"${match[0]}" in: ${snippet(node.data)}`);
+      if (!parent || parent.closest('pre, code, script, style, math, svg, button') || !node.data.trim() || !shown(parent)) continue;
+      for (const match of node.data.matchAll(glue)) {
+        const last = match.index + match[0].length - 1;
+        if (apart(charBox(node, match.index), charBox(node, last))) particles.push(`"${match[0]}" in: ${snippet(node.data)}`);
       }
       // after inline code, a link or bold text: "`compile`을"
       const before = node.previousSibling;
-      if (before && before.nodeType === 1 && /^\u2060?[\uac00-\ud7a3]/.test(node.data) && before.textContent.length) {
-        const last = document.createTreeWalker(before, NodeFilter.SHOW_TEXT);
+      const first = node.data[0] === '\u2060' ? 1 : 0;
+      if (before && before.nodeType === 1 && /^[\uac00-\ud7a3]/.test(node.data.slice(first)) && before.textContent.trim()) {
+        const inner = document.createTreeWalker(before, NodeFilter.SHOW_TEXT);
         let tail = null, t;
-        while ((t = last.nextNode())) if (t.data.length) tail = t;
-        if (tail) {
-          range.setStart(tail, tail.data.length - 1);
-          range.setEnd(node, node.data[0] === '\u2060' ? 2 : 1);
-          if (lines(range.getClientRects()) > 1) particles.push(`"${before.textContent.slice(-8)}" + "${node.data.slice(0, 4)}"`);
-        }
+        while ((t = inner.nextNode())) if (t.data.trim()) tail = t;
+        if (tail && apart(charBox(tail, tail.data.trimEnd().length - 1), charBox(node, first)))
+          particles.push(`"${before.textContent.trim().slice(-8)}" + "${node.data.slice(first, first + 4)}"`);
       }
     }
   }
@@ -1036,7 +1039,8 @@ SEARCH_WAIT = r"""
   const box = document.querySelector('#search-results');
   if (!box) return null;
   const text = box.innerText || '';
-  const done = /found|no documents|did not match/i.test(text) && !/searching/i.test(box.querySelector('p, .search-summary')?.innerText || '');
+  // English or Korean (notebooks/ko/search.html, issue 44)
+  const done = /found|no documents|did not match|찾았습니다|없습니다/i.test(text) && !/searching|검색 중/i.test(box.querySelector('p, .search-summary')?.innerText || '');
   return done ? [...box.querySelectorAll('a[href]')].map(a => a.href) : null;
 })()
 """

@@ -136,6 +136,38 @@ def counterpart(pagename: str) -> tuple[str, str, str] | None:
     return None
 
 
+_GLUE = re.compile(r"(?<=[0-9)\]'\"’”%])(?=[\uac00-\ud7a3])|(?<=[\uac00-\ud7a3A-Za-z0-9])(?=[(\[])")
+WORD_JOINER = "\u2060"
+_VERBATIM = ("literal", "literal_block", "math", "math_block", "raw", "comment")
+
+
+def glue_particles(app, doctree) -> None:
+    """On a Korean page a particle stays with the number, bracket or inline code before it, and an
+    opening bracket with its word (issue 44): a word joiner where a line could break. Done on the
+    document as it is read, so the headings in the contents and the sidebar keep it too."""
+    if not app.env.docname.startswith(KO_PREFIX):
+        return
+    from docutils import nodes
+
+    for text in list(doctree.findall(nodes.Text)):
+        parent = text.parent
+        if parent is None or any(type(node).__name__ in _VERBATIM for node in _ancestors(text)):
+            continue
+        glued = _GLUE.sub(WORD_JOINER, str(text))
+        before = parent.index(text) - 1
+        if (before >= 0 and isinstance(parent[before], nodes.Inline) and HANGUL.match(glued[:1])
+                and parent[before].astext().strip()):
+            glued = WORD_JOINER + glued
+        if glued != str(text):
+            parent.replace(text, nodes.Text(glued))
+
+
+def _ancestors(node):
+    while node is not None:
+        yield node
+        node = node.parent
+
+
 def _orphans(app, doctree) -> None:
     if app.env.docname.startswith(KO_PREFIX):
         app.env.metadata[app.env.docname]["orphan"] = True
@@ -285,6 +317,7 @@ def setup(app):
     app.connect("html-page-context", _korean_interface, priority=950)  # after the theme's buttons
     app.connect("build-finished", _korean_finish)
     app.connect("doctree-read", _orphans, priority=900)
+    app.connect("doctree-read", glue_particles, priority=400)  # before the contents are collected (500)
     app.connect("html-page-context", _switch)
     app.connect("html-page-context", _korean_navigation, priority=900)  # after the theme sets them up
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
