@@ -1039,8 +1039,10 @@ SEARCH_WAIT = r"""
   const box = document.querySelector('#search-results');
   if (!box) return null;
   const text = box.innerText || '';
-  // English or Korean (notebooks/ko/search.html, issue 44)
-  const done = /found|no documents|did not match|찾았습니다|없습니다/i.test(text) && !/searching|검색 중/i.test(box.querySelector('p, .search-summary')?.innerText || '');
+  // English or Korean (notebooks/ko/search.html, issue 44); the status line only where there is one
+  // (a Korean summary may say "없습니다" long before the search is done)
+  const status = box.querySelector('p.search-summary')?.innerText;
+  const done = /found|no documents|did not match|찾았습니다|없습니다/i.test(status ?? text) && !/searching|검색 중/i.test(status ?? box.querySelector('p')?.innerText ?? '');
   return done ? [...box.querySelectorAll('a[href]')].map(a => a.href) : null;
 })()
 """

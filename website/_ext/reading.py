@@ -114,6 +114,15 @@ def _glue(text: str, korean: bool = False) -> str:
     return _DATE.sub(lambda m: f'<span class="nowrap">{m.group(0)}</span>', text)
 
 
+_MATH_THEN_PARTICLE = re.compile(rf'(<span class="math notranslate">(?:(?!</span>).)*</span>)({WORD_JOINER}?[{HANGUL}]+)', re.S)
+
+
+def keep_math_with_particle(body: str) -> str:
+    """An inline formula and the particle after it on one line ("$T_w$개"): Chromium breaks after
+    MathML even before a word joiner."""
+    return _MATH_THEN_PARTICLE.sub(r'<span class="nowrap">\1\2</span>', body)
+
+
 def glue_units(body: str, korean: bool = False) -> str:
     """A no-break space between a number and its unit, and a date or time kept on one line, in text
     outside code, math and scripts; in Korean text also a particle to what it follows (after inline
@@ -181,7 +190,8 @@ def adjust_body(app: Sphinx, pagename: str, templatename: str, context: dict, do
     body = fit_code(fit_output_tables(context["body"]))
     body = code_break_points(body)
     body = number_figures(caption_header_tables(body), figure_captions(doctree), korean)
-    context["body"] = glue_units(body, korean)
+    body = glue_units(body, korean)
+    context["body"] = keep_math_with_particle(body) if korean else body
 
 
 def _buttons(buttons):
