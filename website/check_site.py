@@ -1140,7 +1140,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(report.pages)} pages, {report.links_checked} internal links, {report.gifs_checked} GIFs, "
         f"{report.colab_links_checked} Colab links, {report.boxes_checked} code and output boxes, "
-        f"{report.tables_checked} tables, {report.images_checked} images checked; {len(report.shots)} screenshots; search hits: {len(report.search_hits)}; "
+        f"{report.tables_checked} tables, {report.images_checked} images checked; {report.rows_checked} printed rows "
+        f"measured at 1280 px, {report.taps_checked} figure tapped at 390 px; {len(report.shots)} screenshots; search hits: {len(report.search_hits)}; "
         f"heaviest page without its figures: {max(report.weights.values(), default=0) / 1e6:.2f} MB; "
         f"{len(report.problems)} problems; {time.perf_counter() - start:.1f} s"
     )

@@ -66,3 +66,23 @@ document.addEventListener("DOMContentLoaded", () => {
   document.addEventListener("DOMContentLoaded", patch);
 })();
 // search-language:end
+
+// A search page below the site's root (the Korean one, notebooks/ko/search.html; issue 44): Sphinx
+// writes each result's link relative to the root, so it is made relative to this page here.
+(() => {
+  const root = document.documentElement.dataset.content_root || "";
+  if (!root || root === "./" || !/search\.html$/.test(window.location.pathname)) return;
+  const fix = (link) => {
+    const href = link.getAttribute("href");
+    if (href && !link.dataset.shiftvitRooted && !/^(?:[a-z]+:|\/|#|\.\.\/)/i.test(href)) {
+      link.setAttribute("href", root + href);
+      link.dataset.shiftvitRooted = "1";
+    }
+  };
+  document.addEventListener("DOMContentLoaded", () => {
+    const results = document.getElementById("search-results");
+    if (!results) return;
+    new MutationObserver(() => results.querySelectorAll("ul a[href]").forEach(fix))
+      .observe(results, { childList: true, subtree: true });
+  });
+})();
