@@ -501,8 +501,9 @@ FAULTS = {
     # name: (the kind the checker must report, the kinds it may report besides on that page)
     "console error": ("console", {"file-console"}),  # from file:// as well
     "uncaught exception": ("page-error", {"file-console"}),
-    "missing image": ("image", {"console", "file-console"}),  # and Chromium's own 404 error
-    "missing image, on the Korean page": ("image", {"console", "file-console"}),  # the same image file (issue 29)
+    # and Chromium's own 404 error; the figure's link to its image (issue 44) is broken too
+    "missing image": ("image", {"console", "file-console", "link"}),
+    "missing image, on the Korean page": ("image", {"console", "file-console", "link"}),  # the same image file (issue 29)
     "missing GIF": ("gif", set()),
     "broken internal link": ("link", set()),
     "broken anchor": ("anchor", set()),
@@ -511,6 +512,7 @@ FAULTS = {
     "script from a CDN": ("external-request", {"console", "file-console"}),  # offline: it fails to load too
     "too wide for a phone": ("phone", set()),
     "search term missing from the index": ("search", set()),
+    "search term missing from the index, searched from the Korean search page": ("search", set()),  # issue 44
     "no language switch": ("language-switch", set()),  # the Korean edition (issue 29)
     # issue 25: what a reader sees
     "code box scrolls sideways": ("box-scrolls", set()),
@@ -529,7 +531,8 @@ FAULTS = {
     "shell block without a copy button": ("copy-missing", set()),
     "alt text that only numbers the figure": ("alt-text", set()),
     # issue 38: the Korean site stands on its own
-    "Korean page marked English": ("page-language", set()),
+    # marked English, it loses Korean line breaking and its search field opens the English search (issue 44)
+    "Korean page marked English": ("page-language", {"broken-word", "search-language"}),
     "English link in a Korean sidebar": ("navigation-language", set()),
     "search mixes the languages": ("search-language", set()),
     # issue 44: printed text, a Korean site, figures a phone can read
@@ -572,6 +575,7 @@ def _inject_faults(site: Path) -> dict[str, str]:
     image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
     others = [p for p in pages if p not in (gif_page, image_page)]
     placed = {"console error": "index.html", "search term missing from the index": "search.html",
+              "search term missing from the index, searched from the Korean search page": "notebooks/ko/search.html",
               "search summaries from the whole page": "search.html",
               "missing GIF": gif_page, "missing image": image_page,
               "missing image, on the Korean page": f"notebooks/ko/{Path(image_page).name}",
