@@ -54,7 +54,7 @@ setup_system() {
   include=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   [ -f "$include/Python.h" ] || missing+=(python3-dev)
   fc-list 2>/dev/null | grep -qi "DejaVu Sans" || missing+=(fonts-dejavu-core)
-  # tests/test_site.py drives Debian's headless Chromium (a browser test of the website), and
+  # tests/project/test_site.py drives Debian's headless Chromium (a browser test of the website), and
   # website/check_site.py needs a Korean font to draw the Korean pages (issue 44).
   command -v chromium >/dev/null || missing+=(chromium)
   fc-list :lang=ko 2>/dev/null | grep -q . || missing+=(fonts-nanum)
