@@ -543,13 +543,21 @@ SITE_RULES = r"""
     const pre = row.closest('pre');
     const style = getComputedStyle(pre);
     const lineHeight = parseFloat(style.lineHeight) || 1.2 * parseFloat(style.fontSize);
-    const rects = [...row.getClientRects()].filter(r => r.width > 0.5);
+    // one box per piece (a search highlight inside a row is a piece of its own): the row's lines
+    // are the groups of boxes that share a line, its height from its top to its bottom
+    const rects = [...row.getClientRects()].filter(r => r.width > 0.5).sort((a, b) => a.top - b.top);
+    const rowLines = rects.reduce((groups, r) => {
+      const last = groups[groups.length - 1];
+      if (last && r.top < last.bottom - 1) { last.bottom = Math.max(last.bottom, r.bottom); last.left = Math.min(last.left, r.left); }
+      else groups.push({top: r.top, bottom: r.bottom, left: r.left});
+      return groups;
+    }, []);
     const start = pre.getBoundingClientRect().left + parseFloat(style.borderLeftWidth) + parseFloat(style.paddingLeft) - pre.scrollLeft;
     const atLineStart = !row.previousSibling || /\n$/.test(row.previousSibling.textContent || '') || row.previousSibling.textContent === '';
     const why = getComputedStyle(row).display !== 'inline' ? `display ${getComputedStyle(row).display}`
-      : rects.length !== 1 ? `${rects.length} boxes`
-      : rects[0].height > lineHeight + 0.5 ? `${rects[0].height.toFixed(1)} px tall in ${lineHeight.toFixed(1)} px lines`
-      : atLineStart && Math.abs(rects[0].left - start) > 1.5 ? `starts ${(rects[0].left - start).toFixed(1)} px from the output's lines`
+      : rowLines.length !== 1 ? `on ${rowLines.length} lines`
+      : rowLines[0].bottom - rowLines[0].top > lineHeight + 0.5 ? `${(rowLines[0].bottom - rowLines[0].top).toFixed(1)} px tall in ${lineHeight.toFixed(1)} px lines`
+      : atLineStart && Math.abs(rowLines[0].left - start) > 1.5 ? `starts ${(rowLines[0].left - start).toFixed(1)} px from the output's lines`
       : null;
     if (why) rows.push(`${why}: ${snippet(row.textContent)}`);
   }
