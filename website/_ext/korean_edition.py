@@ -28,7 +28,6 @@ import re
 from pathlib import Path
 
 import sphinx
-
 from sphinx.search import languages
 from sphinx.search.en import SearchEnglish
 
