@@ -13,6 +13,10 @@ table between <!-- time-card:start --> and <!-- time-card:end --> in its first c
 a quick run rewrites the row "Quick mode (bundled sample), 2-core CPU", a full run
 the row "Full mode", each with the minutes, the machine and the date. So the card
 says what the runner measured. --no-time-card leaves the cards alone.
+
+Each executed notebook records the run that made its outputs in its metadata
+(`shiftvit.outputs`: date, Keras version, backend, Python version); the website shows it under
+the lesson (website/_ext/lesson_footer.py, issue 44).
 """
 
 from __future__ import annotations
@@ -88,6 +92,29 @@ def card_text(seconds: float, machine: str, day: datetime.date) -> str:
     return f"{seconds / 60:.1f} min, measured by the lesson runner ({machine}, {day.isoformat()})"
 
 
+def outputs_record(day: datetime.date, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The run that makes a notebook's outputs: the kernel runs this interpreter's packages, with
+    the backend KERAS_BACKEND names (else Keras's own config file, else its default)."""
+    import importlib.metadata
+    import json
+    import platform
+
+    environ = os.environ if environ is None else environ
+    backend = environ.get("KERAS_BACKEND", "").strip()
+    config = Path(environ.get("KERAS_HOME", Path.home() / ".keras")) / "keras.json"
+    if not backend and config.is_file():
+        try:
+            backend = str(json.loads(config.read_text()).get("backend", ""))
+        except ValueError:
+            backend = ""
+    try:
+        keras = importlib.metadata.version("keras")
+    except importlib.metadata.PackageNotFoundError:
+        keras = "not installed"
+    return {"date": day.isoformat(), "keras": keras, "backend": backend or "tensorflow",
+            "python": platform.python_version()}
+
+
 def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
     """Run every cell of the notebook at ``path`` with the lesson folder as working directory."""
     notebook = nbformat.read(path, as_version=4)
@@ -138,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_time_card:
             found = update_time_card(notebook, row, card_text(seconds, machine, datetime.date.today()))
             card = "  (time card updated)" if found else f"  (no time card row {row!r} to update)"
+        notebook.metadata.setdefault("shiftvit", {})["outputs"] = outputs_record(datetime.date.today())
         destination = path if args.inplace else args.out / path.name
         nbformat.write(notebook, destination)
         if not args.inplace:

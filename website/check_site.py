@@ -30,6 +30,21 @@ Protocol (a websocket, with websocket-client). For every HTML page of the site i
   images and animations) left out; a search with its summaries counts as a page;
 - file-console: a console error or uncaught exception when the page is opened from file://, as a
   reader who double-clicks index.html does (a search from file:// included);
+and, issue 44, at 1280 and 390 px, on every page of both languages (navigation as well as article):
+- printed-row: a row of a printed table in an output (span.printed-row, website/_ext/reading.py) drawn
+  as a block: not inline, on more than one line, taller than the output's line height, or not
+  starting where the output's lines start;
+- broken-word: (as above) in the navigation and the contents too;
+- particle-split: on a Korean page, a particle on the next line from the number, bracket or inline
+  code it follows ("48" / "개"), or a line broken between a word and its opening bracket;
+- english-interface: on a Korean page, a string of the interface in English (THEME_STRINGS: the
+  theme's and the search's strings, and ours), as text or as a label (title, aria-label, placeholder);
+- caption: a figure's caption equal to its alt text, or beginning "Plot in", or, on a Korean page,
+  an alt text or caption without Korean;
+- figure-tap: a figure whose image is not a link to the image itself (a tap must open it full size);
+  once per check a tap (at 390 px) must open the image;
+- missing-glyph: a character of the page drawn as the missing-glyph box (no font has it); the check
+  refuses to run without a Korean font (KoreanFontMissing: apt-get install fonts-nanum);
 and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.html):
 - missing-page: a notebook without its page;
 - gif: a GIF of the notebook's stored outputs is not on the page, or did not load;
@@ -44,7 +59,8 @@ and on the search page:
 - search: a search for "ShiftViT" does not list every lesson whose notebook mentions it, or a search
   for "시프트" every Korean lesson that uses the word, or "ShiftViT" from a Korean page (lang=ko) every
   Korean lesson that mentions it;
-- search-language: a search lists a page of the other language (issue 38);
+- search-language: a search lists a page of the other language (issue 38); a Korean page's search
+  field does not open the Korean search page, or that page is not Korean (issue 44);
 - search-summary: a result's summary holds the theme's colour-mode menu instead of the page's text.
 
 The expectations come from the notebooks (their names, their stored GIFs, their text), not from the
@@ -79,6 +95,44 @@ SEARCH_TERM = "ShiftViT"
 KOREAN_TERM = "시프트"  # the Korean search check (issue 29): a word with particles attached in the text
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
 DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+KO_SEARCH_PAGE = "notebooks/ko/search.html"
+# The interface's English strings that must not show on a Korean page (issue 44): the theme's
+# (sphinx-book-theme, pydata-sphinx-theme), Sphinx's search's, and the site's own.
+THEME_STRINGS = (
+    "Search", "Search...", "Contents", "On this page", "previous", "next", "previous page", "next page",
+    "Back to top", "Skip to main content", "Color mode", "Light", "Dark", "System Settings",
+    "Toggle primary sidebar", "Toggle secondary sidebar", "Download this page", "Download source file",
+    "Print to PDF", "Launch interactive content", "Launch on Binder", "Launch on Colab", "Binder logo",
+    "Colab logo", "This notebook on GitHub", "Main", "Page", "Site navigation", "Section Navigation",
+    "Copy", "Copied", "Copy this code", "Search Results", "Searching", "Preparing search...",
+    "Hide Search Matches", "ShiftViT, step by step", "Ask or report", "Outputs stored",
+    "Open the figure full size",
+)
+# ... and these as the start of a longer text
+THEME_PREFIXES = ("By ", "© Copyright", "Search finished", "Your search did not match", "Figure ",
+                  "Please activate JavaScript")
+
+
+class KoreanFontMissing(RuntimeError):
+    """No font on this machine draws Korean: the Korean pages would show empty boxes."""
+
+
+def korean_fonts() -> list[str]:
+    """The fonts fontconfig offers for Korean (fc-list :lang=ko); [] without fontconfig."""
+    if not shutil.which("fc-list"):
+        return []
+    found = subprocess.run(["fc-list", ":lang=ko", "family"], capture_output=True, text=True, check=False)
+    return sorted({line.strip() for line in found.stdout.splitlines() if line.strip()})
+
+
+def require_korean_font() -> list[str]:
+    fonts = korean_fonts()
+    if not fonts:
+        raise KoreanFontMissing("no Korean font on this machine: the Korean pages would show empty boxes "
+                                "(Debian: apt-get install fonts-nanum, or fonts-noto-cjk; bash run.sh setup does)")
+    return fonts
+
+
 # What a page may download besides its own figures (its images and animations), issue 37.
 WEIGHT_BUDGET = 1_000_000
 FIGURE_PATH = re.compile(r"^/(?:_images|_gifs)/|\.(?:png|jpe?g|gif|webp|svg|mp4|webm)$", re.I)
@@ -106,6 +160,8 @@ class Report:
     tables_checked: int = 0
     images_checked: int = 0  # alt texts read
     code_boxes_checked: int = 0  # code boxes whose lines were measured at 1280 px (issue 37)
+    rows_checked: int = 0  # printed rows measured at 1280 px (issue 44)
+    taps_checked: int = 0  # figures tapped at 390 px (issue 44)
     weights: dict[str, int] = field(default_factory=dict)  # page -> bytes downloaded without its figures
     shots: list[str] = field(default_factory=list)  # screenshots written (--shots)
 
@@ -344,6 +400,7 @@ AUDIT = r"""
     ids: [...document.querySelectorAll('[id]')].map(e => e.id)
            .concat([...document.querySelectorAll('a[name]')].map(a => a.name)),
     lang: document.documentElement.lang,
+    searchForms: [...document.querySelectorAll('form.bd-search, form[action$="search.html"]')].map(f => f.action),
     navigation: [...document.querySelectorAll('nav.bd-docs-nav a[href], a.left-prev, a.right-next, a.navbar-brand')]
       .map(a => a.href).filter(href => !href.includes('#')),
     scrollWidth: document.documentElement.scrollWidth,
@@ -417,15 +474,16 @@ READER = r"""
     }
     if (wrapped.length) codeWraps.push(`${wrapped.length} of ${text.split('\n').length} lines wrap: ${snippet(wrapped[0])}`);
   }
-  // The rows of a printed table in an output (span.row, website/_ext/reading.py) stay in columns.
-  for (const row of document.querySelectorAll('div.cell_output span.row')) {
+  // The rows of a printed table in an output (span.printed-row, website/_ext/reading.py) stay in columns.
+  for (const row of document.querySelectorAll('div.cell_output span.printed-row')) {
     if (lines(row.getClientRects()) > 1) codeWraps.push(`a printed table's row wraps: ${snippet(row.textContent)}`);
   }
   // Words broken inside: a word (letters and digits, a number with its decimals and unit) on two lines.
   const broken = [];
   const word = /\d{4}-\d\d-\d\d|\d\d:\d\d(?::\d\d)?|\p{N}[\p{N}.,]*\p{N}(?:[\s\u00a0]?%)?|\p{N}(?:[\s\u00a0]?%)?|[\p{L}\p{M}\p{N}]{2,}/gu;
   const skip = 'math, script, style, noscript, button, .shiftvit-copy, svg';
-  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  // the whole page (issue 44: the navigation and the contents too), what is shown of it
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   const range = document.createRange();
   let node;
   while ((node = walker.nextNode())) {
@@ -471,9 +529,180 @@ READER = r"""
 """
 
 
+SITE_RULES = r"""
+(async (themeStrings, themePrefixes) => {
+  // Issue 44, at the current width, on the whole page (navigation, contents and article).
+  const korean = document.documentElement.lang === 'ko';
+  const snippet = text => text.replace(/\s+/g, ' ').trim().slice(0, 60);
+  const lines = rects => new Set([...rects].filter(r => r.width > 0.5 && r.height > 0.5).map(r => Math.round(r.top + r.height / 2))).size;
+  const shown = el => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+  // Printed rows: inline, one line, one line's height, starting where the output's lines start.
+  const rows = [];
+  for (const row of document.querySelectorAll('span.printed-row')) {
+    if (!shown(row)) continue;
+    const pre = row.closest('pre');
+    const style = getComputedStyle(pre);
+    const lineHeight = parseFloat(style.lineHeight) || 1.2 * parseFloat(style.fontSize);
+    // one box per piece (a search highlight inside a row is a piece of its own): the row's lines
+    // are the groups of boxes that share a line, its height from its top to its bottom
+    const rects = [...row.getClientRects()].filter(r => r.width > 0.5).sort((a, b) => a.top - b.top);
+    const rowLines = rects.reduce((groups, r) => {
+      const last = groups[groups.length - 1];
+      if (last && r.top < last.bottom - 1) { last.bottom = Math.max(last.bottom, r.bottom); last.left = Math.min(last.left, r.left); }
+      else groups.push({top: r.top, bottom: r.bottom, left: r.left});
+      return groups;
+    }, []);
+    const start = pre.getBoundingClientRect().left + parseFloat(style.borderLeftWidth) + parseFloat(style.paddingLeft) - pre.scrollLeft;
+    const atLineStart = !row.previousSibling || /\n$/.test(row.previousSibling.textContent || '') || row.previousSibling.textContent === '';
+    const why = getComputedStyle(row).display !== 'inline' ? `display ${getComputedStyle(row).display}`
+      : rowLines.length !== 1 ? `on ${rowLines.length} lines`
+      : rowLines[0].bottom - rowLines[0].top > lineHeight + 0.5 ? `${(rowLines[0].bottom - rowLines[0].top).toFixed(1)} px tall in ${lineHeight.toFixed(1)} px lines`
+      : atLineStart && Math.abs(rowLines[0].left - start) > 1.5 ? `starts ${(rowLines[0].left - start).toFixed(1)} px from the output's lines`
+      : null;
+    if (why) rows.push(`${why}: ${snippet(row.textContent)}`);
+  }
+  // Korean particles and brackets stay with the word before them: the second of two characters
+  // that must stay together starts below the first (a box per character: inline code's padding
+  // and font size move its box's centre, so line boxes are compared by their extent, not centres).
+  const particles = [];
+  if (korean) {
+    const glue = /[0-9)\]'"’”%]\u2060?[\uac00-\ud7a3]|[\uac00-\ud7a3A-Za-z0-9]\u2060?[(\[]/g;
+    const charBox = (node, offset) => {
+      const r = document.createRange();
+      r.setStart(node, offset);
+      r.setEnd(node, offset + 1);
+      return [...r.getClientRects()].find(b => b.width > 0.1) || null;
+    };
+    const apart = (a, b) => a && b && b.top >= a.bottom - 1;
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    let node;
+    while ((node = walker.nextNode())) {
+      const parent = node.parentElement;
+      if (!parent || parent.closest('pre, code, script, style, math, svg, button') || !node.data.trim() || !shown(parent)) continue;
+      for (const match of node.data.matchAll(glue)) {
+        const last = match.index + match[0].length - 1;
+        if (apart(charBox(node, match.index), charBox(node, last))) particles.push(`"${match[0]}" in: ${snippet(node.data)}`);
+      }
+      // after inline code, a link or bold text: "`compile`을"
+      const before = node.previousSibling;
+      const first = node.data[0] === '\u2060' ? 1 : 0;
+      if (before && before.nodeType === 1 && /^[\uac00-\ud7a3]/.test(node.data.slice(first)) && before.textContent.trim()) {
+        const inner = document.createTreeWalker(before, NodeFilter.SHOW_TEXT);
+        let tail = null, t;
+        while ((t = inner.nextNode())) if (t.data.trim()) tail = t;
+        if (tail && apart(charBox(tail, tail.data.trimEnd().length - 1), charBox(node, first)))
+          particles.push(`"${before.textContent.trim().slice(-8)}" + "${node.data.slice(first, first + 4)}"`);
+      }
+    }
+  }
+  // English interface strings on a Korean page: text outside the lessons' own content, and labels.
+  const english = [];
+  if (korean) {
+    const strings = new Set(themeStrings);
+    const isEnglish = text => strings.has(text) || themePrefixes.some(p => text.startsWith(p));
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    let node;
+    while ((node = walker.nextNode())) {
+      const parent = node.parentElement;
+      if (!parent || parent.closest('script, style, pre, code, .cell_output, .cell_input, .language-switch') || !shown(parent)) continue;
+      const text = node.data.replace(/\s+/g, ' ').trim();
+      const whole = parent.innerText ? parent.innerText.replace(/\s+/g, ' ').trim() : text;
+      if (text && (isEnglish(text) || (parent.childNodes.length > 1 && isEnglish(whole) && strings.has(whole))))
+        english.push(`text "${text}" in <${parent.tagName.toLowerCase()}${parent.className ? '.' + [...parent.classList].join('.') : ''}>`);
+    }
+    for (const el of document.querySelectorAll('[title], [aria-label], [placeholder], [data-bs-title]')) {
+      if (el.closest('.cell_output, .language-switch')) continue;
+      for (const name of ['title', 'aria-label', 'placeholder', 'data-bs-title']) {
+        const value = (el.getAttribute(name) || '').trim();
+        if (value && isEnglish(value)) english.push(`${name}="${value}" on <${el.tagName.toLowerCase()}>`);
+      }
+    }
+  }
+  // Captions: not the alt text again, not "Plot in"; Korean on a Korean page. A figure opens on a tap.
+  const captions = [], taps = [];
+  for (const figure of document.querySelectorAll('figure')) {
+    const img = figure.querySelector('img');
+    const caption = figure.querySelector('figcaption');
+    if (!img) continue;
+    const alt = (img.getAttribute('alt') || '').trim();
+    const text = caption ? caption.innerText.replace(/\s+/g, ' ').replace(/^(?:Figure|그림)\s*\d+\.\s*/, '').trim() : '';
+    if (text && text === alt) captions.push(`the caption repeats the alt text: ${snippet(alt)}`);
+    if (/^Plot in\b/i.test(text) || /^Plot in\b/i.test(alt)) captions.push(`"Plot in ...": ${snippet(text || alt)}`);
+    if (korean && figure.classList.contains('lesson-figure') && !/[\uac00-\ud7a3]/.test(alt))
+      captions.push(`an alt text without Korean: ${snippet(alt)}`);
+    if (korean && figure.classList.contains('lesson-figure') && text && !/[\uac00-\ud7a3]/.test(text))
+      captions.push(`a caption without Korean: ${snippet(text)}`);
+    if (figure.classList.contains('lesson-figure')) {
+      const link = img.closest('a[href]');
+      if (!link || new URL(link.href, location.href).href !== new URL(img.getAttribute('src'), location.href).href)
+        taps.push(`a tap does not open ${snippet(img.getAttribute('src') || '')} full size`);
+    }
+  }
+  // Missing glyphs: a character drawn as the box of a character no font has (U+0378, unassigned).
+  const missing = [];
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 40;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  ctx.font = `24px ${getComputedStyle(document.body).fontFamily}`;
+  ctx.textBaseline = 'top';
+  const draw = ch => { ctx.clearRect(0, 0, 40, 40); ctx.fillText(ch, 4, 4); return ctx.getImageData(0, 0, 40, 40).data.join(','); };
+  const box = draw('\u0378');
+  const chars = new Set([...(document.body.innerText || '')].filter(ch => ch.codePointAt(0) > 0x2e7f || (ch.codePointAt(0) >= 0xe000 && ch.codePointAt(0) <= 0xf8ff)));
+  for (const ch of chars) if (!/\s|\u2060/.test(ch) && draw(ch) === box) missing.push(`U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')} "${ch}"`);
+  return {rows, particles, english: [...new Set(english)], captions, taps, missing, rowsChecked: document.querySelectorAll('span.printed-row').length};
+})
+"""
+
+
+def _check_site_rules(page: str, browser: Browser, width: int, report: Report) -> None:
+    """Issue 44 at this width: printed rows, particles, English interface strings on Korean pages,
+    captions, figures that open on a tap, missing glyphs."""
+    found = browser.evaluate(f"{SITE_RULES}({json.dumps(list(THEME_STRINGS))}, {json.dumps(list(THEME_PREFIXES))})")
+    if width == DESKTOP["width"]:
+        report.rows_checked += found["rowsChecked"]
+    for kind, key in (("printed-row", "rows"), ("particle-split", "particles"), ("english-interface", "english"),
+                      ("caption", "captions"), ("figure-tap", "taps"), ("missing-glyph", "missing")):
+        for detail in found[key][:5]:
+            report.problems.append(Problem(page, kind, f"at {width} px: {detail}"))
+        if len(found[key]) > 5:
+            report.problems.append(Problem(page, kind, f"at {width} px: and {len(found[key]) - 5} more"))
+
+
+TAP = r"""
+(() => {
+  const img = document.querySelector('figure.lesson-figure img');
+  if (!img) return null;
+  img.scrollIntoView({block: 'center'});
+  const r = img.getBoundingClientRect();
+  return {x: r.left + r.width / 2, y: r.top + r.height / 2, src: img.currentSrc || img.src};
+})()
+"""
+
+
+def _check_figure_tap(browser: Browser, origin: str, page: str, report: Report) -> None:
+    """A tap on a figure (a touch at its centre, 390 px) opens its image full size."""
+    visit = PageVisit(browser, origin)
+    visit.load(origin + page)
+    target = browser.evaluate(TAP)
+    if target is None:
+        return
+    browser.pump(lambda: False, 0.3)
+    visit._loaded = False
+    point = {"x": target["x"], "y": target["y"]}
+    browser.call("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [point]})
+    browser.call("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    browser.pump(lambda: visit._loaded, 10)
+    browser.pump(lambda: False, 0.5)
+    now = browser.evaluate("location.href")
+    report.taps_checked += 1
+    if now != target["src"]:
+        report.problems.append(Problem(page, "figure-tap", f"a tap on the first figure leads to {now}, not its image {target['src']}"))
+
+
 def _check_reader(page: str, browser: Browser, width: int, report: Report) -> None:
     """Issue 37 at this width: wrapping code (1280 px), broken words, cut formulas, copy buttons."""
     found = browser.evaluate(READER)
+    _check_site_rules(page, browser, width, report)
     if width == DESKTOP["width"]:
         report.code_boxes_checked += found["codeBoxes"]
         for detail in found["codeWraps"]:
@@ -675,6 +904,8 @@ def check_site(
     executable = chromium or find_chromium()
     if executable is None:
         raise RuntimeError("no Chromium found (Debian: apt-get install chromium; or set CHROMIUM)")
+    if korean:
+        require_korean_font()  # issue 44: without one the Korean pages are empty boxes
 
     ids: dict[str, set[str]] = {}
     links: dict[str, list[str]] = {}
@@ -704,11 +935,14 @@ def check_site(
                 if lesson is not None:
                     _check_gifs(page, lesson, audit["images"], site, origin, report)
                     _check_language_switch(page, lesson, audit, origin, korean, report)
+                _check_search_form(page, audit, origin, report)
             english = [lesson for lesson in lessons if not lesson.stem.startswith("ko/")]
             _check_search(browser, origin, english, term, report)
             if korean:  # a Korean word finds Korean pages; from a Korean page (lang=ko), Korean pages only
                 _check_search(browser, origin, korean_lessons(Path(notebooks), KOREAN_TERM), KOREAN_TERM, report)
                 _check_search(browser, origin, korean_lessons(Path(notebooks), term), term, report, lang="ko")
+                # issue 44: the Korean search page, as a Korean page's search field opens it
+                _check_search(browser, origin, korean_lessons(Path(notebooks), term), term, report, page=KO_SEARCH_PAGE)
             if phone:
                 browser.call("Emulation.setDeviceMetricsOverride", PHONE)
                 for page in report.pages:
@@ -720,6 +954,10 @@ def check_site(
                     _check_reader(page, browser, PHONE["width"], report)
                     if shots is not None and page in shot_pages(report.pages):
                         _shoot(browser, page, Path(shots), PHONE["width"], report)
+                tapped = [p for p in report.pages if p.startswith("notebooks/ko/")
+                          and "lesson-figure" in (site / p).read_text(encoding="utf-8", errors="replace")]
+                if tapped:  # a tap, once: the rule "figure-tap" checks every figure's link
+                    _check_figure_tap(browser, origin, tapped[0], report)
             if file_urls:
                 browser.call("Emulation.setDeviceMetricsOverride", DESKTOP)
                 _check_file_urls(browser, site, report.pages, term, report)
@@ -809,17 +1047,32 @@ SEARCH_WAIT = r"""
   const box = document.querySelector('#search-results');
   if (!box) return null;
   const text = box.innerText || '';
-  const done = /found|no documents|did not match/i.test(text) && !/searching/i.test(box.querySelector('p, .search-summary')?.innerText || '');
+  // English or Korean (notebooks/ko/search.html, issue 44); the status line only where there is one
+  // (a Korean summary may say "없습니다" long before the search is done)
+  const status = box.querySelector('p.search-summary')?.innerText;
+  const done = /found|no documents|did not match|찾았습니다|없습니다/i.test(status ?? text) && !/searching|검색 중/i.test(status ?? box.querySelector('p')?.innerText ?? '');
   return done ? [...box.querySelectorAll('a[href]')].map(a => a.href) : null;
 })()
 """
 
 
+def _check_search_form(page: str, audit: dict, origin: str, report: Report) -> None:
+    """A Korean page's search field opens the Korean search page (issue 44); an English one, the
+    English search page."""
+    if page in ("search.html", KO_SEARCH_PAGE):
+        return
+    wanted = KO_SEARCH_PAGE if audit.get("lang") == "ko" else "search.html"
+    for action in audit.get("searchForms", []):
+        if action.startswith(origin) and urlsplit(action).path.lstrip("/") != wanted:
+            report.problems.append(Problem(page, "search-language", f"its search field opens "
+                                           f"{urlsplit(action).path.lstrip('/')}, not {wanted}"))
+
+
 def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: str, report: Report,
-                  lang: str | None = None) -> None:
+                  lang: str | None = None, page: str = "search.html") -> None:
     """The search lists every lesson that mentions the term, and only pages of one language (issue
-    38): the one asked for (lang=ko from a Korean page's search box), or else the term's script."""
-    page = "search.html"
+    38): the one asked for (lang=ko from a Korean page's search box), or else the term's script;
+    the Korean search page (issue 44) Korean pages only, on a page that is Korean itself."""
     visit = PageVisit(browser, origin)
     visit.load(f"{origin}{page}?q={quote(term)}" + (f"&lang={lang}" if lang else ""))
     hits = None
@@ -843,6 +1096,11 @@ def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: 
         if lesson.page not in found:
             report.problems.append(Problem(page, "search", f"a search for {term!r} does not list {lesson.page}"))
     korean = lang == "ko" if lang else re.search("[\uac00-\ud7a3]", term) is not None
+    if page == KO_SEARCH_PAGE:
+        korean = True
+        if browser.evaluate("document.documentElement.lang") != "ko":
+            report.problems.append(Problem(page, "search-language", "the Korean search page is not marked Korean"))
+        _check_site_rules(page, browser, DESKTOP["width"], report)  # its messages in Korean too
     for hit in sorted(found):
         if hit.startswith("notebooks/ko/") != korean:
             report.problems.append(Problem(page, "search-language", f"a search for {term!r}"
@@ -890,7 +1148,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(report.pages)} pages, {report.links_checked} internal links, {report.gifs_checked} GIFs, "
         f"{report.colab_links_checked} Colab links, {report.boxes_checked} code and output boxes, "
-        f"{report.tables_checked} tables, {report.images_checked} images checked; {len(report.shots)} screenshots; search hits: {len(report.search_hits)}; "
+        f"{report.tables_checked} tables, {report.images_checked} images checked; {report.rows_checked} printed rows "
+        f"measured at 1280 px, {report.taps_checked} figure tapped at 390 px; {len(report.shots)} screenshots; search hits: {len(report.search_hits)}; "
         f"heaviest page without its figures: {max(report.weights.values(), default=0) / 1e6:.2f} MB; "
         f"{len(report.problems)} problems; {time.perf_counter() - start:.1f} s"
     )

@@ -17,8 +17,9 @@ author = "ShiftViT tutorial team"
 copyright = "the ShiftViT tutorial team, Apache-2.0"
 
 # korean_edition: the Korean pages and the language switch; figure_alt: alt text from a figure's meaning;
-# reading: code, tables, numbers and figures as a reader sees them; light_pages: page weight (issue 37)
-extensions = ["myst_nb", "mathml", "korean_edition", "figure_alt", "reading", "light_pages"]
+# reading: code, tables, numbers and figures as a reader sees them; lesson_footer: ask or report, and
+# the stored outputs' run (issue 44); light_pages: page weight (issue 37)
+extensions = ["myst_nb", "mathml", "korean_edition", "figure_alt", "reading", "lesson_footer", "light_pages"]
 
 # The stored outputs are the page: never run a notebook.
 nb_execution_mode = "off"

@@ -205,7 +205,10 @@ def test_every_lesson_page_has_a_counterpart_in_the_other_language():
         assert korean_edition.counterpart(f"notebooks/ko/{stem}") == (f"notebooks/{stem}", "en", "English")
     assert korean_edition.counterpart("index")[0] == "notebooks/ko/index"
     assert korean_edition.counterpart("notebooks/ko/index")[0] == "index"
-    assert korean_edition.counterpart("search") is None
+    # issue 44: the search page has a Korean twin, notebooks/ko/search.html
+    assert korean_edition.counterpart("search") == ("notebooks/ko/search", "ko", "한국어")
+    assert korean_edition.counterpart("notebooks/ko/search") == ("search", "en", "English")
+    assert korean_edition.counterpart("results") is None
 
 
 def test_korean_words_are_searchable_without_their_particles():

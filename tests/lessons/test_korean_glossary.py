@@ -35,11 +35,14 @@ def test_the_glossary_names_the_terms_of_issue_38_and_rules_out_their_variants()
     glossary = (REPO / "i18n" / "ko" / "glossary.md").read_text(encoding="utf-8")
     for english in ("| layer |", "| shape (of a tensor) |", "| stride |", "| import |", "| crop / centre crop |",
                     "| multiply-accumulate (MAC, MACs) |", "| noise |", "| gradient |", "| regularisation | 규제 |",
-                    "| normalisation | 정규화 |", "| quick mode |", "| practice copy |"):
+                    "| normalisation | 정규화 |", "| quick mode |", "| practice copy |",
+                    # issue 44
+                    "| compile (a Keras model, a step with XLA) | 컴파일 |", "| payoff (what a lesson ends with) | 성과 |",
+                    "| laptop | 랩톱 |", "| blank (an exercise's gap to fill) | 빈칸 |"):
         assert english in glossary, english
     ruled_out = {concept for _, _, concept in build_korean.glossary_rules()}
     assert {"layer", "shape", "stride", "import", "crop", "multiply-accumulate", "noise", "gradient",
-            "quick mode", "exercise prompt"} <= ruled_out
+            "quick mode", "exercise prompt", "compile", "payoff", "laptop", "blank"} <= ruled_out
 
 
 @pytest.mark.parametrize("stem", STEMS)
@@ -66,6 +69,13 @@ def test_readme_ko_uses_no_ruled_out_variant():
     ("시프트는 연산을 전혀 하지 않습니다.", "연산을 전혀"),
     ("곱셈-누적 연산 수", "곱셈-누적"),
     ("측정의 노이즈", "노이즈"),
+    # issue 44
+    ("레시피로 모델을 compile하고 학습합니다.", "compile"),
+    ("compile된 모델은 옵티마이저를 저장합니다.", "compile"),
+    ("마지막에 얻는 보상은 학습된 모델입니다.", "보상"),
+    ("노트북 CPU용 값을 갖습니다.", "노트북 CPU"),
+    ("노트북 컴퓨터 사진도 레이블을 받습니다.", "노트북 컴퓨터"),
+    ("빈칸이 비어 있으면 라이브러리끼리 비교합니다.", "빈칸이 비어"),
 ])
 def test_a_planted_variant_fails_the_check_naming_the_cell(planted, variant):
     stem = "03_shift_block"
@@ -89,6 +99,9 @@ def test_a_planted_variant_in_a_code_comment_fails_too():
     "Swin의 계층 구조", "다층 퍼셉트론(MLP)", "층화 분할(stratified split)", "형태(shape)", "`x.shape`",
     "십자 모양까지 닿습니다", "```python\nimport keras  # 층\n```", "**채널**(channel)로", "**81.7 %**, Swin-T",
     "**직접 해 보세요.** `call`을 작성하세요", "파라미터도 산술 연산도 없습니다", "스트라이드(stride) 2",
+    # issue 44: code and names keep "compile"; a Jupyter notebook is a 노트북
+    "`model.compile`로 컴파일합니다", "`compile_for_training`으로 컴파일된 모델", "`jit_compile=True`",
+    "이 노트북의 장치에서", "빈칸을 채우지 않았으면", "랩톱 CPU에 맞춘 값",
 ])
 def test_the_allowed_forms_pass(allowed):
     assert build_korean.glossary_violations(build_korean.prose(allowed, "markdown")) == []

@@ -139,6 +139,174 @@ def test_expected_gifs_come_from_the_stored_outputs():
     assert any(lesson.gifs for lesson in lessons)  # the Manim animations are in the lessons
 
 
+# --- what a reader sees, without a browser (issue 44) ---------------------------------------------
+
+EXT = REPO / "website" / "_ext"
+
+
+def _ext(name: str):
+    import importlib
+    import sys
+
+    if str(EXT) not in sys.path:
+        sys.path.insert(0, str(EXT))
+    pytest.importorskip("sphinx", reason="the site's packages: pip install -e '.[site]'")
+    return importlib.import_module(name)
+
+
+def _theme_class_selectors() -> set[str]:
+    """Every class the theme's style sheets (Bootstrap's grid included) style."""
+    import importlib.util
+
+    names = set()
+    for package in ("pydata_sphinx_theme", "sphinx_book_theme"):
+        spec = importlib.util.find_spec(package)
+        if spec is None:
+            pytest.skip(f"{package} is not installed")
+        for css in Path(spec.origin).parent.rglob("*.css"):
+            names |= set(re.findall(r"\.(-?[A-Za-z_][\w-]*)", css.read_text(encoding="utf-8", errors="replace")))
+    return names
+
+
+def _our_classes() -> set[str]:
+    """The classes the site's own code writes into a page (extensions, templates, scripts)."""
+    sources = [*EXT.glob("*.py"), *(REPO / "website" / "_templates").glob("*.html"),
+               *(REPO / "website" / "_static").glob("*.js")]
+    found = set()
+    for source in sources:
+        text = source.read_text(encoding="utf-8")
+        for value in re.findall(r'class(?:Name)?\s*=\s*\\?"([^"{}\\]+)\\?"', text):
+            found |= set(value.split())
+    return found - {"reference", "internal", "caption", "caption-text", "nav", "bd-sidenav", "toctree-l1",
+                    "current", "active", "highlight", "bd-search-container", "math", "eqno", "output"}
+    # (the theme's own and Sphinx's, used as they mean them)
+
+
+def test_no_class_of_ours_is_one_the_theme_styles():
+    # issue 44: span.row, Bootstrap's flex grid class, double-spaced every printed table
+    ours, theirs = _our_classes(), _theme_class_selectors()
+    assert "printed-row" in ours and "row" in theirs  # the check sees both sides
+    assert not ours & theirs, f"classes of ours the theme styles: {sorted(ours & theirs)}"
+
+
+def test_a_printed_table_becomes_inline_rows_and_a_header_with_empty_cells_a_caption():
+    reading = _ext("reading")
+    marked, widest = reading.mark_table_rows("name   value\nalpha  1\nbeta   22")
+    assert marked.count('<span class="printed-row">') == 3 and widest == 12
+    card = ('<table class="table"><thead><tr class="row-odd"><th class="head"><p>Running this lesson</p></th>'
+            '<th class="head"><p></p></th></tr></thead><tbody><tr><td>Quick</td><td>1 min</td></tr></tbody></table>')
+    titled = reading.caption_header_tables(card)
+    assert '<caption class="table-title">Running this lesson</caption>' in titled and "<thead>" not in titled
+    full = card.replace("<p></p>", "<p>time</p>")
+    assert reading.caption_header_tables(full) == full  # a real header row stays
+
+
+@pytest.mark.parametrize("html, glued", [
+    ("채널 48개를 건드립니다", "48\u2060개"),
+    ("어텐션(attention)을", "어텐션\u2060(attention)\u2060을"),
+    ("<code>compile</code>을 부릅니다", "</code>\u2060을"),
+    ("<a href='x'>레슨 08</a>의 부록", "</a>\u2060의"),
+])
+def test_korean_particles_are_glued_to_what_they_follow(html, glued):
+    reading = _ext("reading")
+    assert glued in reading.glue_units(html, korean=True)
+    assert "\u2060" not in reading.glue_units(html, korean=False)
+
+
+def test_an_inline_formula_keeps_its_particle():
+    reading = _ext("reading")
+    body = '<span class="math notranslate"><math><mi>T</mi></math></span>\u2060개이고'
+    assert reading.keep_math_with_particle(body) == f'<span class="nowrap">{body}</span>'
+
+
+def test_a_figure_links_to_its_image_and_its_caption_is_not_its_alt_text():
+    reading = _ext("reading")
+    name = "a" * 64 + ".png"
+    body = f'<img alt="A chart" src="../_images/{name}" />'
+    figure = reading.number_figures(body, {name: "The loss falls."}, korean=True)
+    assert f'<a class="figure-open" href="../_images/{name}"' in figure
+    assert "그림 1.</span> The loss falls.</figcaption>" in figure
+    assert "</span> </figcaption>" in reading.number_figures(body, {name: "A chart"})  # never the alt again
+
+
+def _plots(stem: str) -> list[str]:
+    """The keys of the plots a lesson stores: cell id, or '<id>/<n>' for a cell's n-th image."""
+    keys = []
+    for cell in json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]:
+        images = [o for o in cell.get("outputs", []) if any(k.startswith("image/") and k != "image/gif" for k in o.get("data", {}))]
+        keys += [cell["id"] if n == 0 else f"{cell['id']}/{n + 1}" for n in range(len(images))]
+    return keys
+
+
+@pytest.mark.parametrize("stem", [p.stem for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))])
+def test_every_plot_has_an_alt_text_and_a_caption_in_both_languages(stem):
+    descriptions = json.loads((REPO / "website" / "figure_descriptions.json").read_text(encoding="utf-8"))
+    hangul = re.compile("[\uac00-\ud7a3]")
+    for key in _plots(stem):
+        entry = descriptions.get(stem, {}).get(key)
+        assert isinstance(entry, dict), f"{stem} {key}: no alt text and caption in website/figure_descriptions.json"
+        for language in (entry, entry.get("ko", {})):
+            alt, caption = language.get("alt", ""), language.get("caption", "")
+            assert alt and caption and caption != alt and not caption.startswith("Plot in"), (stem, key, language)
+        assert hangul.search(entry["ko"]["alt"]) and hangul.search(entry["ko"]["caption"]), (stem, key)
+
+
+def test_the_figure_extension_takes_the_pages_language():
+    figure_alt = _ext("figure_alt")
+    entry = {"alt": "A chart", "caption": "It falls.", "ko": {"alt": "차트", "caption": "떨어집니다."}}
+    assert figure_alt.entry(entry, korean=False) == ("A chart", "It falls.")
+    assert figure_alt.entry(entry, korean=True) == ("차트", "떨어집니다.")
+    assert figure_alt.entry("Only an alt text", korean=True) == ("Only an alt text", "")
+
+
+def test_each_lesson_says_where_to_ask_and_which_run_made_its_outputs():
+    footer = _ext("lesson_footer")
+    repository = "https://github.com/o/r"
+    notebook = {"metadata": {"shiftvit": {"outputs": {"date": "2026-11-26", "keras": "3.15.1",
+                                                       "backend": "tensorflow", "python": "3.11.7"}}}}
+    english = footer.footer(notebook, repository, "02_shift_operation")
+    assert "Outputs stored: 2026-11-26, with Keras 3.15.1, tensorflow backend, Python 3.11.7" in english
+    assert f'href="{repository}/discussions"' in english and f'href="{repository}/issues/new?title=Lesson%2002' in english
+    assert "저장된 출력: 2026-11-26" in footer.footer(notebook, repository, "02", "ko")
+    assert "no record of the run" in footer.footer({}, repository, "02")
+    for path in [*sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")), *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
+        record = footer.outputs_record(json.loads(path.read_text(encoding="utf-8")))
+        assert {"date", "keras", "backend", "python"} <= set(record), f"{path.name}: no metadata.shiftvit.outputs"
+
+
+def test_the_lesson_runner_records_the_run_in_the_notebook():
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import datetime
+
+    import run_lessons
+
+    record = run_lessons.outputs_record(datetime.date(2026, 11, 26), {"KERAS_BACKEND": "jax", "KERAS_HOME": "/nowhere"})
+    assert record["date"] == "2026-11-26" and record["backend"] == "jax" and record["keras"] and record["python"]
+
+
+def test_every_interface_string_the_check_looks_for_has_its_korean():
+    korean_edition = _ext("korean_edition")
+    from website.check_site import THEME_STRINGS
+
+    ours = {"Copy", "Copied", "Copy this code", "Ask or report", "Outputs stored", "Open the figure full size",
+            "ShiftViT, step by step"}  # written in Korean by site-fixes.js, lesson_footer.py, reading.py, the title
+    missing = [s for s in THEME_STRINGS if s not in ours and not korean_edition.KOREAN.gettext(s) != s]
+    assert not missing, f"no Korean for: {missing}"
+    page = '<button title="Toggle primary sidebar"></button><nav aria-label="Main"><img alt="Colab logo">'
+    assert korean_edition.korean_attributes(page) == ('<button title="왼쪽 사이드바 열고 닫기"></button>'
+                                                     '<nav aria-label="주 메뉴"><img alt="Colab 로고">')
+
+
+def test_the_check_refuses_to_run_without_a_korean_font(monkeypatch):
+    from website import check_site as checker
+
+    monkeypatch.setattr(checker, "korean_fonts", lambda: [])
+    with pytest.raises(checker.KoreanFontMissing, match="fonts-nanum"):
+        checker.require_korean_font()
+
+
 # --- the built site ------------------------------------------------------------------------------
 
 
@@ -333,8 +501,9 @@ FAULTS = {
     # name: (the kind the checker must report, the kinds it may report besides on that page)
     "console error": ("console", {"file-console"}),  # from file:// as well
     "uncaught exception": ("page-error", {"file-console"}),
-    "missing image": ("image", {"console", "file-console"}),  # and Chromium's own 404 error
-    "missing image, on the Korean page": ("image", {"console", "file-console"}),  # the same image file (issue 29)
+    # and Chromium's own 404 error; the figure's link to its image (issue 44) is broken too
+    "missing image": ("image", {"console", "file-console", "link"}),
+    "missing image, on the Korean page": ("image", {"console", "file-console", "link"}),  # the same image file (issue 29)
     "missing GIF": ("gif", set()),
     "broken internal link": ("link", set()),
     "broken anchor": ("anchor", set()),
@@ -343,6 +512,7 @@ FAULTS = {
     "script from a CDN": ("external-request", {"console", "file-console"}),  # offline: it fails to load too
     "too wide for a phone": ("phone", set()),
     "search term missing from the index": ("search", set()),
+    "search term missing from the index, searched from the Korean search page": ("search", set()),  # issue 44
     "no language switch": ("language-switch", set()),  # the Korean edition (issue 29)
     # issue 25: what a reader sees
     "code box scrolls sideways": ("box-scrolls", set()),
@@ -361,9 +531,20 @@ FAULTS = {
     "shell block without a copy button": ("copy-missing", set()),
     "alt text that only numbers the figure": ("alt-text", set()),
     # issue 38: the Korean site stands on its own
-    "Korean page marked English": ("page-language", set()),
+    # marked English, it loses Korean line breaking and its search field opens the English search (issue 44)
+    "Korean page marked English": ("page-language", {"broken-word", "search-language"}),
     "English link in a Korean sidebar": ("navigation-language", set()),
     "search mixes the languages": ("search-language", set()),
+    # issue 44: printed text, a Korean site, figures a phone can read
+    "printed rows drawn as blocks": ("printed-row", {"code-wraps", "box-scrolls"}),
+    "word broken in the Korean navigation": ("broken-word", set()),
+    "particle on the next line": ("particle-split", {"broken-word"}),
+    "English interface string on a Korean page": ("english-interface", set()),
+    "caption repeating its alt text": ("caption", set()),
+    "caption beginning Plot in": ("caption", set()),
+    "figure that does not open on a tap": ("figure-tap", set()),
+    "Korean search field opening the English search": ("search-language", set()),
+    "character no font has": ("missing-glyph", set()),
 }
 
 
@@ -394,6 +575,7 @@ def _inject_faults(site: Path) -> dict[str, str]:
     image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
     others = [p for p in pages if p not in (gif_page, image_page)]
     placed = {"console error": "index.html", "search term missing from the index": "search.html",
+              "search term missing from the index, searched from the Korean search page": "notebooks/ko/search.html",
               "search summaries from the whole page": "search.html",
               "missing GIF": gif_page, "missing image": image_page,
               "missing image, on the Korean page": f"notebooks/ko/{Path(image_page).name}",
@@ -401,6 +583,9 @@ def _inject_faults(site: Path) -> dict[str, str]:
               "search mixes the languages": "search.html"}
     for number, name in enumerate(n for n in FAULTS if n not in placed):
         placed[name] = others[number % len(others)]
+    # issue 44: a fault of printed rows on a page that prints a table, of figures on one with figures
+    placed["printed rows drawn as blocks"] = next(p for p in others if 'class="printed-row"' in pages[p])
+    placed["figure that does not open on a tap"] = [p for p in others if 'class="figure-open"' in pages[p]][-1]
 
     (site / image).unlink()
     _append(site / placed["console error"], '<script>console.error("injected fault")</script>')
@@ -469,6 +654,32 @@ def _inject_faults(site: Path) -> dict[str, str]:
     _in_article(site / placed["alt text that only numbers the figure"],
                 '<img src="data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2710%27 height=%2710%27/%3E" '
                 'alt="Figure 3 in \'Results\'">')
+    # issue 44, each on a page of its own (the Korean ones on a Korean page)
+    korean_of = {name: f"notebooks/ko/{Path(placed[name]).name}" for name in (
+        "word broken in the Korean navigation", "particle on the next line",
+        "English interface string on a Korean page", "Korean search field opening the English search")}
+    placed.update(korean_of)
+    _append(site / placed["printed rows drawn as blocks"], "<style>span.printed-row { display: flex; margin: 0 -12px }</style>")
+    _append(site / placed["word broken in the Korean navigation"],
+            "<style>.bd-sidebar-primary, .bd-sidebar-primary * { word-break: break-all !important }</style>")
+    _in_article(site / placed["particle on the next line"], '<p style="width: 0; word-break: normal">값은 48개입니다</p>')
+    file = site / placed["English interface string on a Korean page"]
+    assert "목차" in file.read_text()
+    file.write_text(file.read_text().replace("목차", "Contents"))
+    svg = "data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2710%27 height=%2710%27/%3E"
+    for name, caption in (("caption repeating its alt text", "A chart of the loss"),
+                          ("caption beginning Plot in", "Plot in 'Results': loss")):
+        _in_article(site / placed[name], f'<figure class="lesson-figure"><a class="figure-open" href="{svg}"><img src="{svg}" '
+                    f'alt="A chart of the loss"></a><figcaption><span class="figure-number">Figure 9.</span> {caption}</figcaption></figure>')
+    file = site / placed["figure that does not open on a tap"]
+    html, count = re.subn(r'<a class="figure-open" href="[^"]*"[^>]*>(<img[^>]*>)</a>', r"\1", file.read_text())
+    assert count
+    file.write_text(html)
+    file = site / placed["Korean search field opening the English search"]
+    html, count = re.subn(r'action="search\.html"', 'action="../../search.html"', file.read_text())
+    assert count
+    file.write_text(html)
+    _in_article(site / placed["character no font has"], "<p>\ue123\ue124</p>")
     index = site / "searchindex.js"  # every page loads it: keep it valid, but without the term
     # Everywhere but in the page and file names (notebooks/04_shiftvit_model): the pages stay loadable.
     prefix, data = index.read_text().split("(", 1)

@@ -5,12 +5,16 @@ myst-nb shows a plot stored in a notebook as an image whose alt text is its hash
 this extension writes one, from (first that exists):
 
 1. a figure's caption;
-2. website/figure_descriptions.json: what the plot shows, written by hand, by notebook and cell id
-   (issue 37: "Figure N in <section>" tells a reader nothing);
+2. website/figure_descriptions.json: what the plot shows (its alt text) and what to see in it (its
+   caption, issue 44), written by hand, by notebook and cell id, in English and Korean (its "ko"
+   entry, for notebooks/ko/; issue 37: "Figure N in <section>" tells a reader nothing);
 3. the plot's titles in the cell that drew it (`set_title("…")`, `title("…")`, `suptitle("…")`,
-   `title="…"`; f-strings left out), after the section's title;
+   `title="…"`; f-strings left out);
 4. the section the plot sits in: "Figure 2 in 'What the shift gives the next layer'", which
    website/check_site.py reports as alt text that only numbers the figure.
+
+The caption goes on the image node (`shiftvit_caption`), where website/_ext/reading.py reads it;
+a plot without a hand-written caption gets none (never its alt text again, never "Plot in ...").
 """
 
 from __future__ import annotations
@@ -56,7 +60,17 @@ def _cell(node: nodes.Node) -> nodes.Node | None:
     return parent
 
 
-def described(app: Sphinx, docname: str, image: nodes.image, seen: dict) -> str | None:
+def entry(description, korean: bool) -> tuple[str, str]:
+    """(alt text, caption) of one entry of website/figure_descriptions.json in the page's language:
+    a plain string is an alt text without a caption; {"alt", "caption", "ko": {"alt", "caption"}}."""
+    if isinstance(description, str):
+        return description, ""
+    if korean and isinstance(description.get("ko"), dict):
+        description = description["ko"]
+    return description.get("alt", ""), description.get("caption", "")
+
+
+def described(app: Sphinx, docname: str, image: nodes.image, seen: dict):
     """The hand-written description of the image (website/figure_descriptions.json), if any."""
     cell = _cell(image)
     if cell is None or cell.get("cell_index") is None:
@@ -97,7 +111,9 @@ def add_alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             continue
         description = described(app, docname, image, seen)
         if description:
-            image["alt"] = description
+            image["alt"], caption = entry(description, docname.startswith("notebooks/ko/"))
+            if caption and caption != image["alt"]:
+                image["shiftvit_caption"] = caption
             continue
         titles = [m.group(2).strip() for m in _TITLE.finditer(_cell_code(image))]
         titles = list(dict.fromkeys(t for t in titles if t and "{" not in t and "\\" not in t))
@@ -107,7 +123,7 @@ def add_alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         if caption is not None:
             alt = caption.astext()
         elif titles:
-            alt = f"Plot in '{section}': " + "; ".join(titles)
+            alt = "; ".join(titles)  # its own titles: no caption (issue 44: not "Plot in '<section>'")
         else:
             alt = f"Figure {counts[section]} in '{section}'"
         image["alt"] = alt

@@ -77,13 +77,19 @@ def subset_icon_fonts(outdir: Path) -> None:
 
 
 def _prose(section: nodes.section) -> str:
-    """The section's own paragraphs and lists (not its subsections, code or outputs), as one line."""
+    """The section's own paragraphs and list items (not its subsections, tables, code or outputs), as
+    sentences on one line (issue 44): each paragraph its own sentence, never glued to the next
+    ("google" + "First" made "googleFirst"); a table's cells are not sentences, so tables are left out."""
     parts = []
     for child in section.children:
         if isinstance(child, (nodes.paragraph, nodes.bullet_list, nodes.enumerated_list, nodes.admonition,
-                              nodes.block_quote, nodes.table)):
-            parts.append(child.astext())
-    return " ".join(" ".join(parts).split())[:SECTION_TEXT_LIMIT]
+                              nodes.block_quote)):
+            blocks = [child] if isinstance(child, nodes.paragraph) else list(child.findall(nodes.paragraph))
+            for block in blocks:
+                text = " ".join(block.astext().split())
+                if text:
+                    parts.append(text if text[-1] in ".!?:;)…" else text + ".")
+    return " ".join(parts)[:SECTION_TEXT_LIMIT]
 
 
 def collect_summaries(app: Sphinx, doctree: nodes.document, docname: str) -> None:
