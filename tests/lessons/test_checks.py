@@ -9,7 +9,9 @@ is empty, the lesson's checking cell falls back to the library's piece: that mus
 """
 
 import ast
+import contextlib
 import functools
+import io
 import json
 import math
 import re
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import exercise_solutions as ex  # the exercises' solutions, as the lessons' folds show them
 import keras
+import mutation
 import numpy as np
 import pytest
 from keras import layers, ops
@@ -833,3 +836,174 @@ def test_no_exercise_check_only_prints():
             if blank:
                 here_or_next = text + "".join(cells[index + 1]["source"]) if index + 1 < len(cells) else text
                 assert "checks.exercise(checks.check_" in here_or_next, f"{path.name}: {text[:60]!r}"
+
+
+# The mutation test of the checks ---------------------------------------------
+# Every blank's and every checked exercise's "Solution" fold, read from its lesson, is varied at
+# the AST level (tests/lessons/mutation.py); each variant whose outputs differ from the fold's on
+# random inputs must be rejected by the lesson's own check with its one-line message.
+MUTATED_LESSONS = ["00_overview", "01_data", "02_shift_operation", "03_shift_block", "04_shiftvit_model",
+                   "05_training", "06_inference", "07_attention_vs_shift"]
+FOLDS = {fold.check: fold for lesson in MUTATED_LESSONS for fold in mutation.folds(lesson)}
+
+
+class _UnbalancedSplits:
+    """What check_val_counts reads of a DataSplits, with every class a different count."""
+
+    y_val = np.repeat(np.arange(10), np.arange(1, 11))[::-1].copy()
+
+    @staticmethod
+    def class_counts():
+        return {"train": np.arange(20, 30), "val": np.bincount(_UnbalancedSplits.y_val), "test": np.full(10, 5)}
+
+
+CONTEXT = {"check_val_counts": (_UnbalancedSplits,)}
+
+
+def _seeded(make):
+    keras.utils.set_random_seed(5)
+    return make()
+
+
+def _layer_outputs(make, inputs, **calls):
+    layer = _seeded(make)
+    return [ops.convert_to_numpy(layer(x, **calls)) for x in inputs]
+
+
+def _probe_inputs(shapes, seed=21):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(1.0, 2.0, size=shape).astype("float32") for shape in shapes]
+
+
+def _probe_step(step):
+    model, out = checks._step_model(), []
+    optimizer, loss_fn = keras.optimizers.Adam(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        images, labels = rng.normal(size=(8, 6)).astype("float32"), rng.integers(0, 3, size=8)
+        out.append(step(model, optimizer, loss_fn, images, labels))
+    return out + model.get_weights()
+
+
+SHIFT_SHAPES = [((1, 5, 7, 11), 4, 1), ((2, 6, 6, 13), 4, 2), ((1, 7, 5, 24), 6, 3), ((1, 4, 4, 30), 6, 1)]
+CROP_IMAGES = _probe_inputs([(2, 52, 52, 3), (1, 33, 33, 2)])
+# check name -> what a candidate gives on random inputs (a variant giving the same is no mistake)
+PROBES = {
+    "check_moved_channels": lambda f: [f(c, n) for c in range(1, 120, 7) for n in range(1, 14)],
+    "check_val_counts": lambda counts: np.asarray(counts),
+    "check_centre_crop": lambda f: [f(x, crop) for x in CROP_IMAGES for crop in (x.shape[1], x.shape[1] - 7,
+                                                                               x.shape[1] - 12, 1)],
+    "check_shift": lambda f: [f(x, n, s) for x, (_, n, s) in zip(_probe_inputs(s for s, _, _ in SHIFT_SHAPES),
+                                                                   SHIFT_SHAPES)],
+    "check_pad_shift": lambda f: [f(x, n, s) for x, (_, n, s) in zip(_probe_inputs(s for s, _, _ in SHIFT_SHAPES),
+                                                                       SHIFT_SHAPES)],
+    "check_mlp": lambda cls: _layer_outputs(lambda: cls(3.0), _probe_inputs([(2, 3, 3, 6)]))
+    + _layer_outputs(lambda: cls(2.0), _probe_inputs([(1, 2, 2, 5)])),
+    "check_drop_path": lambda cls: _layer_outputs(lambda: cls(0.25, seed=3), _probe_inputs([(64, 2, 2, 3)]) * 2,
+                                                  training=True)
+    + _layer_outputs(lambda: cls(0.25, seed=3), _probe_inputs([(4, 2, 2, 3)]), training=False),
+    "check_block": lambda cls: _layer_outputs(lambda: cls(num_div=6, drop_path_rate=0.5),
+                                              _probe_inputs([(16, 4, 4, 26)]) * 2, training=True)
+    + _layer_outputs(lambda: cls(num_div=4, drop_path_rate=0.5), _probe_inputs([(2, 4, 4, 13)]), training=False),
+    "check_patch_merging": lambda cls: _layer_outputs(cls, _probe_inputs([(1, 8, 8, 6), (1, 8, 8, 6)]))
+    + _layer_outputs(cls, _probe_inputs([(1, 7, 7, 4)])),
+    "check_builder": lambda build: [
+        m.count_params() for m in [_seeded(lambda c=c: build(c)) for c in checks.builder_configs()]
+    ] + [_seeded(lambda c=c: build(c))(CROP_IMAGES[0][:, :32, :32] * 100).numpy()
+         for c in checks.builder_configs()],
+    "check_inside_block": lambda f: [f(_seeded(lambda: sv.ShiftViTBlock(num_div=12)), x)
+                                     for x in _probe_inputs([(2, 5, 5, 26)])],
+    "check_block_parameters": lambda answer: answer,
+    "check_shapes": lambda f: [f(sv.preset(name).replace(image_size=size, resize_to=size + 4)) for name in ("quick", "seed")
+                               for size in (36, 44, 52)],
+    "check_schedule": lambda f: [f(step, 1e-4, 1e-2, w, t) for w, t in [(10, 50), (7, 31)] for step in range(60)],
+    "check_floor_schedule": lambda f: [f(step, 1e-5, 1e-3, w, t, 1e-4) for w, t in [(10, 50), (7, 31)]
+                                       for step in range(60)],
+    "check_train_step": _probe_step,
+    "check_ece": lambda f: [f(c, c > u, bins) for c, u in [np.random.default_rng(9).uniform(0.1, 1.0, (2, 300))]
+                            for bins in (10, 7)] + [f(np.array([1.0, 0.5, 0.95]), np.array([True, False, True]))],
+    "check_attention_macs": lambda f: [f(n, h, k) for n in (3, 10, 17) for h in (1, 2, 5) for k in (4, 7)],
+}
+
+
+def _outputs(probe, candidate):
+    try:
+        return [np.asarray(ops.convert_to_numpy(v), dtype="float64") for v in _flat(probe(candidate))]
+    except Exception as error:  # a variant that raises differs from the solution
+        return error
+
+
+def _flat(value):
+    return [w for v in value for w in _flat(v)] if isinstance(value, list | tuple) else [value]
+
+
+def _differs(a, b):
+    if isinstance(a, Exception) or isinstance(b, Exception) or len(a) != len(b):
+        return True
+    return any(x.shape != y.shape or not np.allclose(x, y, rtol=1e-6, atol=1e-9, equal_nan=True) for x, y in zip(a, b))
+
+
+@functools.cache
+def _before(lesson, check):
+    """The namespace a fold's cell runs in: the lesson's earlier folds filled with their solutions."""
+    namespace = {"data": _UnbalancedSplits}
+    exec(LESSON_IMPORTS, namespace)
+    for fold in mutation.folds(lesson):
+        if fold.check == check:
+            return namespace
+        exec(mutation.fill(fold.cell, fold.code), namespace)
+    raise KeyError(check)
+
+
+def _defined(fold, code):
+    namespace = dict(_before(fold.lesson, fold.check))
+    exec(mutation.fill(fold.cell, code), namespace)
+    return namespace[fold.name]
+
+
+def _verdict(fold, candidate):
+    """None if the lesson's checking call rejects ``candidate`` with a one-line hint, else what it did."""
+    check = getattr(checks, fold.check)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            if fold.blank:
+                checks.try_yours(check, candidate, None)
+            else:
+                checks.exercise(check, candidate, *CONTEXT.get(fold.check, ()))
+    except AssertionError as hint:
+        return None if str(hint) and "\n" not in str(hint) else f"a bare or multi-line AssertionError: {hint!r}"
+    except Exception as error:  # noqa: BLE001 - what the learner would see instead of a hint
+        return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:160]
+    return None if "not answered yet" in said.getvalue() else "passed"
+
+
+def mutation_score(check):
+    """(rejected, wrong variants, {variant: what the check did}) for one check."""
+    fold = FOLDS[check]
+    probe = PROBES[check]
+    expected = _outputs(probe, _defined(fold, fold.code))
+    assert not isinstance(expected, Exception), expected
+    survivors, wrong = {}, 0
+    for name, code in mutation.mutants(fold.code).items():
+        try:
+            candidate = _defined(fold, code)
+        except Exception:  # noqa: BLE001 - a variant that does not even define its piece
+            continue
+        if not _differs(_outputs(probe, candidate), expected):
+            continue  # an equivalent variant
+        wrong += 1
+        if (verdict := _verdict(fold, candidate)) is not None:
+            survivors[name] = verdict
+    return wrong - len(survivors), wrong, survivors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", sorted(PROBES))
+def test_every_wrong_variant_of_a_solution_is_rejected(check):
+    rejected, wrong, survivors = mutation_score(check)
+    assert wrong >= 2, f"{check}: only {wrong} wrong variants"
+    assert not survivors, f"{check}: {rejected}/{wrong} rejected; survivors: {survivors}"
+
+
+def test_every_blank_and_checked_exercise_has_a_probe():
+    assert set(FOLDS) == set(PROBES) and len(FOLDS) >= 18
