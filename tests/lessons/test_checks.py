@@ -135,6 +135,7 @@ def _every_group_two_pixels(x, num_div=12, s=1):
 
 
 SHIFT_MISTAKES = {
+    "groups of round(C / num_div) channels": _shift_with(_official, g_of=lambda c, n: round(c / n)),
     "only the first image of the batch moved": _first_image_only,
     "every group moved s + 1 pixels": _every_group_two_pixels,
     "left and right swapped": _shift_with(_swap(0, 1)),
@@ -221,7 +222,18 @@ class OtherRandomNumbers(_DropPathVariant):
         return ops.where(u >= self.rate, x / (1.0 - self.rate), 0.0)
 
 
-DROP_PATH_MISTAKES = {"kept samples not rescaled": NoScaling, "one random number per element": PerElement,
+class MaskPerSampleFlat(_DropPathVariant):
+    """One number per sample, but of shape (batch,): it does not broadcast over (batch, H, W, C)."""
+
+    def call(self, x, training=False):
+        if not training or self.rate == 0.0:
+            return x
+        keep = 1.0 - self.rate
+        u = keras.random.uniform((ops.shape(x)[0],), seed=self.seed_generator)
+        return x / keep * ops.floor(keep + u)
+
+
+DROP_PATH_MISTAKES = {"a mask of shape (batch,)": MaskPerSampleFlat, "kept samples not rescaled": NoScaling, "one random number per element": PerElement,
                       "drops at inference too": AlsoAtInference, "drops with the keep probability":
                       DropsWithKeepProbability, "a fixed integer seed (same mask every call)": FixedIntegerSeed}
 
@@ -244,7 +256,45 @@ def _mlp(width=lambda ratio, c: int(ratio * c), activation="gelu", out_activatio
     return Mlp
 
 
+def _mlp_with(*dense):
+    """An MLP of Dense layers made by ``dense(ratio, channels)`` in order, run in order."""
+    class Mlp(layers.Layer):
+        def __init__(self, ratio=2.0, **kwargs):
+            super().__init__(**kwargs)
+            self.ratio = ratio
+
+        def build(self, input_shape):
+            self.stack = [make(self.ratio, input_shape[-1]) for make in dense]
+
+        def call(self, x):
+            for layer in self.stack:
+                x = layer(x)
+            return x
+
+    return Mlp
+
+
+class MlpMadeInOtherOrder(layers.Layer):
+    """Correct, but makes its second Dense before its first: it must pass."""
+
+    def __init__(self, ratio=2.0, **kwargs):
+        super().__init__(**kwargs)
+        self.ratio = ratio
+
+    def build(self, input_shape):
+        self.project = layers.Dense(input_shape[-1])
+        self.expand = layers.Dense(int(self.ratio * input_shape[-1]), activation="gelu")
+
+    def call(self, x):
+        return self.project(self.expand(x))
+
+
 MLP_MISTAKES = {
+    "no biases": _mlp_with(lambda r, c: layers.Dense(int(r * c), activation="gelu", use_bias=False),
+                           lambda r, c: layers.Dense(c, use_bias=False)),
+    "an extra Dense layer": _mlp_with(lambda r, c: layers.Dense(int(r * c), activation="gelu"),
+                                      lambda r, c: layers.Dense(int(r * c), activation="gelu"),
+                                      lambda r, c: layers.Dense(c)),
     "hidden width C (ratio ignored)": _mlp(width=lambda ratio, c: c),
     "hidden width always 2C": _mlp(width=lambda ratio, c: 2 * c),
     "no GELU": _mlp(activation=None),
@@ -307,8 +357,13 @@ def drop_path_before_mlp(self, x, training=False):
     return x + self.mlp(self.drop_path(self.norm(x), training=training))
 
 
+def fresh_norm_in_call(self, x, training=False):
+    x = sv.shift_channels(x, self.num_div)  # a norm made at every call: never trained, never self.norm
+    return x + self.drop_path(self.mlp(layers.LayerNormalization(epsilon=1e-5)(x)), training=training)
+
+
 BLOCK_MISTAKES = {f.__name__: _block(f) for f in [
-    shift_inside_branch, no_shift, no_residual, no_norm, norm_after_mlp, fixed_num_div, drop_path_missing,
+    fresh_norm_in_call, shift_inside_branch, no_shift, no_residual, no_norm, norm_after_mlp, fixed_num_div, drop_path_missing,
     drop_path_always_training, drop_path_over_everything, drop_path_before_mlp]}
 
 
@@ -377,6 +432,8 @@ def _builder(stage_options=None, rates=None, merge=None, augment=None):
 
 
 BUILDER_MISTAKES = {
+    "every stage's rates given to each stage": _builder(rates=lambda c: [sv.drop_path_rates(
+        c.depths, c.drop_path_rate, c.drop_path_schedule)] * len(c.depths)),
     "ignores num_div": _builder(stage_options=dict(num_div=12)),
     "ignores the shift kind": _builder(stage_options=dict(shift="official")),
     "ignores shift_pixel": _builder(stage_options=dict(shift_pixel=1)),
@@ -468,7 +525,12 @@ def _step(training=True, apply=True, variables=lambda m: m.trainable_variables, 
     return step
 
 
+def _step_with_its_own_optimizer(model, optimizer, loss_fn, images, labels):
+    return solutions.train_step(model, keras.optimizers.Adam(0.01), loss_fn, images, labels)
+
+
 STEP_MISTAKES = {
+    "a new Adam made inside the step": _step_with_its_own_optimizer,
     "training=False": _step(training=False),
     "no training argument": _step(training=None),
     "forgets the update": _step(apply=False),
@@ -515,6 +577,7 @@ def _shapes_floor_division(config):
 EXERCISES = {
     "moved_channels": (checks.check_moved_channels, ex.moved_channels, (), {
         "one group": lambda c, n: c // n,
+        "round instead of //": lambda c, n: 4 * round(c / n),
         "no integer division": lambda c, n: 4 * c / n,
         "a third of the channels": lambda c, n: c // 3,
     }),
@@ -526,11 +589,18 @@ EXERCISES = {
     }),
     "centre_crop": (checks.check_centre_crop, ex.centre_crop, (), {
         "top-left corner": lambda images, crop: images[:, :crop, :crop],
+        "start:-start (odd margins, crop == size)": lambda images, crop: images[
+            :, (s := (images.shape[1] - crop) // 2):-s, s:-s],
         "one pixel off centre": lambda images, crop: images[:, (images.shape[1] - crop) // 2 + 1:][
             :, :crop, (images.shape[1] - crop) // 2 + 1:][:, :, :crop],
         "crop minus one": lambda images, crop: ex.centre_crop(images, crop - 1),
     }),
     "pad_shift": (checks.check_pad_shift, ex.pad_shift, (), {
+        "up padded on the wrong axis": lambda x, num_div=12, s=1: ops.concatenate(
+            [ex.pad_shift(x, num_div, s)[..., :2 * (x.shape[-1] // num_div)],
+             ops.pad(x[:, s:, :, 2 * (x.shape[-1] // num_div):3 * (x.shape[-1] // num_div)],
+                     [(0, 0), (0, 0), (0, s), (0, 0)]),
+             ex.pad_shift(x, num_div, s)[..., 3 * (x.shape[-1] // num_div):]], axis=-1),
         "up and down swapped": lambda x, num_div=12, s=1: ops.concatenate(
             [ex.pad_shift(x, num_div, s)[..., i * (x.shape[-1] // num_div):(i + 1) * (x.shape[-1] // num_div)]
              for i in (0, 1, 3, 2)] + [x[..., 4 * (x.shape[-1] // num_div):]], axis=-1),
@@ -547,6 +617,8 @@ EXERCISES = {
     }),
     "block_parameters": (checks.check_block_parameters, ex.my_answer, (), {
         "kernels only": 4 * 384**2,
+        "a string": "591,744",
+        "a float": 591744.0 + 0.5,
         "no norm": 4 * 384**2 + 3 * 384,
         "one Dense": 2 * 384**2 + 3 * 384,
         "ratio 4": 8 * 384**2 + 7 * 384,
@@ -777,8 +849,8 @@ def test_a_correct_drop_path_with_other_random_numbers_passes():
 )
 def test_every_mistake_is_caught(piece, mistake):
     check, *_, mistakes = PIECES[piece]
-    with pytest.raises(AssertionError) as caught:
-        check(mistakes[mistake])
+    with pytest.raises(AssertionError) as caught:  # as the lesson's checking cell calls it
+        checks.try_yours(check, mistakes[mistake], None)
     hint = str(caught.value)
     assert hint and "\n" not in hint  # one line that names what is wrong
 
@@ -881,7 +953,8 @@ CROP_IMAGES = _probe_inputs([(2, 52, 52, 3), (1, 33, 33, 2)])
 # check name -> what a candidate gives on random inputs (a variant giving the same is no mistake)
 PROBES = {
     "check_moved_channels": lambda f: [f(c, n) for c in range(1, 120, 7) for n in range(1, 14)],
-    "check_val_counts": lambda counts: np.asarray(counts),
+    "check_val_counts": lambda f: [f(np.random.default_rng(seed).integers(0, 10 - seed, 50)) for seed in (0, 3)]
+    + [f(_UnbalancedSplits.y_val)],
     "check_centre_crop": lambda f: [f(x, crop) for x in CROP_IMAGES for crop in (x.shape[1], x.shape[1] - 7,
                                                                                x.shape[1] - 12, 1)],
     "check_shift": lambda f: [f(x, n, s) for x, (_, n, s) in zip(_probe_inputs(s for s, _, _ in SHIFT_SHAPES),
@@ -980,3 +1053,51 @@ def test_every_wrong_variant_of_a_solution_is_rejected(check):
 
 def test_every_blank_and_checked_exercise_has_a_probe():
     assert set(FOLDS) == set(PROBES) and len(FOLDS) >= 18
+
+
+def _raising(code):
+    """A fold's code that raises ValueError('planted') in the learner's own lines."""
+    tree = ast.parse(code)
+    planted = ast.parse('int("planted")').body[0]
+    if isinstance(tree.body[0], ast.FunctionDef):
+        tree.body[0].body.insert(0, planted)
+    elif all(isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) for s in tree.body):
+        tree.body[0].value = planted.value  # lines that fill a blank's `name = None`
+    else:
+        tree.body.insert(0, planted)
+    return ast.unparse(tree)
+
+
+@pytest.mark.parametrize("check", sorted(set(FOLDS) - {"check_block_parameters", "check_builder"}))
+def test_an_exception_in_the_learners_code_becomes_the_checks_hint(check):
+    """The checking cell says which piece raised what, where, and the likely cause, in one line."""
+    fold = FOLDS[check]
+    hint = _verdict_message(fold, _defined(fold, _raising(fold.code)))
+    assert f"{fold.name} raised ValueError: invalid literal for int()" in hint and "planted" in hint, hint
+    assert "likely cause" in hint and "\n" not in hint, hint
+
+
+def _verdict_message(fold, candidate):
+    with pytest.raises(AssertionError) as caught, contextlib.redirect_stdout(io.StringIO()):
+        if fold.blank:
+            checks.try_yours(getattr(checks, fold.check), candidate, None)
+        else:
+            checks.exercise(getattr(checks, fold.check), candidate, *CONTEXT.get(fold.check, ()))
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(("check", "answer", "words"), [
+    ("check_block_parameters", "591,744", "whole number"),
+    ("check_mlp", MLP_MISTAKES["no biases"], "two Dense layers with biases"),
+    ("check_mlp", MLP_MISTAKES["an extra Dense layer"], "two Dense layers with biases"),
+    ("check_block", BLOCK_MISTAKES["fresh_norm_in_call"], "s + drop_path(mlp(norm(s)))"),
+    ("check_train_step", STEP_MISTAKES["a new Adam made inside the step"], "optimizer you were given counted 0"),
+    ("check_drop_path", DROP_PATH_MISTAKES["a mask of shape (batch,)"], "MaskPerSampleFlat raised"),
+])
+def test_what_the_check_is_given_is_validated_first(check, answer, words):
+    """Issue 47's crashes inside the checks: each now gets a one-line hint that names the mistake."""
+    assert words in _verdict_message(FOLDS[check], answer)
+
+
+def test_a_correct_mlp_made_in_another_order_passes():
+    checks.check_mlp(MlpMadeInOtherOrder)
