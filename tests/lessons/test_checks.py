@@ -985,7 +985,7 @@ PROBES = {
                                        for step in range(60)],
     "check_train_step": _probe_step,
     "check_ece": lambda f: [f(c, c > u, bins) for c, u in [np.random.default_rng(9).uniform(0.1, 1.0, (2, 300))]
-                            for bins in (10, 7)] + [f(np.array([1.0, 0.5, 0.95]), np.array([True, False, True]))],
+                            for bins in (10, 7)] + [f(np.array([1.0, 1.0, 0.5, 0.93]), np.array([True, False, False, True]))],
     "check_attention_macs": lambda f: [f(n, h, k) for n in (3, 10, 17) for h in (1, 2, 5) for k in (4, 7)],
 }
 
@@ -1101,3 +1101,23 @@ def test_what_the_check_is_given_is_validated_first(check, answer, words):
 
 def test_a_correct_mlp_made_in_another_order_passes():
     checks.check_mlp(MlpMadeInOtherOrder)
+
+
+def _weakened(check, old, new):
+    """``check`` compiled from checks.py with one edit (old -> new) planted in its source."""
+    import inspect
+
+    source = inspect.getsource(getattr(checks, check))
+    assert source.count(old) == 1, f"{old!r} is not once in {check}"
+    namespace = dict(vars(checks))
+    exec(source.replace(old, new), namespace)
+    return namespace[check]
+
+
+@pytest.mark.slow
+def test_a_weakened_check_fails_the_mutation_test(monkeypatch):
+    """The mutation test is itself a test: without its confidences of exactly 1.0, check_ece
+    accepts a variant that puts them in a bin of their own (bins - 1 + 1) and loses them."""
+    monkeypatch.setattr(checks, "check_ece", _weakened("check_ece", "[1.0] * 12", "[0.99] * 12"))
+    rejected, wrong, survivors = mutation_score("check_ece")
+    assert any(name.startswith("bins - 1") for name in survivors), survivors
