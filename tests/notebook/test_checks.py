@@ -6,7 +6,7 @@ AssertionError. Each blank's collapsed "Solution", put into its blank cell and r
 must pass its check, and fail it once a mistake is planted in the fold's code; a
 correct DropPath that draws its random numbers differently passes too. While a blank
 is empty, the lesson's checking cell falls back to the library's piece: that must pass.
-The exercises' solutions are their lessons' folds too (read by tests/lessons/mutation.py), and
+The exercises' solutions are their lessons' folds too (read by tests/notebook/mutation.py), and
 the mutation test at the end varies every fold's code and runs each wrong variant through its check.
 """
 
@@ -27,8 +27,9 @@ import pytest
 from keras import layers, ops
 
 import shiftvit_lib as sv
+from shiftvit_lib.layers import DropPath
 from shiftvit_lib.notebook import checks, solutions
-from shiftvit_lib.shift import keras_io_shift
+from shiftvit_lib.shift import keras_io_shift, shift_channels
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 LESSON_IMPORTS = """
@@ -918,7 +919,7 @@ def test_no_exercise_check_only_prints():
 
 # The mutation test of the checks ---------------------------------------------
 # Every blank's and every checked exercise's "Solution" fold, read from its lesson, is varied at
-# the AST level (tests/lessons/mutation.py); each variant whose outputs differ from the fold's on
+# the AST level (tests/notebook/mutation.py); each variant whose outputs differ from the fold's on
 # random inputs must be rejected by the lesson's own check with its one-line message.
 CONTEXT = {"check_val_counts": (_UnbalancedSplits,)}
 
@@ -1121,3 +1122,22 @@ def test_a_weakened_check_fails_the_mutation_test(monkeypatch):
     monkeypatch.setattr(checks, "check_ece", _weakened("check_ece", "[1.0] * 12", "[0.99] * 12"))
     rejected, wrong, survivors = mutation_score("check_ece")
     assert any(name.startswith("bins - 1") for name in survivors), survivors
+def test_try_yours_with_the_check_second_says_the_order():
+    with pytest.raises(TypeError, match=r"takes the check first: try_yours\(check_drop_path") as refused:
+        checks.try_yours(DropPath, checks.check_drop_path, DropPath)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_layer_instead_of_its_class_is_named():
+    with pytest.raises(TypeError, match=r"pass the class itself \(DropPath\), not a layer") as refused:
+        checks.check_drop_path(DropPath(0.1))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_function_without_return_is_told_about_the_return():
+    def my_shift(x, num_div=12, s=1):
+        np.zeros(1)  # the work, but no `return`
+
+    with pytest.raises(AssertionError, match="returned None: did you forget its `return` line"):
+        checks.check_shift(my_shift)
+    checks.check_shift(shift_channels)  # a written one passes

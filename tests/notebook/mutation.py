@@ -4,7 +4,7 @@
 cell the learner fills, the fold's code and the check that judges it. ``fill`` puts a
 fold's code into its cell; ``mutants`` makes the AST-level wrong variants of a fold's
 code (operators swapped, integers +-1, slice bounds shifted, call arguments swapped,
-statements dropped). ``test_checks.py`` runs them through the lessons' own checks.
+statements dropped). ``tests/notebook/test_checks.py`` runs them through the lessons' own checks.
 """
 
 from __future__ import annotations
