@@ -207,7 +207,7 @@ def check_mlp(mlp_class: Callable[..., Any]) -> None:
         assert _numpy(mine(x)).shape == x.shape, f"the MLP must give back the C = {channels} channels it got"
         library(x)
         weights = _randomise(library, 9)
-        _copy_by_role(mine, library, f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} -> C")
+        _copy_by_role(mine, library, f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} units -> C")
         w1, b1, w2, b2 = weights
         mistakes = {
             "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
