@@ -17,6 +17,7 @@ This is a lesson helper: it imports the core; the core never imports it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -43,6 +44,8 @@ def try_yours(check: Callable[[Any], None], yours: Any, library: Any) -> Any:
         print(f"{name}: not written yet, so the lesson goes on with the library's version")
         check(library)
         return library
+    except Exception as error:  # the learner's code raised: its hint, not a traceback through the check
+        raise error if isinstance(error, AssertionError) else AssertionError(_hint_of(name, error)) from None
     print(f"{name}: yours passes every check")
     return yours
 
@@ -63,7 +66,36 @@ def exercise(check: Callable[..., None], answer: Any, *context: Any) -> None:
     except NotAnswered as note:
         print(f"{name}: not answered yet. {note}")
         return
+    except Exception as error:  # the learner's code raised: its hint, not a traceback through the check
+        raise error if isinstance(error, AssertionError) else AssertionError(_hint_of(name, error)) from None
     print(f"{name}: right")
+
+
+# What most often makes the learner's code raise: {words of the type or message: the likely cause}
+CAUSES = {"NameError|UnboundLocal|not defined": "a name used before it is set: a line is missing or out of order",
+          "has no attribute": "an attribute never set (a line missing in build or __init__) or the wrong object",
+          "NoneType": "something gave None: a `return` is missing", "ZeroDivision|by zero": "a division by zero",
+          "slice indices must be integers": "a slice bound that is not an integer: use // for integer division",
+          "broadcast|Dimension|shape|ConcatOp|ncompatible|rank": "the shapes do not fit: check the slices, the "
+          "padded axis and the shape of what you return", "units|filters|positive integer": "a layer got a size "
+          "that is not a positive whole number", "TypeError": "an argument of the wrong type or in the wrong place"}
+
+
+def _hint_of(name: str, error: BaseException) -> str:
+    """One line for an exception: which piece, what it raised (type, first line), where, the likely cause."""
+    import re
+    import traceback
+
+    lines = [re.sub(r"\x1b\[[0-9;]*m|\{\{[^}]*\}\}\s*", "", line).strip() for line in str(error).splitlines()]
+    said = f"{type(error).__name__}: " + next((x for x in lines if x and "Exception encountered" not in x), "")
+    cause = next((why for words, why in CAUSES.items() if re.search(words, said[:150])), "check the line it names")
+    library = str(Path(__file__).resolve().parents[1])  # the learner's frames are neither ours nor a package's
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(library)
+              and "-packages" not in f.filename and "/lib/python" not in f.filename]
+    if not frames:
+        return f"the check could not use what {name} gave ({said[:150]}): {cause}"
+    where = f" at `{frames[-1].line.strip()[:60]}`" if frames[-1].line else f" (line {frames[-1].lineno} of its cell)"
+    return f"{name} raised {said[:150]}{where}; likely cause: {cause}"
 
 
 def _blank(value: Any, what: str) -> None:
@@ -112,6 +144,16 @@ def _randomise(layer: keras.layers.Layer, seed: int) -> list[np.ndarray]:
     return [_numpy(weight) for weight in layer.trainable_weights]
 
 
+def _copy_by_role(mine: keras.layers.Layer, library: keras.layers.Layer, hint: str) -> None:
+    """Give ``mine`` the library's weights, matched by role (kernel or bias) and shape, not by the
+    order the layers were made in; a weight with no counterpart gets ``hint``."""
+    role = lambda weight: (weight.path.split("/")[-1], tuple(weight.shape))  # noqa: E731
+    theirs, got = {role(w): w for w in library.trainable_weights}, sorted(role(w) for w in mine.trainable_weights)
+    assert got == sorted(theirs), f"{hint}: got {', '.join(f'{n} {s}' for n, s in got) or 'no weights'}"
+    for weight in mine.trainable_weights:
+        weight.assign(_numpy(theirs[role(weight)]))
+
+
 def _layers(layer: keras.layers.Layer, kind: type) -> list[Any]:
     return [sub for sub in layer._flatten_layers() if isinstance(sub, kind)]
 
@@ -122,7 +164,9 @@ def _each_way(x: np.ndarray, s: int) -> list[np.ndarray]:
 
 
 # The shift (lesson 02) ----------------------------------------------------
-SHIFT_CASES = [((1, 5, 5, 6), 6, 1), ((2, 7, 9, 24), 12, 1), ((2, 6, 10, 50), 8, 2), ((1, 6, 6, 13), 4, 3)]
+# C / num_div with remainders 0, below and above one half (round() and // differ on 2.75 and 11.75)
+SHIFT_CASES = [((1, 5, 5, 6), 6, 1), ((2, 7, 9, 24), 12, 1), ((2, 6, 10, 50), 8, 2), ((1, 6, 6, 13), 4, 3),
+               ((1, 5, 7, 11), 4, 1), ((1, 6, 5, 47), 4, 2)]
 DIRECTIONS = ["left", "right", "up", "down"]
 
 
@@ -161,14 +205,9 @@ def check_mlp(mlp_class: Callable[..., Any]) -> None:
         x = rng.normal(size=(2, 4, 4, channels)).astype("float32")
         mine, library, hidden = mlp_class(ratio), MLP(mlp_ratio=ratio, dropout=0.2), int(ratio * channels)
         assert _numpy(mine(x)).shape == x.shape, f"the MLP must give back the C = {channels} channels it got"
-        kernels = [tuple(w.shape) for w in mine.weights if w.path.endswith("kernel")]
-        assert len(kernels) == 2 and kernels[0] == (channels, hidden), (
-            f"two Dense layers, ratio * C = {ratio:g} * {channels} = {hidden} units, then C: got {kernels}"
-        )
         library(x)
         weights = _randomise(library, 9)
-        for weight, value in zip(mine.trainable_weights, weights):
-            weight.assign(value)
+        _copy_by_role(mine, library, f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} units -> C")
         w1, b1, w2, b2 = weights
         mistakes = {
             "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
@@ -216,9 +255,10 @@ def check_block(block_class: Callable[..., Any]) -> None:
     _expect_class(block_class)
     x = np.random.default_rng(2).normal(size=(64, 5, 5, 24)).astype("float32")
     block = block_class(num_div=6, drop_path_rate=0.5)
-    block(x[:1], training=False)  # build
-    _randomise(block, 3)  # random biases too: an MLP of zeros is not zero
     s, s12 = _numpy(shift_channels(x, 6)), _numpy(shift_channels(x, 12))
+    block(x[:1], training=False)  # build, then build the sublayers the check calls, used in call or not
+    block.mlp(block.norm(s[:1]))
+    _randomise(block, 3)  # random biases and norm scales too: a sublayer made in call is never random
     branch, got = _numpy(block.mlp(block.norm(s))), _numpy(block(x, training=False))
     unchanged = np.isclose(got - s, 0.0, atol=1e-5).reshape(len(x), -1).all(axis=1)
     assert not unchanged.any(), "at inference drop path must drop nothing: pass training=training"
@@ -377,9 +417,13 @@ def check_train_step(step: Callable[..., float]) -> None:
     images, labels = rng.normal(size=(16, 6)).astype("float32"), rng.integers(0, 3, size=16)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     model, reference = _step_model(), _step_model()
+    optimizer = keras.optimizers.Adam(lr)
     reference.set_weights(before := [w.copy() for w in model.get_weights()])
     training_loss, inference_loss = (float(loss_fn(labels, model(images, training=t))) for t in (True, False))
-    loss = float(step(model, keras.optimizers.Adam(lr), loss_fn, images, labels))
+    got = step(model, optimizer, loss_fn, images, labels)
+    number = isinstance(got, float | int | np.floating) or np.ndim(_numpy(got)) == 0
+    assert number, f"the step must return the loss as one number (float(loss)), not {type(got).__name__}"
+    loss = float(got)
     with tf.GradientTape() as tape:
         reference_loss = loss_fn(labels, reference(images, training=True))
     gradients = tape.gradient(reference_loss, reference.trainable_variables)
@@ -391,52 +435,67 @@ def check_train_step(step: Callable[..., float]) -> None:
     wanted = [w - b for w, b in zip(reference.get_weights(), before)]
     still, uphill, twice = ([factor * m for m in wanted] for factor in (0, -1, 2))
     plain_sgd = [-lr * _numpy(g) for g in gradients]
-    mistakes = {
-        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)": still,
-        "the weights moved uphill: the optimizer needs the gradients, not their negatives": uphill,
-        "the weights moved by -lr * gradient, a plain SGD step: let the optimizer (Adam) step": plain_sgd,
-        "the weights moved twice as far: apply the gradients once per step": twice,
-    }
+    mistakes = {"no weight changed: the step must apply the gradients (optimizer.apply_gradients)": still,
+                "the weights moved uphill: the optimizer needs the gradients, not their negatives": uphill,
+                "the weights moved by -lr * gradient, a plain SGD step: let the optimizer (Adam) step": plain_sgd,
+                "the weights moved twice as far: apply the gradients once per step": twice}
+    otherwise = "the weights differ from one optimizer step along the training loss's gradient"
     if any(not m.any() for m in moves):
         otherwise = "some weights did not change: take the gradient for every model.trainable_variables"
-    else:
-        otherwise = "the weights differ from one optimizer step along the training loss's gradient"
     _diagnose(moves, wanted, mistakes, otherwise, rtol=1e-3)  # Adam's epsilon: two steps are not quite 2x
+    for _ in range(2):  # more steps with the same optimizer: its moments and step count carry on
+        step(model, optimizer, loss_fn, images, labels)
+    taken = int(_numpy(optimizer.iterations))  # an optimizer made inside the step never counts
+    assert taken == 3, f"three steps, and the optimizer you were given counted {taken}: step with it every time"
 
 
 # The exercises (lessons 00-07) ----------------------------------------------
 def check_moved_channels(moved_channels: Callable[[int, int], int]) -> None:
-    """Lesson 00: ``moved_channels(C, num_div)`` equals what ``shift_channels`` moves."""
+    """Lesson 00: ``moved_channels(C, num_div)`` equals what ``shift_channels`` moves, on the
+    lesson's cases, C / num_div with remainders above one half, and 30 random (C, num_div)."""
     _blank(moved_channels(96, 12), "Write moved_channels, then run both cells again.")
     rng = np.random.default_rng(0)
-    for c, n in [(96, 12), (192, 12), (50, 8), (13, 4)]:
-        x = rng.uniform(1.0, 2.0, size=(1, 6, 6, c)).astype("float32")
+    cases = [(96, 12), (192, 12), (50, 8), (13, 4), (11, 4), (47, 12)]
+    for c, n in cases + [(int(n * rng.integers(1, 9) + rng.integers(0, n)), int(n)) for n in rng.integers(4, 17, 30)]:
+        x = rng.uniform(1.0, 2.0, size=(1, 2, 2, c)).astype("float32")
         moved, got = int((_numpy(shift_channels(x, n)) != x).any(axis=(0, 1, 2)).sum()), moved_channels(c, n)
         mistakes = {
             "C // num_div is one group: four groups move": c // n,
             f"C = {c}, num_div = {n}: groups of C // num_div channels, the other C % num_div stay": 4 * c / n,
+            f"C / num_div = {c / n:.2f} rounds up with round(): the groups are C // num_div": 4 * round(c / n),
         }
         _diagnose(got, moved, mistakes, f"moved_channels({c}, {n}) = {got}, the shift moved {moved}")
 
 
-def check_val_counts(counts: Any, data: Any) -> None:
-    """Lesson 01: the number of validation images per class."""
-    _blank(counts, "Fill in my_val_counts and run the cell again.")
-    mistakes = {"those are the training counts: count data.y_val": data.class_counts()["train"]}
-    otherwise = f"count how often each of the {len(data.class_counts()['val'])} classes occurs in data.y_val"
-    _diagnose(np.asarray(counts), data.class_counts()["val"], mistakes, f"{otherwise} (np.bincount)")
+def check_val_counts(val_counts: Callable[[np.ndarray], Any], data: Any) -> None:
+    """Lesson 01: ``val_counts(labels)``, the number of images per class in ``labels``, on
+    ``data.y_val`` and on random labels with unbalanced classes and a class missing."""
+    _blank(val_counts(data.y_val), "Write val_counts, then run its cell again.")
+    rng, classes = np.random.default_rng(14), len(data.class_counts()["val"])
+    cases = [("data.y_val", data.y_val, data.class_counts()["val"])]
+    for size in (37, 90):  # unbalanced: class k drawn about k + 1 times as often as class 0; the last missing
+        labels = rng.choice(classes - 1, size=size, p=(p := np.arange(1, classes)) / p.sum())
+        cases.append((f"{size} random labels", labels, np.bincount(labels, minlength=classes)))
+    for what, labels, expected in cases:
+        mistakes = {"those are data's training counts: count the labels you are given": data.class_counts()["train"],
+                    "the counts are sorted: keep them in class order 0, 1, ...": np.sort(expected),
+                    f"a class may be missing: np.bincount(labels, minlength={classes})": np.bincount(labels)}
+        otherwise = f"count how often each of the {classes} classes occurs in {what} (np.bincount)"
+        _diagnose(np.asarray(val_counts(labels)), expected, mistakes, otherwise)
 
 
 def check_centre_crop(centre_crop: Callable[[np.ndarray, int], np.ndarray]) -> None:
-    """Lesson 01: ``centre_crop(images, crop)`` equals the layer's inference crop."""
+    """Lesson 01: ``centre_crop(images, crop)`` equals the layer's inference crop, for even and
+    odd margins and a crop as large as the image."""
     from shiftvit_lib.layers import ImagePreprocessing
 
     images = np.random.default_rng(10).integers(0, 256, size=(2, 32, 32, 3), dtype="uint8")
     resized = _numpy(ops.image.resize(images.astype("float32"), (52, 52)))
     _blank(centre_crop(resized, 40), "Write centre_crop, then run both cells again.")
-    for crop in (40, 46):
+    for crop in (40, 45, 52, 33):  # margins 12, 7, 0 and 19
         got = np.asarray(centre_crop(resized, crop))
-        assert got.shape == (2, crop, crop, 3), f"the crop must be (2, {crop}, {crop}, 3), not {got.shape}"
+        hint = f"the crop must be (2, {crop}, {crop}, 3), not {got.shape} (margin {52 - crop}): slice start:start + crop"
+        assert got.shape == (2, crop, crop, 3), hint
         layer = ImagePreprocessing(resize_to=52, crop_size=crop, augment=False)
         mistakes = {"that is the top-left corner: start at (size - crop) // 2": resized[:, :crop, :crop]}
         otherwise = f"the {crop}x{crop} window is off centre: start at (size - crop) // 2 on both axes"
@@ -475,6 +534,8 @@ def check_inside_block(inside_block: Callable[..., Any]) -> None:
 def check_block_parameters(answer: Any, channels: int = 384) -> None:
     """Lesson 03: the parameters of one block with ``channels`` channels and MLP ratio 2."""
     _blank(answer, "Replace None with your number, then run the cell.")
+    whole = isinstance(answer, int | np.integer) and not isinstance(answer, bool)
+    assert whole, f"give the count as a whole number, such as 123456, not the {type(answer).__name__} {answer!r}"
     c = channels
     mistakes = {
         "counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,

@@ -58,5 +58,43 @@ def test_time_cards_give_estimates_with_a_source_not_hours(name):
 def test_lesson06_chooses_the_learners_model_and_lesson07_keeps_its_record_by_its_runs():
     assert any("learners_best_model(" in source and "sv.load_model(best)" in source for source in _code("06_inference"))
     code = _code("07_attention_vs_shift")
-    assert any('out_path = run_root / "comparison.json"' in source for source in code)
     assert any("runs_root(" in source and "run_comparison(" in source for source in code)
+
+
+def test_lesson07_reads_back_the_comparison_its_full_mode_saves(tmp_path, capsys):
+    """Run the cell that saves the comparison (as full mode would, into run_root) and the cell that
+    looks for a full-size record: the second finds what the first wrote, next to its runs."""
+    import types
+
+    code = _code("07_attention_vs_shift")
+    saving = next(source for source in code if "comparison_record(" in source)
+    reading = next(source for source in code if "full_record_path" in source)
+    record = {"rows": [], "data_source": "test", "epochs": 1, "machine": {"backend": "jax", "devices": ["cpu"]}}
+    ex = types.SimpleNamespace(comparison_record=lambda *a, **k: record, format_table=lambda rows: "table")
+    settings = types.SimpleNamespace(quick=False, seed=0, mode="full")
+    runtime = types.SimpleNamespace(runs_root=lambda **k: types.SimpleNamespace(path=tmp_path))
+    namespace = {"json": json, "Path": Path, "ex": ex, "settings": settings, "runtime": runtime, "rows": [],
+                 "configs": {}, "data": None, "EPOCHS": 1, "run_root": tmp_path / "07_attention_vs_shift_full"}
+    namespace["run_root"].mkdir()
+    exec(saving, namespace)
+    exec(reading, namespace)
+    assert f"record: {(namespace['run_root'] / 'comparison.json').as_posix()}" in capsys.readouterr().out
+
+
+def test_lesson05_data_parallel_child_does_not_preallocate_the_gpu(monkeypatch):
+    """The child JAX process of lesson 05's DataParallel demo gets an environment in which it takes
+    only the GPU memory it uses (the kernel's TensorFlow may hold the rest), on a GPU and on a CPU."""
+    import os
+    import subprocess
+    import sys
+    import types
+
+    cell = next(source for source in _code("05_training") if "DATA_PARALLEL_DEMO" in source)
+    for accelerator in (True, False):
+        seen = {}
+        monkeypatch.setattr(subprocess, "run", lambda *a, **k: seen.update(k) or types.SimpleNamespace(
+            stdout="ok", stderr=""))
+        exec(cell, {"os": os, "sys": sys, "settings": types.SimpleNamespace(accelerator=accelerator)})
+        env = seen["env"]
+        assert env["KERAS_BACKEND"] == "jax" and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+        assert ("xla_force_host_platform_device_count=2" in env.get("XLA_FLAGS", "")) is not accelerator

@@ -6,32 +6,76 @@ AssertionError. Each blank's collapsed "Solution", put into its blank cell and r
 must pass its check, and fail it once a mistake is planted in the fold's code; a
 correct DropPath that draws its random numbers differently passes too. While a blank
 is empty, the lesson's checking cell falls back to the library's piece: that must pass.
+The exercises' solutions are their lessons' folds too (read by tests/notebook/mutation.py), and
+the mutation test at the end varies every fold's code and runs each wrong variant through its check.
 """
 
 import ast
+import contextlib
 import functools
+import io
 import json
 import math
 import re
-import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import keras
+import mutation
 import numpy as np
 import pytest
 from keras import layers, ops
 
 import shiftvit_lib as sv
-from shiftvit_lib.notebook import checks, solutions
-from shiftvit_lib.shift import keras_io_shift
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lessons"))
-import exercise_solutions as ex  # noqa: E402  the exercises' solutions, as the lessons' folds show them
-
 from shiftvit_lib.layers import DropPath
-from shiftvit_lib.shift import shift_channels
+from shiftvit_lib.notebook import checks, solutions
+from shiftvit_lib.shift import keras_io_shift, shift_channels
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+LESSON_IMPORTS = """
+import math
+import keras
+import numpy as np
+from keras import layers, ops
+import shiftvit_lib as sv
+from shiftvit_lib.notebook import checks, solutions
+from shiftvit_lib.schedules import WarmUpCosine
+"""
+MUTATED_LESSONS = ["00_overview", "01_data", "02_shift_operation", "03_shift_block", "04_shiftvit_model",
+                   "05_training", "06_inference", "07_attention_vs_shift"]
+FOLDS = {fold.check: fold for lesson in MUTATED_LESSONS for fold in mutation.folds(lesson)}
+
+
+class _UnbalancedSplits:
+    """What check_val_counts reads of a DataSplits, with every class a different count."""
+
+    y_val = np.repeat(np.arange(10), np.arange(1, 11))[::-1].copy()
+
+    @staticmethod
+    def class_counts():
+        return {"train": np.arange(20, 30), "val": np.bincount(_UnbalancedSplits.y_val), "test": np.full(10, 5)}
+
+
+@functools.cache
+def _before(lesson, check):
+    """The namespace a fold's cell runs in: the lesson's earlier folds filled with their solutions."""
+    namespace = {"data": _UnbalancedSplits}
+    exec(LESSON_IMPORTS, namespace)
+    for fold in mutation.folds(lesson):
+        if fold.check == check:
+            return namespace
+        exec(mutation.fill(fold.cell, fold.code), namespace)
+    raise KeyError(check)
+
+
+def _defined(fold, code):
+    namespace = dict(_before(fold.lesson, fold.check))
+    exec(mutation.fill(fold.cell, code), namespace)
+    return namespace[fold.name]
+
+
+# The exercises' solutions, as the lessons' "Solution" folds write them (the folds are the source)
+ex = SimpleNamespace(**{fold.name: _defined(fold, fold.code) for fold in FOLDS.values() if not fold.blank})
 
 
 # The shift (lesson 02) ----------------------------------------------------
@@ -92,6 +136,7 @@ def _every_group_two_pixels(x, num_div=12, s=1):
 
 
 SHIFT_MISTAKES = {
+    "groups of round(C / num_div) channels": _shift_with(_official, g_of=lambda c, n: round(c / n)),
     "only the first image of the batch moved": _first_image_only,
     "every group moved s + 1 pixels": _every_group_two_pixels,
     "left and right swapped": _shift_with(_swap(0, 1)),
@@ -178,7 +223,18 @@ class OtherRandomNumbers(_DropPathVariant):
         return ops.where(u >= self.rate, x / (1.0 - self.rate), 0.0)
 
 
-DROP_PATH_MISTAKES = {"kept samples not rescaled": NoScaling, "one random number per element": PerElement,
+class MaskPerSampleFlat(_DropPathVariant):
+    """One number per sample, but of shape (batch,): it does not broadcast over (batch, H, W, C)."""
+
+    def call(self, x, training=False):
+        if not training or self.rate == 0.0:
+            return x
+        keep = 1.0 - self.rate
+        u = keras.random.uniform((ops.shape(x)[0],), seed=self.seed_generator)
+        return x / keep * ops.floor(keep + u)
+
+
+DROP_PATH_MISTAKES = {"a mask of shape (batch,)": MaskPerSampleFlat, "kept samples not rescaled": NoScaling, "one random number per element": PerElement,
                       "drops at inference too": AlsoAtInference, "drops with the keep probability":
                       DropsWithKeepProbability, "a fixed integer seed (same mask every call)": FixedIntegerSeed}
 
@@ -201,7 +257,45 @@ def _mlp(width=lambda ratio, c: int(ratio * c), activation="gelu", out_activatio
     return Mlp
 
 
+def _mlp_with(*dense):
+    """An MLP of Dense layers made by ``dense(ratio, channels)`` in order, run in order."""
+    class Mlp(layers.Layer):
+        def __init__(self, ratio=2.0, **kwargs):
+            super().__init__(**kwargs)
+            self.ratio = ratio
+
+        def build(self, input_shape):
+            self.stack = [make(self.ratio, input_shape[-1]) for make in dense]
+
+        def call(self, x):
+            for layer in self.stack:
+                x = layer(x)
+            return x
+
+    return Mlp
+
+
+class MlpMadeInOtherOrder(layers.Layer):
+    """Correct, but makes its second Dense before its first: it must pass."""
+
+    def __init__(self, ratio=2.0, **kwargs):
+        super().__init__(**kwargs)
+        self.ratio = ratio
+
+    def build(self, input_shape):
+        self.project = layers.Dense(input_shape[-1])
+        self.expand = layers.Dense(int(self.ratio * input_shape[-1]), activation="gelu")
+
+    def call(self, x):
+        return self.project(self.expand(x))
+
+
 MLP_MISTAKES = {
+    "no biases": _mlp_with(lambda r, c: layers.Dense(int(r * c), activation="gelu", use_bias=False),
+                           lambda r, c: layers.Dense(c, use_bias=False)),
+    "an extra Dense layer": _mlp_with(lambda r, c: layers.Dense(int(r * c), activation="gelu"),
+                                      lambda r, c: layers.Dense(int(r * c), activation="gelu"),
+                                      lambda r, c: layers.Dense(c)),
     "hidden width C (ratio ignored)": _mlp(width=lambda ratio, c: c),
     "hidden width always 2C": _mlp(width=lambda ratio, c: 2 * c),
     "no GELU": _mlp(activation=None),
@@ -264,8 +358,13 @@ def drop_path_before_mlp(self, x, training=False):
     return x + self.mlp(self.drop_path(self.norm(x), training=training))
 
 
+def fresh_norm_in_call(self, x, training=False):
+    x = sv.shift_channels(x, self.num_div)  # a norm made at every call: never trained, never self.norm
+    return x + self.drop_path(self.mlp(layers.LayerNormalization(epsilon=1e-5)(x)), training=training)
+
+
 BLOCK_MISTAKES = {f.__name__: _block(f) for f in [
-    shift_inside_branch, no_shift, no_residual, no_norm, norm_after_mlp, fixed_num_div, drop_path_missing,
+    fresh_norm_in_call, shift_inside_branch, no_shift, no_residual, no_norm, norm_after_mlp, fixed_num_div, drop_path_missing,
     drop_path_always_training, drop_path_over_everything, drop_path_before_mlp]}
 
 
@@ -334,6 +433,8 @@ def _builder(stage_options=None, rates=None, merge=None, augment=None):
 
 
 BUILDER_MISTAKES = {
+    "every stage's rates given to each stage": _builder(rates=lambda c: [sv.drop_path_rates(
+        c.depths, c.drop_path_rate, c.drop_path_schedule)] * len(c.depths)),
     "ignores num_div": _builder(stage_options=dict(num_div=12)),
     "ignores the shift kind": _builder(stage_options=dict(shift="official")),
     "ignores shift_pixel": _builder(stage_options=dict(shift_pixel=1)),
@@ -425,7 +526,12 @@ def _step(training=True, apply=True, variables=lambda m: m.trainable_variables, 
     return step
 
 
+def _step_with_its_own_optimizer(model, optimizer, loss_fn, images, labels):
+    return solutions.train_step(model, keras.optimizers.Adam(0.01), loss_fn, images, labels)
+
+
 STEP_MISTAKES = {
+    "a new Adam made inside the step": _step_with_its_own_optimizer,
     "training=False": _step(training=False),
     "no training argument": _step(training=None),
     "forgets the update": _step(apply=False),
@@ -438,16 +544,6 @@ STEP_MISTAKES = {
 
 
 # The exercises (lessons 00-07) ----------------------------------------------
-class _Splits:
-    """What check_val_counts reads of a DataSplits."""
-
-    y_val = np.repeat(np.arange(10), 4)
-
-    @staticmethod
-    def class_counts():
-        return {"train": np.full(10, 16), "val": np.full(10, 4), "test": np.full(10, 5)}
-
-
 def _floor_variant(decay):
     def floor(step, lr_start, lr_max, warmup_steps, total_steps, lr_min):
         if step < warmup_steps:
@@ -482,21 +578,30 @@ def _shapes_floor_division(config):
 EXERCISES = {
     "moved_channels": (checks.check_moved_channels, ex.moved_channels, (), {
         "one group": lambda c, n: c // n,
+        "round instead of //": lambda c, n: 4 * round(c / n),
         "no integer division": lambda c, n: 4 * c / n,
         "a third of the channels": lambda c, n: c // 3,
     }),
-    "val_counts": (checks.check_val_counts, ex.val_counts(_Splits), (_Splits,), {
-        "the training counts": np.full(10, 16),
-        "the test counts": np.full(10, 5),
-        "nine classes": np.full(9, 4),
+    "val_counts": (checks.check_val_counts, ex.val_counts, (_UnbalancedSplits,), {
+        "the training counts": lambda labels: _UnbalancedSplits.class_counts()["train"],
+        "sorted counts": lambda labels: np.sort(np.bincount(labels, minlength=10)),
+        "no minlength": lambda labels: np.bincount(labels),
+        "in reverse order": lambda labels: np.bincount(labels, minlength=10)[::-1],
     }),
     "centre_crop": (checks.check_centre_crop, ex.centre_crop, (), {
         "top-left corner": lambda images, crop: images[:, :crop, :crop],
+        "start:-start (odd margins, crop == size)": lambda images, crop: images[
+            :, (s := (images.shape[1] - crop) // 2):-s, s:-s],
         "one pixel off centre": lambda images, crop: images[:, (images.shape[1] - crop) // 2 + 1:][
             :, :crop, (images.shape[1] - crop) // 2 + 1:][:, :, :crop],
         "crop minus one": lambda images, crop: ex.centre_crop(images, crop - 1),
     }),
     "pad_shift": (checks.check_pad_shift, ex.pad_shift, (), {
+        "up padded on the wrong axis": lambda x, num_div=12, s=1: ops.concatenate(
+            [ex.pad_shift(x, num_div, s)[..., :2 * (x.shape[-1] // num_div)],
+             ops.pad(x[:, s:, :, 2 * (x.shape[-1] // num_div):3 * (x.shape[-1] // num_div)],
+                     [(0, 0), (0, 0), (0, s), (0, 0)]),
+             ex.pad_shift(x, num_div, s)[..., 3 * (x.shape[-1] // num_div):]], axis=-1),
         "up and down swapped": lambda x, num_div=12, s=1: ops.concatenate(
             [ex.pad_shift(x, num_div, s)[..., i * (x.shape[-1] // num_div):(i + 1) * (x.shape[-1] // num_div)]
              for i in (0, 1, 3, 2)] + [x[..., 4 * (x.shape[-1] // num_div):]], axis=-1),
@@ -511,8 +616,10 @@ EXERCISES = {
         "no shift": lambda block, x: x + block.mlp(block.norm(x)),
         "no skip": lambda block, x: block.mlp(block.norm(sv.shift_channels(x, num_div=12))),
     }),
-    "block_parameters": (checks.check_block_parameters, ex.BLOCK_PARAMETERS_384, (), {
+    "block_parameters": (checks.check_block_parameters, ex.my_answer, (), {
         "kernels only": 4 * 384**2,
+        "a string": "591,744",
+        "a float": 591744.0 + 0.5,
         "no norm": 4 * 384**2 + 3 * 384,
         "one Dense": 2 * 384**2 + 3 * 384,
         "ratio 4": 8 * 384**2 + 7 * 384,
@@ -569,15 +676,6 @@ def test_a_blank_exercise_says_so_and_goes_on(name, capsys):
 
 
 # The lessons' blanks, filled with their "Solution" folds -----------------------
-LESSON_IMPORTS = """
-import math
-import keras
-import numpy as np
-from keras import layers, ops
-import shiftvit_lib as sv
-from shiftvit_lib.notebook import checks, solutions
-from shiftvit_lib.schedules import WarmUpCosine
-"""
 BLANK_LESSONS = ["02_shift_operation", "03_shift_block", "04_shiftvit_model", "05_training"]
 
 
@@ -752,8 +850,8 @@ def test_a_correct_drop_path_with_other_random_numbers_passes():
 )
 def test_every_mistake_is_caught(piece, mistake):
     check, *_, mistakes = PIECES[piece]
-    with pytest.raises(AssertionError) as caught:
-        check(mistakes[mistake])
+    with pytest.raises(AssertionError) as caught:  # as the lesson's checking cell calls it
+        checks.try_yours(check, mistakes[mistake], None)
     hint = str(caught.value)
     assert hint and "\n" not in hint  # one line that names what is wrong
 
@@ -774,28 +872,6 @@ def test_try_yours_falls_back_to_the_library_while_blank(capsys):
 def test_the_training_step_check_catches_a_mistake_planted_in_lesson_05s_fold():
     plant, words = PLANTED["train_step"]
     assert words in _hint(checks.check_train_step, solved("05_training", plant)["train_step"])
-
-
-def _exercise_solution_blocks(notebook):
-    cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
-    for cell in cells:
-        text = "".join(cell["source"])
-        if cell["cell_type"] == "markdown" and "<summary>Solution</summary>" in text:
-            yield from re.findall(r"```python\n(.*?)```", text, flags=re.S)
-
-
-@pytest.mark.parametrize("notebook", ["01_data.ipynb", "02_shift_operation.ipynb", "03_shift_block.ipynb",
-                                      "04_shiftvit_model.ipynb", "05_training.ipynb", "06_inference.ipynb",
-                                      "07_attention_vs_shift.ipynb"])
-def test_lessons_show_the_exercise_solutions_that_run(notebook):
-    """Every line of an exercise's solution a lesson shows is a line of exercise_solutions.py,
-    which the exercise tests above run against their mistake catalogues."""
-    import inspect
-
-    module_lines = {line.strip() for line in inspect.getsource(ex).splitlines()}
-    for block in _exercise_solution_blocks(notebook):
-        for line in block.strip().splitlines():
-            assert line.strip() in module_lines, f"{notebook}: {line.strip()!r} is not a solution's line"
 
 
 def test_nbval_markers_are_cell_tags_not_comments():
@@ -839,6 +915,211 @@ def test_no_exercise_check_only_prints():
                 assert "checks.exercise(checks.check_" in here_or_next, f"{path.name}: {text[:60]!r}"
 
 
+# The mutation test of the checks ---------------------------------------------
+# Every blank's and every checked exercise's "Solution" fold, read from its lesson, is varied at
+# the AST level (tests/notebook/mutation.py); each variant whose outputs differ from the fold's on
+# random inputs must be rejected by the lesson's own check with its one-line message.
+CONTEXT = {"check_val_counts": (_UnbalancedSplits,)}
+
+
+def _seeded(make):
+    keras.utils.set_random_seed(5)
+    return make()
+
+
+def _layer_outputs(make, inputs, **calls):
+    layer = _seeded(make)
+    return [ops.convert_to_numpy(layer(x, **calls)) for x in inputs]
+
+
+def _probe_inputs(shapes, seed=21):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(1.0, 2.0, size=shape).astype("float32") for shape in shapes]
+
+
+def _probe_step(step):
+    model, out = checks._step_model(), []
+    optimizer, loss_fn = keras.optimizers.Adam(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        images, labels = rng.normal(size=(8, 6)).astype("float32"), rng.integers(0, 3, size=8)
+        out.append(step(model, optimizer, loss_fn, images, labels))
+    return out + model.get_weights()
+
+
+SHIFT_SHAPES = [((1, 5, 7, 11), 4, 1), ((2, 6, 6, 13), 4, 2), ((1, 7, 5, 24), 6, 3), ((1, 4, 4, 30), 6, 1)]
+CROP_IMAGES = _probe_inputs([(2, 52, 52, 3), (1, 33, 33, 2)])
+# check name -> what a candidate gives on random inputs (a variant giving the same is no mistake)
+PROBES = {
+    "check_moved_channels": lambda f: [f(c, n) for c in range(1, 120, 7) for n in range(1, 14)],
+    "check_val_counts": lambda f: [f(np.random.default_rng(seed).integers(0, 10 - seed, 50)) for seed in (0, 3)]
+    + [f(_UnbalancedSplits.y_val)],
+    "check_centre_crop": lambda f: [f(x, crop) for x in CROP_IMAGES for crop in (x.shape[1], x.shape[1] - 7,
+                                                                               x.shape[1] - 12, 1)],
+    "check_shift": lambda f: [f(x, n, s) for x, (_, n, s) in zip(_probe_inputs(s for s, _, _ in SHIFT_SHAPES),
+                                                                   SHIFT_SHAPES)],
+    "check_pad_shift": lambda f: [f(x, n, s) for x, (_, n, s) in zip(_probe_inputs(s for s, _, _ in SHIFT_SHAPES),
+                                                                       SHIFT_SHAPES)],
+    "check_mlp": lambda cls: _layer_outputs(lambda: cls(3.0), _probe_inputs([(2, 3, 3, 6)]))
+    + _layer_outputs(lambda: cls(2.0), _probe_inputs([(1, 2, 2, 5)])),
+    "check_drop_path": lambda cls: _layer_outputs(lambda: cls(0.25, seed=3), _probe_inputs([(64, 2, 2, 3)]) * 2,
+                                                  training=True)
+    + _layer_outputs(lambda: cls(0.25, seed=3), _probe_inputs([(4, 2, 2, 3)]), training=False),
+    "check_block": lambda cls: _layer_outputs(lambda: cls(num_div=6, drop_path_rate=0.5),
+                                              _probe_inputs([(16, 4, 4, 26)]) * 2, training=True)
+    + _layer_outputs(lambda: cls(num_div=4, drop_path_rate=0.5), _probe_inputs([(2, 4, 4, 13)]), training=False),
+    "check_patch_merging": lambda cls: _layer_outputs(cls, _probe_inputs([(1, 8, 8, 6), (1, 8, 8, 6)]))
+    + _layer_outputs(cls, _probe_inputs([(1, 7, 7, 4)])),
+    "check_builder": lambda build: [
+        m.count_params() for m in [_seeded(lambda c=c: build(c)) for c in checks.builder_configs()]
+    ] + [_seeded(lambda c=c: build(c))(CROP_IMAGES[0][:, :32, :32] * 100).numpy()
+         for c in checks.builder_configs()],
+    "check_inside_block": lambda f: [f(_seeded(lambda: sv.ShiftViTBlock(num_div=12)), x)
+                                     for x in _probe_inputs([(2, 5, 5, 26)])],
+    "check_block_parameters": lambda answer: answer,
+    "check_shapes": lambda f: [f(sv.preset(name).replace(image_size=size, resize_to=size + 4)) for name in ("quick", "seed")
+                               for size in (36, 44, 52)],
+    "check_schedule": lambda f: [f(step, 1e-4, 1e-2, w, t) for w, t in [(10, 50), (7, 31)] for step in range(60)],
+    "check_floor_schedule": lambda f: [f(step, 1e-5, 1e-3, w, t, 1e-4) for w, t in [(10, 50), (7, 31)]
+                                       for step in range(60)],
+    "check_train_step": _probe_step,
+    "check_ece": lambda f: [f(c, c > u, bins) for c, u in [np.random.default_rng(9).uniform(0.1, 1.0, (2, 300))]
+                            for bins in (10, 7)] + [f(np.array([1.0, 1.0, 0.5, 0.93]), np.array([True, False, False, True]))],
+    "check_attention_macs": lambda f: [f(n, h, k) for n in (3, 10, 17) for h in (1, 2, 5) for k in (4, 7)],
+}
+
+
+def _outputs(probe, candidate):
+    try:
+        return [np.asarray(ops.convert_to_numpy(v), dtype="float64") for v in _flat(probe(candidate))]
+    except Exception as error:  # a variant that raises differs from the solution
+        return error
+
+
+def _flat(value):
+    return [w for v in value for w in _flat(v)] if isinstance(value, list | tuple) else [value]
+
+
+def _differs(a, b):
+    if isinstance(a, Exception) or isinstance(b, Exception) or len(a) != len(b):
+        return True
+    return any(x.shape != y.shape or not np.allclose(x, y, rtol=1e-6, atol=1e-9, equal_nan=True) for x, y in zip(a, b))
+
+
+def _verdict(fold, candidate):
+    """None if the lesson's checking call rejects ``candidate`` with a one-line hint, else what it did."""
+    check = getattr(checks, fold.check)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            if fold.blank:
+                checks.try_yours(check, candidate, None)
+            else:
+                checks.exercise(check, candidate, *CONTEXT.get(fold.check, ()))
+    except AssertionError as hint:
+        return None if str(hint) and "\n" not in str(hint) else f"a bare or multi-line AssertionError: {hint!r}"
+    except Exception as error:  # noqa: BLE001 - what the learner would see instead of a hint
+        return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:160]
+    return None if "not answered yet" in said.getvalue() else "passed"
+
+
+def mutation_score(check):
+    """(rejected, wrong variants, {variant: what the check did}) for one check."""
+    fold = FOLDS[check]
+    probe = PROBES[check]
+    expected = _outputs(probe, _defined(fold, fold.code))
+    assert not isinstance(expected, Exception), expected
+    survivors, wrong = {}, 0
+    for name, code in mutation.mutants(fold.code).items():
+        try:
+            candidate = _defined(fold, code)
+        except Exception:  # noqa: BLE001 - a variant that does not even define its piece
+            continue
+        if not _differs(_outputs(probe, candidate), expected):
+            continue  # an equivalent variant
+        wrong += 1
+        if (verdict := _verdict(fold, candidate)) is not None:
+            survivors[name] = verdict
+    return wrong - len(survivors), wrong, survivors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", sorted(PROBES))
+def test_every_wrong_variant_of_a_solution_is_rejected(check):
+    rejected, wrong, survivors = mutation_score(check)
+    assert wrong >= 2, f"{check}: only {wrong} wrong variants"
+    assert not survivors, f"{check}: {rejected}/{wrong} rejected; survivors: {survivors}"
+
+
+def test_every_blank_and_checked_exercise_has_a_probe():
+    assert set(FOLDS) == set(PROBES) and len(FOLDS) >= 18
+
+
+def _raising(code):
+    """A fold's code that raises ValueError('planted') in the learner's own lines."""
+    tree = ast.parse(code)
+    planted = ast.parse('int("planted")').body[0]
+    if isinstance(tree.body[0], ast.FunctionDef):
+        tree.body[0].body.insert(0, planted)
+    elif all(isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) for s in tree.body):
+        tree.body[0].value = planted.value  # lines that fill a blank's `name = None`
+    else:
+        tree.body.insert(0, planted)
+    return ast.unparse(tree)
+
+
+@pytest.mark.parametrize("check", sorted(set(FOLDS) - {"check_block_parameters", "check_builder"}))
+def test_an_exception_in_the_learners_code_becomes_the_checks_hint(check):
+    """The checking cell says which piece raised what, where, and the likely cause, in one line."""
+    fold = FOLDS[check]
+    hint = _verdict_message(fold, _defined(fold, _raising(fold.code)))
+    assert f"{fold.name} raised ValueError: invalid literal for int()" in hint and "planted" in hint, hint
+    assert "likely cause" in hint and "\n" not in hint, hint
+
+
+def _verdict_message(fold, candidate):
+    with pytest.raises(AssertionError) as caught, contextlib.redirect_stdout(io.StringIO()):
+        if fold.blank:
+            checks.try_yours(getattr(checks, fold.check), candidate, None)
+        else:
+            checks.exercise(getattr(checks, fold.check), candidate, *CONTEXT.get(fold.check, ()))
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(("check", "answer", "words"), [
+    ("check_block_parameters", "591,744", "whole number"),
+    ("check_mlp", MLP_MISTAKES["no biases"], "two Dense layers with biases"),
+    ("check_mlp", MLP_MISTAKES["an extra Dense layer"], "two Dense layers with biases"),
+    ("check_block", BLOCK_MISTAKES["fresh_norm_in_call"], "s + drop_path(mlp(norm(s)))"),
+    ("check_train_step", STEP_MISTAKES["a new Adam made inside the step"], "optimizer you were given counted 0"),
+    ("check_drop_path", DROP_PATH_MISTAKES["a mask of shape (batch,)"], "MaskPerSampleFlat raised"),
+])
+def test_what_the_check_is_given_is_validated_first(check, answer, words):
+    """Issue 47's crashes inside the checks: each now gets a one-line hint that names the mistake."""
+    assert words in _verdict_message(FOLDS[check], answer)
+
+
+def test_a_correct_mlp_made_in_another_order_passes():
+    checks.check_mlp(MlpMadeInOtherOrder)
+
+
+def _weakened(check, old, new):
+    """``check`` compiled from checks.py with one edit (old -> new) planted in its source."""
+    import inspect
+
+    source = inspect.getsource(getattr(checks, check))
+    assert source.count(old) == 1, f"{old!r} is not once in {check}"
+    namespace = dict(vars(checks))
+    exec(source.replace(old, new), namespace)
+    return namespace[check]
+
+
+@pytest.mark.slow
+def test_a_weakened_check_fails_the_mutation_test(monkeypatch):
+    """The mutation test is itself a test: without its confidences of exactly 1.0, check_ece
+    accepts a variant that puts them in a bin of their own (bins - 1 + 1) and loses them."""
+    monkeypatch.setattr(checks, "check_ece", _weakened("check_ece", "[1.0] * 12", "[0.99] * 12"))
+    rejected, wrong, survivors = mutation_score("check_ece")
+    assert any(name.startswith("bins - 1") for name in survivors), survivors
 def test_try_yours_with_the_check_second_says_the_order():
     with pytest.raises(TypeError, match=r"takes the check first: try_yours\(check_drop_path") as refused:
         checks.try_yours(DropPath, checks.check_drop_path, DropPath)
