@@ -114,17 +114,16 @@ def _train(args: argparse.Namespace) -> int:
     """train a preset and save best.keras, history.csv, run.json"""
     from shiftvit_lib.config import preset
     from shiftvit_lib.tools.data_sources import load_cifar10
-    from shiftvit_lib.tools.runs import check_run_folder, train
+    from shiftvit_lib.tools.run_folder import claim
+    from shiftvit_lib.tools.runs import train
 
     config = preset(args.preset, **({"batch_size": args.batch_size} if args.batch_size else {}))
-    check_run_folder(args.out, overwrite=args.overwrite)  # before loading data or writing anything
-    data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
-    print(data.summary())
     precision = None if args.mixed_precision == "none" else args.mixed_precision
-    options = {
-        name: getattr(args, name) for name in ("epochs", "seed", "verbose", "overwrite", "jit_compile")
-    }
-    run = train(config, data, args.out, mixed_precision=precision, **options)
+    options = {name: getattr(args, name) for name in ("epochs", "seed", "verbose", "jit_compile")}
+    with claim(args.out, overwrite=args.overwrite) as folder:  # checked once, before the data loads
+        data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
+        print(data.summary())
+        run = train(config, data, folder, mixed_precision=precision, **options)
     epochs, path = run.record["epochs_run"], run.best_model_path
     print(f"test {_scores(run.record['test'])}  ({epochs} epochs; best model: {path})")
     return 0
@@ -135,14 +134,14 @@ def _compare(args: argparse.Namespace) -> int:
     from shiftvit_lib.tools import experiments as ex
     from shiftvit_lib.tools.data_sources import load_cifar10
     from shiftvit_lib.tools.files import special_file_kind, write_json
-    from shiftvit_lib.tools.runs import check_run_folder
+    from shiftvit_lib.tools.run_folder import check_location
 
     out, scale = Path(args.out), args.scale
     kind = special_file_kind(out)  # everything is checked before hours of training
     if kind not in (None, "missing") and not out.is_symlink():
         raise UserError(f"--out {escape_name(out)} is {kind}; give the path of a .json file")
     for folder in (out.parent, args.runs):  # each exists or can be made, and is writable
-        check_run_folder(folder, overwrite=True)
+        check_location(folder)
     configs = ex.comparison_configs(scale, args.epochs)
     unknown = [name for name in args.models or () if name not in configs]
     if unknown:

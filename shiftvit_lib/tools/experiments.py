@@ -26,7 +26,8 @@ from typing import Any
 
 from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, family_of, preset
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.tools.runs import provenance, train
+from shiftvit_lib.tools.run_folder import provenance
+from shiftvit_lib.tools.runs import train
 from shiftvit_lib.vit import ViTConfig, vit_preset
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
@@ -176,7 +177,7 @@ def run_comparison(
     trains in ``out_root/<name>`` with :func:`~shiftvit_lib.tools.runs.train`; its test
     metrics are those of its best-validation checkpoint. ``restart=True`` starts every run
     afresh; ``False`` resumes an interrupted run and reuses a finished one with the same
-    settings (:func:`~shiftvit_lib.tools.runs.run_spec`), so a long comparison survives a
+    settings (:func:`~shiftvit_lib.tools.run_folder.run_spec`), so a long comparison survives a
     re-execution. ``log`` gets one line per model (``None``: silence).
     """
     if (shared := shared_terms(configs)["epochs"]) != epochs:

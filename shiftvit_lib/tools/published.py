@@ -32,7 +32,7 @@ import numpy as np
 
 from shiftvit_lib.config import FAMILIES, ModelFamily
 from shiftvit_lib.tools.files import read_bounded
-from shiftvit_lib.tools.runs import read_history_csv
+from shiftvit_lib.tools.run_folder import read_history_csv
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 RECORDS = ASSETS / "records"

@@ -140,7 +140,7 @@ def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
     from shiftvit_lib.config import preset
     from shiftvit_lib.data import load_splits
-    from shiftvit_lib.tools.runs import run_spec
+    from shiftvit_lib.tools.run_folder import run_spec
 
     out = tmp_path / "run"
     out.mkdir()

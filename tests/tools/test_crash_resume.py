@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from shiftvit_lib.tools.runs import (
+from shiftvit_lib.tools.run_folder import (
     BACKUP_DIR,
     BACKUP_METADATA,
     BEST_MODEL,

@@ -26,7 +26,8 @@ from PIL import Image
 
 from shiftvit_lib.config import preset
 from shiftvit_lib.tools import data_sources, files, inference
-from shiftvit_lib.tools.runs import RUN_SPEC, RunFolderError, run_spec, train
+from shiftvit_lib.tools.run_folder import RUN_SPEC, RunFolderError, run_spec
+from shiftvit_lib.tools.runs import train
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = dict(verbose=0, jit_compile=False)

@@ -16,7 +16,8 @@ from reference import warmup_cosine
 from shiftvit_lib import preset
 from shiftvit_lib.data import load_splits
 from shiftvit_lib.recipe import logits_metrics
-from shiftvit_lib.tools.runs import RunFolderError, read_history_csv, train
+from shiftvit_lib.tools.run_folder import RunFolderError, read_history_csv
+from shiftvit_lib.tools.runs import train
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, 
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.recipe import training_datasets
 from shiftvit_lib.tools import experiments as ex
-from shiftvit_lib.tools.runs import finished_run, run_spec, spec_differences
+from shiftvit_lib.tools.run_folder import finished_run, run_spec, spec_differences
 from shiftvit_lib.vit import ViTConfig, build_vit, vit_preset
 
 REPO = Path(__file__).resolve().parents[2]
