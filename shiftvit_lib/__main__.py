@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_USER_ERROR
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the program's own process: TensorFlow's C++ log off
-    from shiftvit_lib.data import DataSourceUnavailableError
+    from shiftvit_lib.tools.data_sources import DataSourceUnavailableError
 
     for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
         # and a file name the terminal cannot encode prints escaped instead of failing

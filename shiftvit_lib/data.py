@@ -1,12 +1,10 @@
-"""CIFAR-10 loading, the train/validation/test split, and the input pipeline (lesson 01).
+"""CIFAR-10's three splits and the input pipeline (lesson 01): arrays in, batches out.
 
-:func:`load_splits` returns a :class:`DataSplits`: uint8 NHWC images, integer labels, and a
-``source`` sentence that says exactly which data was loaded, because "CIFAR-10" can mean
-the original release (``"keras"``, downloaded once) or the 2,000 + 500 images bundled with
-this package (``"sample"``, JPEG q75, offline). ``"auto"`` (the first when it can be had,
-else the sample) and your own copy (a class-folder directory or archive) are read by
-:mod:`shiftvit_lib.tools.data_sources`, whose ``load_cifar10`` (also ``shiftvit_lib.load_cifar10``)
-hands its reader to :func:`load_splits`.
+:func:`make_splits` turns the arrays a source gave (a :class:`RawData`: training pool, test
+set and a sentence saying exactly which data it is) into a :class:`DataSplits`: uint8 NHWC
+images and integer labels for train, validation and test. Reading a source is tooling:
+:func:`shiftvit_lib.load_cifar10` (:mod:`shiftvit_lib.tools.data_sources`) reads it and calls
+:func:`make_splits`.
 """
 
 from __future__ import annotations
@@ -15,29 +13,18 @@ import concurrent.futures
 import dataclasses
 import math
 import os
-import zipfile
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import keras
 import numpy as np
 
 from shiftvit_lib.config import check_positive_int
-from shiftvit_lib.images import decode_rgb
 
 CIFAR10_CLASSES: tuple[str, ...] = tuple(
     "airplane automobile bird cat deer dog frog horse ship truck".split()
 )
-DEFAULT_SEED = 42
 SPLITS = ("train", "val", "test")
-NAMED_SOURCES = ("keras", "sample")  # and "auto", read by shiftvit_lib.load_cifar10
-SAMPLE_ARCHIVE = Path(__file__).resolve().parent / "assets" / "cifar10_sample.zip"
-
-
-class DataSourceUnavailableError(RuntimeError):
-    """A named data source could not be fetched (``"keras"`` offline, for example)."""
-
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class DataSplits:
@@ -121,106 +108,29 @@ class RawData:
     x_test: np.ndarray
     y_test: np.ndarray
     description: str
-    image_formats: str = ""  # e.g. "JPEG"; empty for keras.datasets arrays
+    image_formats: str = ""  # e.g. "JPEG"; empty for arrays that never were image files
 
 
-# A reader of a source: (limit per class, generator) -> RawData.
-Reader = Callable[[int | None, np.random.Generator], RawData]
+def make_splits(raw: RawData, rng: np.random.Generator, *, val_fraction: float = 0.2) -> DataSplits:
+    """Split ``raw`` into train / validation / test with ``rng``.
 
-
-def load_splits(
-    source: str | Reader = "sample",
-    *,
-    val_fraction: float = 0.2,
-    seed: int = DEFAULT_SEED,
-    limit: int | None = None,
-) -> DataSplits:
-    """Read CIFAR-10 from ``source`` and split it into train / validation / test; ``print()`` the result.
-
-    Args:
-        source: ``"keras"`` or ``"sample"`` (see the module docstring), or a
-            reader ``(limit, rng) -> RawData``. For your own copy (a folder or archive) call
-            ``shiftvit_lib.load_cifar10(path)`` (:mod:`shiftvit_lib.tools.data_sources`).
-        val_fraction: share of each class's training images moved to validation, in [0, 1):
-            a stratified split as in the keras-io example (40,000 / 10,000 / 10,000 by default).
-        seed: seeds the split, the order of every split (the test set is only shuffled, so
-            ``x_test[:8]`` is not eight airplanes) and the ``limit`` subsampling.
-        limit: at most this many images per class in the training pool and in the test set.
+    ``val_fraction`` of each class's training images go to validation, in [0, 1): a stratified
+    split as in the keras-io example (40,000 / 10,000 / 10,000 for the full data). Every split
+    is shuffled (so ``x_test[:8]`` is not eight airplanes); ``rng`` decides how.
     """
     if not 0.0 <= val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in [0, 1); got {val_fraction}")
-    if limit is not None:
-        check_positive_int(limit, "limit (images per class)")
-    rng = np.random.default_rng(seed)
-    raw = source(limit, rng) if callable(source) else _read_named_source(source, limit, rng)
     train_idx, val_idx = stratified_split_indices(raw.y_train, val_fraction, rng)
-    test_idx = rng.permutation(len(raw.y_test))
-    description = raw.description
-    if limit is not None:
-        description += f" (at most {limit:,} images per class kept, seed {seed})"
-    x, y = raw.x_train, raw.y_train
-    x_test, y_test = raw.x_test[test_idx], raw.y_test[test_idx]
+    x, y, test_idx = raw.x_train, raw.y_train, rng.permutation(len(raw.y_test))
     return DataSplits(
-        x[train_idx], y[train_idx], x[val_idx], y[val_idx], x_test, y_test, CIFAR10_CLASSES, description
-    )
-
-
-def _read_named_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:
-    if source == "sample":
-        return _load_sample(limit, rng)
-    if source != "keras":
-        raise ValueError(
-            f"unknown data source {source!r}: data.load_splits reads 'keras' or 'sample'; "
-            "for 'auto', a folder or an archive use shiftvit_lib.load_cifar10"
-        )
-    try:
-        return _cap_raw(_load_from_keras(), limit, rng)
-    except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
-        raise DataSourceUnavailableError(
-            f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
-            "source='sample', a local copy (directory or archive), or source='auto', "
-            "which falls back to the sample by itself."
-        ) from error
-
-
-def _load_from_keras() -> RawData:
-    """The original release via keras.datasets (downloads 170 MB on first use)."""
-    (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
-    if x_train.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
-        x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
-    y_train, y_test = y_train.reshape(-1).astype(np.int64), y_test.reshape(-1).astype(np.int64)
-    source = f"{len(x_train):,} train / {len(x_test):,} test images"
-    description = f"CIFAR-10 via keras.datasets.cifar10 (original release): {source}"
-    return RawData(np.ascontiguousarray(x_train), y_train, np.ascontiguousarray(x_test), y_test, description)
-
-
-def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
-    """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip.
-
-    It ships with the package, so it is trusted: no size caps or layout checks (those
-    guard your own copies, in :mod:`shiftvit_lib.tools.data_sources`).
-    """
-    if not SAMPLE_ARCHIVE.is_file():
-        raise FileNotFoundError(
-            f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
-            "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`."
-        )
-    arrays = []
-    with zipfile.ZipFile(SAMPLE_ARCHIVE) as archive:
-        names = sorted(n for n in archive.namelist() if not n.endswith("/"))
-        for split in ("train", "test"):
-            files = [n for c in CIFAR10_CLASSES for n in names if n.startswith(f"{split}/{c}/")]
-            labels = np.array([CIFAR10_CLASSES.index(n.split("/")[1]) for n in files], dtype=np.int64)
-            keep = cap_per_class(labels, limit, rng)
-            images = [np.asarray(decode_rgb(archive.read(files[i]))[0]) for i in keep]
-            arrays += [np.stack(images).astype(np.uint8), labels[keep]]
-    return RawData(
-        *arrays,
-        image_formats="JPEG",
-        description=(
-            f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {len(arrays[1]):,} train / {len(arrays[3]):,} "
-            "test images, JPEG q75; pixels differ slightly from the original release"
-        ),
+        x[train_idx],
+        y[train_idx],
+        x[val_idx],
+        y[val_idx],
+        raw.x_test[test_idx],
+        raw.y_test[test_idx],
+        CIFAR10_CLASSES,
+        raw.description,
     )
 
 
@@ -230,17 +140,6 @@ def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generato
         return np.arange(len(labels))
     kept = [rng.permutation(np.flatnonzero(labels == c))[:limit] for c in np.unique(labels)]
     return np.sort(np.concatenate(kept)) if kept else np.zeros(0, dtype=int)
-
-
-def _cap_raw(raw: RawData, limit: int | None, rng: np.random.Generator) -> RawData:
-    train, test = cap_per_class(raw.y_train, limit, rng), cap_per_class(raw.y_test, limit, rng)
-    return dataclasses.replace(
-        raw,
-        x_train=raw.x_train[train],
-        y_train=raw.y_train[train],
-        x_test=raw.x_test[test],
-        y_test=raw.y_test[test],
-    )
 
 
 def stratified_split_indices(

@@ -1,9 +1,12 @@
-"""Your own copy of CIFAR-10: class-folder directories and archives, read with care.
+"""Every CIFAR-10 source and its reader: the Keras download, the bundled sample, your own copy.
 
-:func:`load_cifar10` reads what :func:`shiftvit_lib.data.load_splits` reads (``"auto"``, ``"keras"``,
-``"sample"``), plus a path: a directory or a ``.tar.gz``/``.tgz``/``.tar``/``.zip``
-archive laid out as ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` (PNG works too).
-It is also ``shiftvit_lib.load_cifar10`` and the command line's ``--data``.
+:func:`load_cifar10` (also ``shiftvit_lib.load_cifar10`` and the command line's ``--data``)
+reads a source and splits it with :func:`shiftvit_lib.data.make_splits`. The sources
+(:data:`SOURCES`): ``"keras"``, the original release via ``keras.datasets`` (downloaded once,
+170 MB); ``"sample"``, the 2,000 + 500 images bundled with this package (JPEG q75,
+offline); ``"auto"``, the first when it can be had, else the sample, with a warning; or a
+path: a directory or a ``.tar.gz``/``.tgz``/``.tar``/``.zip`` archive laid out as
+``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` (PNG works too).
 
 A directory and the two kinds of archive are each read by a small generator of entries
 (name, kind, size, reader); one function reads them all alike. Archives are read without
@@ -31,30 +34,102 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import keras
 import numpy as np
 
-from shiftvit_lib import data
-from shiftvit_lib.data import CIFAR10_CLASSES, NAMED_SOURCES, RawData, cap_per_class
+from shiftvit_lib.config import check_positive_int
+from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, RawData, cap_per_class, make_splits
 from shiftvit_lib.images import UnsupportedImageError, WrongImageSizeError, decode_rgb
 from shiftvit_lib.tools import files
 
 SPLIT_FOLDERS = ("train", "test")
-VALID_SOURCES_TEXT = "'auto', 'keras', 'sample', or a class-folder directory or .tar.gz/.tgz/.tar/.zip"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+SAMPLE_ARCHIVE = Path(__file__).resolve().parents[1] / "assets" / "cifar10_sample.zip"
 
 
-def load_cifar10(source: str | os.PathLike[str] = "auto", **options: Any) -> data.DataSplits:
-    """CIFAR-10 split into train / validation / test: :func:`shiftvit_lib.data.load_splits` (same ``options``), or a path.
+def load_cifar10(
+    source: str | os.PathLike[str] = "auto",
+    *,
+    val_fraction: float = 0.2,
+    seed: int = 42,
+    limit: int | None = None,
+) -> DataSplits:
+    """CIFAR-10 from ``source``, split into train / validation / test (:func:`~shiftvit_lib.data.make_splits`).
 
-    ``source``: ``"auto"``, ``"keras"``, ``"sample"``, or a class-folder directory or
-    archive (a str or ``pathlib.Path``); see the module docstring.
+    Args:
+        source: ``"auto"``, ``"keras"``, ``"sample"`` (:data:`SOURCES`), or a class-folder
+            directory or archive (a str or ``pathlib.Path``); see the module docstring.
+        val_fraction: share of each class's training images moved to validation, in [0, 1).
+        seed: seeds the ``limit`` subsampling, the split and the order of every split.
+        limit: at most this many images per class in the training pool and in the test set.
     """
-    if source == "auto":
-        source = load_auto
-    elif not (isinstance(source, str) and source in NAMED_SOURCES):
-        source = functools.partial(_load_path, _existing_source_path(source))
-    return data.load_splits(source, **options)
+    if limit is not None:
+        check_positive_int(limit, "limit (images per class)")
+    rng = np.random.default_rng(seed)
+    if isinstance(source, str) and source in SOURCES:
+        raw = SOURCES[source](limit, rng)
+    else:
+        raw = _load_path(_existing_source_path(source), limit, rng)
+    if limit is not None:
+        raw.description += f" (at most {limit:,} images per class kept, seed {seed})"
+    return make_splits(raw, rng, val_fraction=val_fraction)
+
+
+class DataSourceUnavailableError(RuntimeError):
+    """A named data source could not be fetched (``"keras"`` offline, for example)."""
+
+
+def read_keras(limit: int | None, rng: np.random.Generator) -> RawData:
+    """The original release via ``keras.datasets`` (downloads 170 MB on first use)."""
+    try:
+        (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
+    except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
+        raise DataSourceUnavailableError(
+            f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
+            "source='sample', a local copy (directory or archive), or source='auto', "
+            "which falls back to the sample by itself."
+        ) from error
+    if x_train.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
+        x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
+    y_train, y_test = y_train.reshape(-1).astype(np.int64), y_test.reshape(-1).astype(np.int64)
+    train, test = cap_per_class(y_train, limit, rng), cap_per_class(y_test, limit, rng)
+    description = f"CIFAR-10 via keras.datasets.cifar10 (original release): {len(train):,} train / {len(test):,} test images"
+    return RawData(
+        np.ascontiguousarray(x_train[train]),
+        y_train[train],
+        np.ascontiguousarray(x_test[test]),
+        y_test[test],
+        description,
+    )
+
+
+def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
+    """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip.
+
+    It ships with the package, so it is trusted: no size caps or layout checks (those
+    guard your own copies, below).
+    """
+    if not SAMPLE_ARCHIVE.is_file():
+        raise FileNotFoundError(
+            f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
+            "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`."
+        )
+    arrays = []
+    with zipfile.ZipFile(SAMPLE_ARCHIVE) as archive:
+        names = sorted(n for n in archive.namelist() if not n.endswith("/"))
+        for split in SPLIT_FOLDERS:
+            found = [n for c in CIFAR10_CLASSES for n in names if n.startswith(f"{split}/{c}/")]
+            labels = np.array([CIFAR10_CLASSES.index(n.split("/")[1]) for n in found], dtype=np.int64)
+            keep = cap_per_class(labels, limit, rng)
+            images = [np.asarray(decode_rgb(archive.read(found[i]))[0]) for i in keep]
+            arrays += [np.stack(images).astype(np.uint8), labels[keep]]
+    sizes = f"{len(arrays[1]):,} train / {len(arrays[3]):,} test images"
+    description = (
+        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}, JPEG q75; pixels differ slightly from the "
+        "original release"
+    )
+    return RawData(*arrays, description=description, image_formats="JPEG")
 
 
 class DataSourceFallbackWarning(UserWarning):
@@ -89,20 +164,27 @@ def _keras_cached_files() -> list[Path]:
     return [p for p in (h / "datasets" / "cifar-10-batches-py-target_archive" for h in homes) if p.is_file()]
 
 
-def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
+def read_auto(limit: int | None, rng: np.random.Generator) -> RawData:
     """Prefer keras.datasets; fall back to the sample, loudly, when it is out of reach."""
     available, reason = keras_cifar10_available()
     if available:
         try:
-            return data._cap_raw(data._load_from_keras(), limit, rng)
-        except Exception as error:  # noqa: BLE001 - any failure leads to the fallback, which names it
-            reason = f"keras.datasets.cifar10.load_data() failed: {error}"
-    raw = data._load_sample(limit, rng)
+            return read_keras(limit, rng)
+        except DataSourceUnavailableError as error:  # the fallback names the failure
+            reason = f"keras.datasets.cifar10.load_data() failed: {error.__cause__}"
+    raw = read_sample(limit, rng)
     raw.description += f" (source='auto' fell back to the sample: {reason})"
     fix = "Pass source='keras' once online, or the path of a local copy."
     message = f"load_cifar10('auto'): not the full data but the {raw.description}. {fix}"
-    warnings.warn(message, DataSourceFallbackWarning, stacklevel=4)
+    warnings.warn(message, DataSourceFallbackWarning, stacklevel=3)
     return raw
+
+
+# The named sources and their readers ``(limit per class, generator) -> RawData``; a path is the fourth kind.
+SOURCES = {"auto": read_auto, "keras": read_keras, "sample": read_sample}
+VALID_SOURCES_TEXT = (
+    f"{', '.join(map(repr, SOURCES))}, or a class-folder directory or {'/'.join(ARCHIVE_SUFFIXES)} archive"
+)
 
 
 def _existing_source_path(source: Any) -> Path:

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from shiftvit_lib import data as data_module
 from shiftvit_lib.__main__ import main
 from shiftvit_lib.tools import data_sources
 from shiftvit_lib.tools.inference import save_model
@@ -97,7 +96,7 @@ def test_offline_keras_data_is_one_line(capsys, tmp_path, monkeypatch):
     def offline() -> None:
         raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
 
-    monkeypatch.setattr(data_module, "_load_from_keras", offline)
+    monkeypatch.setattr(keras.datasets.cifar10, "load_data", offline)
     code, _, err = run_cli(capsys, "train", "--data", "keras", "--out", tmp_path / "run")
     assert_user_error(code, err, "no network", "source='sample'")
     assert not (tmp_path / "run").exists()
@@ -139,12 +138,11 @@ def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_
 
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
     from shiftvit_lib.config import preset
-    from shiftvit_lib.data import load_splits
     from shiftvit_lib.tools.run_folder import run_spec
 
     out = tmp_path / "run"
     out.mkdir()
-    splits = load_splits("sample", limit=20, seed=42)
+    splits = data_sources.load_cifar10("sample", limit=20, seed=42)
     spec = run_spec(preset("quick", batch_size=32), splits, epochs=4, seed=42)
     (out / "run_spec.json").write_text(json.dumps(spec))  # a run that died after it started
     code, _, err = run_cli(capsys, "train", "--data", "sample", "--limit", "20", "--epochs", "6",

@@ -14,8 +14,8 @@ from fakes import tiny_splits as _tiny_splits
 from reference import warmup_cosine
 
 from shiftvit_lib import preset
-from shiftvit_lib.data import load_splits
 from shiftvit_lib.recipe import logits_metrics
+from shiftvit_lib.tools.data_sources import load_cifar10
 from shiftvit_lib.tools.run_folder import RunFolderError, read_history_csv
 from shiftvit_lib.tools.runs import train
 
@@ -46,7 +46,7 @@ def test_logged_training_loss_is_the_real_cross_entropy(tmp_path):
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_quick_preset_learns_on_the_sample(tmp_path):
     # Real CIFAR-10 images: a few epochs of the quick recipe must beat chance (10 %) clearly.
-    data = load_splits("sample")
+    data = load_cifar10("sample")
     run = train(preset("quick"), data, tmp_path, epochs=3, verbose=0)
     assert run.record["test"]["accuracy"] > 0.2
     assert (tmp_path / "best.keras").exists() and (tmp_path / "history.csv").exists()
