@@ -48,7 +48,7 @@ _EXPORTS = {
     "shiftvit_lib.recipe": "evaluate",
     "shiftvit_lib.schedules": "WarmUpCosine",
     "shiftvit_lib.shift": "shift_channels",
-    "shiftvit_lib.vit": "ViTConfig build_vit vit_preset",
+    "shiftvit_lib.vit": "ViTConfig build_vit",
     "shiftvit_lib.tools.data_sources": "load_cifar10",  # every source, then data.make_splits
     "shiftvit_lib.tools.runs": "train",
     "shiftvit_lib.tools.inference": "load_model predict_folder save_model",

@@ -19,12 +19,13 @@ from typing import Any
 import keras
 import numpy as np
 
-from shiftvit_lib.config import check_positive_int
+from shiftvit_lib.config import InputError, check_whole_number
 
 CIFAR10_CLASSES: tuple[str, ...] = tuple(
     "airplane automobile bird cat deer dog frog horse ship truck".split()
 )
 SPLITS = ("train", "val", "test")
+
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class DataSplits:
@@ -88,15 +89,15 @@ def _check_images_and_labels(x: np.ndarray, y: np.ndarray, num_classes: int, whe
         return f"{type(array).__name__} {getattr(array, 'dtype', '')} {getattr(array, 'shape', '')}"
 
     if not isinstance(x, np.ndarray) or x.ndim != 4 or x.shape[-1] != 3 or x.dtype != np.uint8:
-        raise ValueError(
+        raise InputError(
             f"{where}: images must be a uint8 array of shape (N, height, width, 3); got {described(x)}"
         )
     if not isinstance(y, np.ndarray) or y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"{where}: labels must be a 1-D integer array; got {described(y)}")
+        raise InputError(f"{where}: labels must be a 1-D integer array; got {described(y)}")
     if len(x) != len(y):
-        raise ValueError(f"{where}: {len(x)} images but {len(y)} labels")
+        raise InputError(f"{where}: {len(x)} images but {len(y)} labels")
     if len(y) and (y.min() < 0 or y.max() >= num_classes):
-        raise ValueError(f"{where}: labels must lie in [0, {num_classes - 1}]; found {y.min()}..{y.max()}")
+        raise InputError(f"{where}: labels must lie in [0, {num_classes - 1}]; found {y.min()}..{y.max()}")
 
 
 @dataclasses.dataclass
@@ -119,7 +120,7 @@ def make_splits(raw: RawData, rng: np.random.Generator, *, val_fraction: float =
     is shuffled (so ``x_test[:8]`` is not eight airplanes); ``rng`` decides how.
     """
     if not 0.0 <= val_fraction < 1.0:
-        raise ValueError(f"val_fraction must be in [0, 1); got {val_fraction}")
+        raise InputError(f"val_fraction must be in [0, 1); got {val_fraction}")
     train_idx, val_idx = stratified_split_indices(raw.y_train, val_fraction, rng)
     x, y, test_idx = raw.x_train, raw.y_train, rng.permutation(len(raw.y_test))
     return DataSplits(
@@ -156,7 +157,7 @@ def stratified_split_indices(
         # Round half up (Python's round() rounds 2.5 to 2).
         n_val = int(math.floor(len(members) * val_fraction + 0.5))
         if val_fraction > 0 and not 0 < n_val < len(members):
-            raise ValueError(
+            raise InputError(
                 f"class {class_index} has {len(members)} training images: too few to move "
                 f"{val_fraction:.0%} to validation and keep some for training. "
                 "Use a larger limit or val_fraction=0."
@@ -196,15 +197,15 @@ class NumpyBatches(keras.utils.PyDataset):
     ) -> None:
         super().__init__(**kwargs)
         self.x, self.y = np.asarray(x), np.asarray(y)
-        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.batch_size = check_whole_number(batch_size, "batch_size")
         if len(self.x) != len(self.y):
-            raise ValueError(f"x has {len(self.x)} items but y has {len(self.y)}")
+            raise InputError(f"x has {len(self.x)} items but y has {len(self.y)}")
         if len(self.x) == 0:
-            raise ValueError("cannot make a dataset from zero images")
+            raise InputError("cannot make a dataset from zero images")
         if (mixup_alpha or cutmix_alpha) and num_classes is None:
-            raise ValueError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
+            raise InputError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
         if drop_remainder and len(self.x) < self.batch_size:
-            raise ValueError(
+            raise InputError(
                 f"drop_remainder with {len(self.x)} images and batch_size {batch_size} leaves "
                 "no batch; use a smaller batch_size"
             )
@@ -273,7 +274,7 @@ def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:
     """Integer labels as float32 one-hot rows; a label outside [0, num_classes) is an error."""
     labels = np.asarray(labels).reshape(-1).astype("int64")
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"labels must lie in [0, {num_classes}); got {labels.min()}..{labels.max()}")
+        raise InputError(f"labels must lie in [0, {num_classes}); got {labels.min()}..{labels.max()}")
     return np.eye(num_classes, dtype="float32")[labels]
 
 
@@ -297,7 +298,7 @@ def mix_batch(
     images = np.asarray(images, dtype="float32")
     targets = np.asarray(targets, dtype="float32")
     if images.ndim != 4 or targets.ndim != 2 or len(images) != len(targets):
-        raise ValueError(
+        raise InputError(
             f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
             f"got {images.shape} and {targets.shape}"
         )

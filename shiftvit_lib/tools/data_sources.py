@@ -37,7 +37,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from shiftvit_lib.config import check_positive_int
+from shiftvit_lib.config import InputError, check_whole_number
 from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, RawData, cap_per_class, make_splits
 from shiftvit_lib.images import UnsupportedImageError, WrongImageSizeError, decode_rgb
 from shiftvit_lib.tools import files
@@ -65,7 +65,7 @@ def load_cifar10(
         limit: at most this many images per class in the training pool and in the test set.
     """
     if limit is not None:
-        check_positive_int(limit, "limit (images per class)")
+        check_whole_number(limit, "limit (images per class)")
     rng = np.random.default_rng(seed)
     if isinstance(source, str) and source in SOURCES:
         raw = SOURCES[source](limit, rng)
@@ -196,7 +196,7 @@ def _existing_source_path(source: Any) -> Path:
         return path
     text = os.fspath(source)
     if isinstance(source, str) and not (len(path.parts) > 1 or _is_archive(path) or text.startswith(".")):
-        raise ValueError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
+        raise InputError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
     raise FileNotFoundError(f"data source {text!r} does not exist ({path.resolve()}); check the path")
 
 
@@ -210,7 +210,7 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
         # a named pipe called x.tar.gz would block the reader forever
         files.check_regular_file(path, "a class-folder directory or an archive")
         if not _is_archive(path):
-            raise ValueError(
+            raise InputError(
                 f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}"
             )
         if limit is None:
@@ -305,7 +305,7 @@ def _read_source(path: Path) -> tuple[_Layout, str]:
         return _read_layout(entries, where, path.stat().st_size), where
     except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, OSError) as error:
         # zlib.error: a damaged byte inside a compressed member
-        raise ValueError(
+        raise InputError(
             f"{path} is not a readable {kind} archive, damaged or truncated ({error}); download or build it again"
         ) from None
 
@@ -328,7 +328,7 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
         roots.add("./" if parts[0] in SPLIT_FOLDERS else f"{parts.pop(0)}/")
         name = "/".join(parts)
         if len(roots) > 1:
-            raise ValueError(f"{where}: train/ and test/ in {' and '.join(sorted(roots))}; keep one copy")
+            raise InputError(f"{where}: train/ and test/ in {' and '.join(sorted(roots))}; keep one copy")
         if kind:
             special.append(f"{name} ({kind})")
             continue
@@ -338,13 +338,13 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
         layout[parts[0]][parts[1]][name] = read()
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
-        raise ValueError(f"{where}: found {shown}; only regular image files are read (copy the files in)")
+        raise InputError(f"{where}: found {shown}; only regular image files are read (copy the files in)")
     empty = []
     for split, classes in layout.items():  # a split without any image is named once
         missing = [f"{split}/{name}/" for name, found in classes.items() if not found]
         empty += [f"{split}/"] if len(missing) == len(classes) else missing
     if empty:
-        raise ValueError(
+        raise InputError(
             f"{where}: no images in {', '.join(empty)}; expected train/<class>/*.jpg and test/<class>/*.jpg "
             f"for each of the 10 classes: {', '.join(CIFAR10_CLASSES)}"
         )
@@ -376,7 +376,7 @@ def _check_entry(
         problem = f"{_mib(total)} from a {_mib(archive_bytes)} archive: this looks like a decompression bomb"
     else:
         return
-    raise ValueError(f"{where}: {problem}. Is this the right data?")
+    raise InputError(f"{where}: {problem}. Is this the right data?")
 
 
 def _mib(size: int) -> str:
@@ -412,11 +412,11 @@ def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
     try:
         rgb, image_format = decode_rgb(data, expected_size=(32, 32))
     except WrongImageSizeError as error:
-        raise ValueError(
+        raise InputError(
             f"{name} is {error.size[0]}x{error.size[1]} pixels, but CIFAR-10 images are 32x32; resize or remove it"
         ) from None
     except UnsupportedImageError as error:
-        raise ValueError(f"cannot decode image {name}: {error}. Replace or remove the file.") from None
+        raise InputError(f"cannot decode image {name}: {error}. Replace or remove the file.") from None
     return np.asarray(rgb, dtype=np.uint8), image_format
 
 
@@ -426,7 +426,7 @@ def array_cache_dir() -> Path:
     folder = Path(os.environ.get("SHIFTVIT_CACHE") or Path.home() / ".cache" / "shiftvit_lib")
     kind = files.special_file_kind(folder, follow_links=True)
     if kind not in ("missing", "a folder"):
-        raise ValueError(f"{files.escape_name(folder)}: {kind or 'a file'}; point SHIFTVIT_CACHE at a folder")
+        raise InputError(f"{files.escape_name(folder)}: {kind or 'a file'}; point SHIFTVIT_CACHE at a folder")
     return folder
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from shiftvit_lib.config import TrainingRecipe, family_of
+from shiftvit_lib.config import InputError, TrainingRecipe, family_of
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.tools import devices, files
 from shiftvit_lib.tools.files import LOCK_FILE, escape_name, read_json, run_folder_lock, write_json
@@ -55,7 +55,7 @@ _SPEC_NOT_COMPARED = ("format", "created_at", "fit_finished_at", "data_source")
 _AFRESH = "pass overwrite=True (--overwrite) to start afresh there, or choose another folder"
 
 
-class RunFolderError(ValueError):
+class RunFolderError(InputError):
     """An output folder that :func:`train` must not use as asked; the message says what to do."""
 
 

@@ -21,45 +21,21 @@ from typing import Any
 import keras
 import numpy as np
 
-from shiftvit_lib.config import TrainingRecipe, check_positive_int, family_of
+from shiftvit_lib.config import TrainingRecipe, check_whole_number, family_of
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.recipe import compile_for_training, evaluate, training_datasets
+from shiftvit_lib.recipe import (
+    ThroughputMeter,
+    check_training_inputs,
+    compile_for_training,
+    evaluate,
+    training_datasets,
+)
 from shiftvit_lib.tools import devices, files
 from shiftvit_lib.tools import run_folder as rf
 from shiftvit_lib.tools.inference import load_model
 
 # Lesson 05 reads finished runs with these; they live with the folder they read.
 from shiftvit_lib.tools.run_folder import describe_run, load_run  # noqa: F401
-
-
-def check_training_inputs(config: TrainingRecipe, data: DataSplits, *, seed: int) -> None:
-    """Raise ``ValueError`` (one line saying what to change) for a run that could not train.
-
-    :func:`train` calls it before it touches the run folder, so a refused run leaves the
-    folder as it was: a finished run there is not deleted by ``overwrite`` only to fail
-    a moment later, and no ``run_spec.json`` pins the mistaken settings.
-    """
-    shape, expected, train_images = data.x_train.shape[1:], tuple(config.input_shape), len(data.y_train)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be a whole number from 0 to 2**32 - 1, got {seed!r}")  # NumPy's, Keras'
-    if tuple(shape) != expected:
-        raise ValueError(
-            f"the images are {'x'.join(map(str, shape))}, but preset {getattr(config, 'name', '?')!r} takes "
-            f"{'x'.join(map(str, expected))} input; choose a preset made for this data (the 'presets' "
-            "command lists each preset's input size)"
-        )
-    if train_images == 0:
-        raise ValueError("the data has no training images; check the data source")
-    if len(data.y_val) == 0:
-        raise ValueError(
-            "the data has no validation images (val_fraction=0?); training picks its best "
-            "epoch on them: load the data with val_fraction > 0, e.g. 0.2"
-        )
-    if config.batch_size > train_images:
-        raise ValueError(
-            f"batch size {config.batch_size:,} is more than the {train_images:,} training "
-            f"images; use a batch size of at most {train_images:,}"
-        )
 
 
 class BestModelCheckpoint(keras.callbacks.Callback):
@@ -75,37 +51,6 @@ class BestModelCheckpoint(keras.callbacks.Callback):
             with files.atomic_output(self.path) as partial:
                 self.model.save(partial)
             self.best = value
-
-
-class ThroughputMeter(keras.callbacks.Callback):
-    """Adds ``epoch_seconds`` and ``images_per_second`` to every epoch's logs.
-
-    ``epoch_seconds`` is the whole epoch, validation included; ``images_per_second``
-    counts training alone (the clock stops when validation starts).
-    """
-
-    def __init__(self, images_per_epoch: int) -> None:
-        super().__init__()
-        self.images_per_epoch = images_per_epoch
-
-    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        self._start, self._training_end = time.perf_counter(), None
-
-    def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
-        if self._training_end is None:
-            # JAX (and any backend on a GPU) returns from a step before computing it. With no
-            # per-step callback Keras never waits, so validation, and this clock's stop, came
-            # while steps were still queued (issue 39: 15,000-40,000 images/s logged for a CPU
-            # that trains about 400). The step counter, written by the last step, waits for it.
-            keras.ops.convert_to_numpy(self.model.optimizer.iterations)
-            self._training_end = time.perf_counter()
-
-    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        # Without validation, Keras has read this epoch's metrics to the host by now.
-        now = time.perf_counter()
-        training_seconds = (self._training_end or now) - self._start
-        logs["epoch_seconds"] = now - self._start  # fit passes every epoch's logs
-        logs["images_per_second"] = self.images_per_epoch / max(training_seconds, 1e-9)
 
 
 def run_callbacks(
@@ -239,7 +184,7 @@ def train(
     ``keras.distribution`` (``DataParallel``) first.
     """
     family = family_of(config)  # a TypeError for anything but a model config
-    epochs = check_positive_int(epochs if epochs is not None else config.epochs, "epochs")
+    epochs = check_whole_number(epochs if epochs is not None else config.epochs, "epochs")
     check_training_inputs(config, data, seed=seed)
     if mixed_precision == "auto":
         mixed_precision = devices.recommended_mixed_precision()

@@ -39,7 +39,7 @@ def test_stage_geometry():
 
 
 def test_unknown_preset_lists_choices():
-    with pytest.raises(KeyError, match="seed"):
+    with pytest.raises(ValueError, match="seed"):
         preset("gigantic")
 
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import shiftvit_lib
 from shiftvit_lib import vit
+from shiftvit_lib.config import preset
 from shiftvit_lib.vit import (
     DIAGONAL_DIRECTIONS,
     VIT_PRESETS,
@@ -38,7 +39,6 @@ from shiftvit_lib.vit import (
     count_vit_macs,
     diagonal_shifts,
     extract_patches,
-    vit_preset,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -405,7 +405,7 @@ def test_transformer_block_is_residual():
 
 def test_classifier_head_shape_and_params():
     x = tokens(3, 6, 4)
-    head = classifier_head(vit_preset("vit_quick", num_classes=7, head_units=(11, 5), head_dropout=0.5))
+    head = classifier_head(preset("vit_quick", num_classes=7, head_units=(11, 5), head_dropout=0.5))
     assert head(x).shape == (3, 7)
     assert head.count_params() == 2 * 4 + (24 * 11 + 11) + (11 * 5 + 5) + (5 * 7 + 7)
     # dropout is off at inference
@@ -468,13 +468,13 @@ def test_presets_are_data_and_valid():
     assert {"vit_cifar", "vit_spt_lsa_cifar", "vit_quick"} <= set(VIT_PRESETS)
     assert all(isinstance(v, dict) for v in VIT_PRESETS.values())
     for name in VIT_PRESETS:
-        cfg = vit_preset(name)
+        cfg = preset(name)
         assert cfg.name == name
         assert hash(cfg) is not None  # frozen and hashable
 
 
 def test_cifar_presets_follow_keras_io_and_the_shiftvit_pipeline():
-    van, ours = vit_preset("vit_cifar"), vit_preset("vit_spt_lsa_cifar")
+    van, ours = preset("vit_cifar"), preset("vit_spt_lsa_cifar")
     for cfg in (van, ours):
         assert cfg.input_shape == (32, 32, 3) and cfg.num_classes == 10
         assert (cfg.resize_to, cfg.image_size, cfg.augment, cfg.flip) == (52, 48, True, True)
@@ -492,7 +492,7 @@ def test_cifar_presets_follow_keras_io_and_the_shiftvit_pipeline():
 def test_training_fields_mirror_shiftvit_seed():
     from shiftvit_lib.config import preset
 
-    seed, cfg = preset("seed"), vit_preset("vit_cifar")
+    seed, cfg = preset("seed"), preset("vit_cifar")
     for field in (
         "input_shape",
         "num_classes",
@@ -514,18 +514,23 @@ def test_training_fields_mirror_shiftvit_seed():
         assert getattr(cfg, field) == getattr(seed, field), field
 
 
+def test_one_preset_door_serves_every_family():
+    assert isinstance(preset("vit_quick"), ViTConfig) and preset("seed").depths == (2, 4, 8, 2)
+    assert "vit_quick" in shiftvit_lib.config.list_presets("vit") and "seed" in shiftvit_lib.list_presets()
+
+
 def test_vit_preset_overrides_and_errors():
-    cfg = vit_preset("vit_quick", use_lsa=True, head_units=[8, 4])
+    cfg = preset("vit_quick", use_lsa=True, head_units=[8, 4])
     assert cfg.use_lsa and cfg.head_units == (8, 4)
-    assert vit_preset("vit_quick").use_lsa is False  # presets are not mutated
-    with pytest.raises(KeyError, match="vit_cifar"):
-        vit_preset("nope")
+    assert preset("vit_quick").use_lsa is False  # presets are not mutated
+    with pytest.raises(ValueError, match="vit_cifar.*vit_quick"):
+        preset("nope")
     with pytest.raises(TypeError, match="bogus"):
-        vit_preset("vit_quick", bogus=1)
+        preset("vit_quick", bogus=1)
     with pytest.raises(ValueError, match="multiple of patch_size"):
-        vit_preset("vit_quick", patch_size=5)
+        preset("vit_quick", patch_size=5)
     with pytest.raises(ValueError, match="resize_to"):
-        vit_preset("vit_quick", image_size=64)
+        preset("vit_quick", image_size=64)
     with pytest.raises(TypeError):
         cfg.replace(nope=1)
     with pytest.raises(dataclass_frozen_error()):
@@ -546,13 +551,13 @@ def dataclass_frozen_error():
 @pytest.fixture(scope="module")
 def quick_models():
     keras.utils.set_random_seed(0)
-    return {name: build_vit(vit_preset(name)) for name in QUICK_PRESETS}
+    return {name: build_vit(preset(name)) for name in QUICK_PRESETS}
 
 
 @pytest.mark.parametrize("name", QUICK_PRESETS)
 def test_quick_model_forward(quick_models, name):
     model = quick_models[name]
-    cfg = vit_preset(name)
+    cfg = preset(name)
     assert model.name == cfg.model_name
     assert model.input_shape == (None, 32, 32, 3) and model.output_shape == (None, 10)
     x = images(3)
@@ -579,7 +584,7 @@ def test_quick_models_are_small(quick_models):
     counts = {name: m.count_params() for name, m in quick_models.items()}
     assert all(c < 30_000 for c in counts.values()), counts
     # SPT + LSA costs a wider first projection, one LayerNorm and one scalar per block.
-    cfg = vit_preset("vit_quick")
+    cfg = preset("vit_quick")
     p, c, d = cfg.patch_size, 3, cfg.projection_dim
     extra = (p * p * 5 * c - p * p * c) * d + 2 * p * p * 5 * c + cfg.depth
     assert counts["vit_spt_lsa_quick"] - counts["vit_quick"] == extra
@@ -589,7 +594,7 @@ def test_mixed_precision_keeps_float32_logits():
     policy = keras.config.dtype_policy()
     try:
         keras.config.set_dtype_policy("mixed_float16")
-        model = build_vit(vit_preset("vit_spt_lsa_quick"))
+        model = build_vit(preset("vit_spt_lsa_quick"))
         logits = model(images(2), training=False)
         assert keras.backend.standardize_dtype(logits.dtype) == "float32"
         assert np.isfinite(keras.ops.convert_to_numpy(logits)).all()
@@ -599,7 +604,7 @@ def test_mixed_precision_keeps_float32_logits():
 
 def test_quick_model_trains_one_step():
     keras.utils.set_random_seed(0)
-    model = build_vit(vit_preset("vit_spt_lsa_quick"))
+    model = build_vit(preset("vit_spt_lsa_quick"))
     model.compile(
         optimizer=keras.optimizers.AdamW(1e-3, weight_decay=1e-4),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -645,7 +650,7 @@ def expected_cifar_params(cfg: ViTConfig) -> int:
 
 @pytest.mark.parametrize("name", ["vit_cifar", "vit_spt_lsa_cifar"])
 def test_cifar_model_forward_and_param_count(name):
-    cfg = vit_preset(name)
+    cfg = preset(name)
     model = build_vit(cfg)
     assert model.output_shape == (None, 10)
     assert model.count_params() == expected_cifar_params(cfg)
@@ -655,14 +660,14 @@ def test_cifar_model_forward_and_param_count(name):
 
 
 def test_count_vit_macs():
-    cfg = vit_preset("vit_cifar")
+    cfg = preset("vit_cifar")
     macs = count_vit_macs(cfg)
     # 144 tokens: one block's Q K^T is 4 heads * 144 * 144 * 64.
     assert macs["attention_matmuls"] == 8 * 2 * 4 * 144 * 144 * 64
     assert macs["patch_projection"] == 144 * 48 * 64
     assert macs["classifier"] == 144 * 64 * 2048 + 2048 * 1024 + 1024 * 10
     assert macs["total"] == sum(v for k, v in macs.items() if k != "total")
-    spt = count_vit_macs(vit_preset("vit_spt_lsa_cifar"))
+    spt = count_vit_macs(preset("vit_spt_lsa_cifar"))
     assert spt["patch_projection"] == 5 * macs["patch_projection"]
     assert spt["total"] - macs["total"] == 4 * macs["patch_projection"]
 
@@ -688,7 +693,7 @@ def test_forward_pass_on_other_backends(backend):
         import numpy as np, keras
         from shiftvit_lib.vit import build_vit, vit_preset
         assert keras.backend.backend() == os.environ["KERAS_BACKEND"]
-        model = build_vit(vit_preset("vit_spt_lsa_quick"))
+        model = build_vit(preset("vit_spt_lsa_quick"))
         x = np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3)).astype("uint8")
         y = keras.ops.convert_to_numpy(model(x, training=False))
         assert y.shape == (2, 10) and np.isfinite(y).all(), y

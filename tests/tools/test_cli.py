@@ -52,10 +52,10 @@ def no_data_loading(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["train", "--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
-        (["train", "--batch-size", "-8"], "--batch-size: must be at least 1, got -8"),
-        (["train", "--epochs", "0"], "--epochs: must be at least 1"),
-        (["train", "--limit", "ten"], "--limit: expected a whole number, got 'ten'"),
+        (["train", "--batch-size", "0"], "--batch-size: value must be a whole number from 1 to 1,048,576, got 0"),
+        (["train", "--batch-size", "-8"], "--batch-size: value must be a whole number from 1 to 1,048,576, got -8"),
+        (["train", "--epochs", "0"], "--epochs: value must be a whole number from 1"),
+        (["train", "--limit", "ten"], "--limit: value must be a whole number from 1 to 2,147,483,647, got 'ten'"),
         (["train", "--verbose", "5"], "--verbose"),
         (["evaluate", "--model", "m.keras", "--batch-size", "0"], "--batch-size"),
         (["predict", "--model", "m.keras", "imgs", "--top-k", "0"], "--top-k"),

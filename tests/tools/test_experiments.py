@@ -18,7 +18,7 @@ from shiftvit_lib.tools.experiments import (
     shared_terms,
     top1_interval,
 )
-from shiftvit_lib.vit import build_vit, count_vit_macs, vit_preset
+from shiftvit_lib.vit import build_vit, count_vit_macs
 
 
 def _tiny_splits(n=40, seed=0) -> DataSplits:
@@ -34,7 +34,7 @@ def _tiny_splits(n=40, seed=0) -> DataSplits:
 def _quick_pair():
     # A ViT and a ShiftViT with the same (32 px) input pipeline and the same recipe.
     return {
-        "vit": vit_preset("vit_quick", resize_to=36, image_size=32, depth=1),
+        "vit": preset("vit_quick", resize_to=36, image_size=32, depth=1),
         "shift": preset("quick", depths=(1, 1), projected_dim=24),
     }
 
@@ -59,16 +59,16 @@ def test_shared_terms_ignores_architecture_but_not_the_pipeline():
 def test_quick_presets_differ_in_their_pipeline_until_equalised():
     # The quick ViT preset crops 16 px, the quick ShiftViT 32 px: not equal terms as shipped.
     with pytest.raises(ValueError, match="image_size"):
-        shared_terms({"vit": vit_preset("vit_quick"), "shift": preset("quick")})
+        shared_terms({"vit": preset("vit_quick"), "shift": preset("quick")})
     configs = equalise(
-        {"vit": vit_preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32, epochs=2
+        {"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32, epochs=2
     )
     assert shared_terms(configs)["epochs"] == 2
     assert configs["vit"].image_size == configs["shift"].image_size == 32
 
 
 def test_model_costs_match_the_builders_and_mac_counters():
-    vit, shift = vit_preset("vit_quick"), preset("quick")
+    vit, shift = preset("vit_quick"), preset("quick")
     assert model_costs(vit) == {
         "parameters": build_vit(vit).count_params(),
         "macs": count_vit_macs(vit)["total"],
@@ -140,7 +140,7 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
 
 def test_run_comparison_refuses_unequal_terms_or_epochs(tmp_path):
     data = _tiny_splits()
-    unequal = {"vit": vit_preset("vit_quick"), "shift": preset("quick")}  # 16 px vs 32 px crops
+    unequal = {"vit": preset("vit_quick"), "shift": preset("quick")}  # 16 px vs 32 px crops
     with pytest.raises(ValueError, match="not on equal terms"):
         run_comparison(unequal, data, tmp_path, epochs=1)
     configs = equalise(_quick_pair(), epochs=2)

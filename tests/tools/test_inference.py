@@ -114,7 +114,7 @@ def test_load_image_errors(tmp_path: Path) -> None:
     (tmp_path / "empty.png").write_bytes(b"")
     with pytest.raises(ImageReadError, match="empty file"):
         load_image(tmp_path / "empty.png", 32)
-    with pytest.raises(ValueError, match="size"):
+    with pytest.raises(ValueError, match="height must be a whole number"):
         load_image(tmp_path / "empty.png", (0, 32))
     with pytest.raises(ValueError, match="fit"):
         load_image(tmp_path / "empty.png", 32, fit="squash")  # type: ignore[arg-type]
@@ -203,7 +203,7 @@ def test_predict_folder_errors(model: keras.Model, tmp_path: Path, mixed_folder:
     with pytest.raises(ValueError, match="no files"):
         predict_folder(model, tmp_path / "empty")
     for top_k in (0, 11):
-        with pytest.raises(ValueError, match="top_k must be an integer from 1 to 10"):
+        with pytest.raises(ValueError, match="top_k must be a whole number from 1 to 10"):
             predict_folder(model, mixed_folder, top_k=top_k)
     with pytest.raises(ValueError, match="not a folder"):
         predict_folder(model, mixed_folder / "e_gray.png")
