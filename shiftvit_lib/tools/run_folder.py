@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import hashlib
 import json
 import os
 import re
@@ -85,17 +84,6 @@ def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
     return {key: [float(row[key]) for row in rows] for key in (rows[0] if rows else ())}
 
 
-def data_digest(data: DataSplits) -> str:
-    """A short hash of every image and label of ``data`` (its identity in ``run_spec.json``)."""
-    digest = hashlib.blake2b(digest_size=12)
-    for split in ("train", "val", "test"):
-        for array in (getattr(data, f"x_{split}"), getattr(data, f"y_{split}")):
-            array = np.ascontiguousarray(array)
-            digest.update(f"{split}{array.dtype.str}{array.shape}".encode())
-            digest.update(array.data)
-    return digest.hexdigest()
-
-
 def run_spec(
     config: TrainingRecipe,
     data: DataSplits,
@@ -117,7 +105,7 @@ def run_spec(
         "config": config.to_dict(),
         "data_source": data.source,
         "split_sizes": data.split_sizes(),
-        "data_digest": data_digest(data),
+        "data_digest": data.digest(),
         "epochs": int(epochs if epochs is not None else config.epochs),
         "batch_size": int(config.batch_size),
         "seed": int(seed),
@@ -225,13 +213,17 @@ class Claim:
 
 
 @contextlib.contextmanager
-def claim(out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Iterator[Claim]:
+def claim(out_dir: str | os.PathLike[str] | Claim, *, overwrite: bool = False) -> Iterator[Claim]:
     """Check ``out_dir`` once (:func:`check_run_folder`) and hold its lock for the ``with`` block.
 
     The lock is taken right after the check, so a second process stops before it reads its
     data. A folder the claim made is removed again if the block fails before a run wrote
     anything there (data that would not load): a refused command leaves the disk as it was.
+    A :class:`Claim` already held is given back as it is.
     """
+    if isinstance(out_dir, Claim):
+        yield out_dir
+        return
     out, made = Path(out_dir), Path(out_dir)
     state = check_run_folder(out, overwrite=overwrite)
     while not made.parent.exists():  # the first folder the lock's mkdir will make
@@ -302,7 +294,10 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
             f"{out} holds an interrupted run with other settings; it differs in {'; '.join(differences)}. "
             f"Resume it with the same settings, or {_AFRESH}"
         )
-    run, best = RunFolder(out, saved, fit_finished=bool(saved.get("fit_finished_at"))), out / BEST_MODEL
+    run, best = (
+        RunFolder(out, {**saved, **spec}, fit_finished=bool(saved.get("fit_finished_at"))),
+        out / BEST_MODEL,
+    )
     if problem := (file_problem(best) if best.exists() or best.is_symlink() else None):
         run.recovered.append(
             set_aside_damaged(best, problem, "training resumes from the last readable state")
@@ -423,55 +418,31 @@ class RunBackup(keras.callbacks.Callback):
 
 
 # --------------------------------------------------------------------------- the record
-def run_record(
-    folder: RunFolder,
-    config: TrainingRecipe,
-    data: DataSplits,
-    model: keras.Model,
-    test: dict[str, Any],
-    *,
-    epochs: int,
-    seconds: float,
-    **precision: Any,
-) -> dict[str, Any]:
-    """``run.json``: the config, the epochs, what ``history.csv`` says, the ``test`` metrics
-    (of the best checkpoint), this session's ``seconds``, the model's size and ``precision``
-    (``jit_compile``, ``mixed_precision``), the data and the machine."""
+def run_record(folder: RunFolder, data: DataSplits, test: dict[str, Any], **session: Any) -> dict[str, Any]:
+    """``run.json``: the run's config and epochs (its spec), what ``history.csv`` says, the ``test``
+    metrics (of the best checkpoint), the ``session``'s facts (time, model size, XLA), the data and
+    the machine."""
     history = read_history_csv(folder.path / HISTORY_CSV)
     speeds = history.get("images_per_second", [])
     record = {
-        "config": config.to_dict(),
-        "epochs_requested": epochs,
+        "config": folder.spec["config"],
+        "epochs_requested": folder.spec["epochs"],
         "epochs_run": len(history.get("epoch", [])),
         "resumed_from_epoch": folder.resumed_from,
         "best_val_accuracy": max(history.get("val_accuracy", [float("nan")])),
         "test": test,
-        "wall_seconds_this_session": round(seconds, 2),
         # Over all sessions of a resumed run: every epoch's time, validation included.
         "train_seconds": round(float(sum(history.get("epoch_seconds", []))), 2),
         # The first epoch includes compilation, so it is left out when possible (and so in
         # benchmarks/benchmark.py, which reports its figure by the same rule).
         "train_images_per_second": round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None,
-        "parameters": int(model.count_params()),
-        **precision,
+        **session,
+        "mixed_precision": folder.spec["mixed_precision"],
         **provenance(data),
     }
     if folder.recovered:  # damaged files set aside on the way: the record says so
         record["recovered"] = folder.recovered
     return record
-
-
-def claimed(out_dir: str | os.PathLike[str] | Claim, *, overwrite: bool = False) -> Any:
-    """A context giving ``out_dir``'s :class:`Claim`: the one passed, or a new :func:`claim`."""
-    if isinstance(out_dir, Claim):
-        return contextlib.nullcontext(out_dir)
-    return claim(out_dir, overwrite=overwrite)
-
-
-def best_model(folder: RunFolder, model: keras.Model) -> keras.Model:
-    """``best.keras`` read back; the model as trained if no epoch had a finite validation accuracy."""
-    path = folder.path / BEST_MODEL
-    return load_model(path) if path.exists() else model
 
 
 def mark_fit_finished(folder: RunFolder) -> None:
@@ -505,19 +476,22 @@ def describe_run(record: dict[str, Any]) -> str:
     """A few lines on a run record: data, epochs, test accuracy, time, speed and machine."""
     test, machine, config = record["test"], record.get("machine", {}), record.get("config", {})
     versions = "".join(f", {name} {version}" for name, version in machine.get("backend_versions", {}).items())
-    minutes, tta = record.get("train_seconds"), record.get("test_flip_tta")  # TTA: beside the plain figure
     lines = [
         f"preset {config.get('name', '?')!r} on {record['data_source']}",
         f"split sizes {record.get('split_sizes')}",
         f"epochs run {record['epochs_run']} of {record['epochs_requested']}; best validation top-1 "
         f"{record['best_val_accuracy']:.2%}",
         f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
-        *(
-            [f"training time (sum of epochs, validation included) {minutes / 60:.1f} min"]
-            if minutes is not None
-            else []
-        ),
-        *([f"with flip test-time augmentation: test top-1 {tta['accuracy']:.2%}"] if tta else []),
+    ]
+    if record.get("train_seconds") is not None:
+        lines.append(
+            f"training time (sum of epochs, validation included) {record['train_seconds'] / 60:.1f} min"
+        )
+    if record.get("test_flip_tta"):  # beside the plain figure, never instead of it
+        lines.append(
+            f"with flip test-time augmentation: test top-1 {record['test_flip_tta']['accuracy']:.2%}"
+        )
+    lines += [
         f"training images/s (median epoch) {record.get('train_images_per_second')}, "
         f"mixed precision {record.get('mixed_precision')}, XLA {record.get('jit_compile')}",
         f"machine: backend {machine.get('backend')}, Keras {machine.get('keras')}{versions}, "

@@ -75,14 +75,6 @@ def run_callbacks(
     return callbacks
 
 
-def restore_backup(model: keras.Model, folder: rf.RunFolder) -> None:
-    """Load the backup a resumed run starts from: weights and optimizer state, as Keras' own backup does."""
-    if folder.restore_from is not None:
-        if not model.optimizer.built:
-            model.optimizer.build(model.trainable_variables)
-        model.load_weights(folder.restore_from)
-
-
 def build_for_training(
     config: TrainingRecipe,
     builder: Callable[[Any], keras.Model],
@@ -115,25 +107,17 @@ class TrainingRun:
 
 
 def fit_remaining(
-    model: keras.Model,
-    folder: rf.RunFolder,
-    datasets: tuple[Any, Any],
-    epochs: int,
-    callbacks: list[keras.callbacks.Callback],
-    verbose: int | str,
+    model: keras.Model, folder: rf.RunFolder, train_ds: Any, val_ds: Any, **options: Any
 ) -> None:
-    """Fit the epochs ``folder`` has not trained, from its backup; then note that fitting ended."""
-    restore_backup(model, folder)
-    if folder.resumed_from < epochs:  # the datasets shuffle themselves (seeded): fit must not
-        train_ds, val_ds = datasets
+    """Fit the epochs ``folder`` has not trained (``options``: Keras' fit's), starting from its
+    backup (weights and optimizer state, as Keras' own backup does); then note that fitting ended."""
+    if folder.restore_from is not None:
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        model.load_weights(folder.restore_from)
+    if folder.resumed_from < options["epochs"]:  # the datasets shuffle themselves (seeded): fit must not
         model.fit(
-            train_ds,
-            validation_data=val_ds,
-            epochs=epochs,
-            initial_epoch=folder.resumed_from,
-            callbacks=callbacks,
-            verbose=verbose,
-            shuffle=False,
+            train_ds, validation_data=val_ds, initial_epoch=folder.resumed_from, shuffle=False, **options
         )
     rf.mark_fit_finished(folder)
 
@@ -193,7 +177,7 @@ def train(
     if reuse and not overwrite and not isinstance(out_dir, rf.Claim):
         if (reused := reused_run(Path(out_dir), config, spec)) is not None:
             return reused
-    with rf.claimed(out_dir, overwrite=overwrite) as claim:  # a second process stops here
+    with rf.claim(out_dir, overwrite=overwrite) as claim:  # a second process stops here
         folder = rf.open_run_folder(claim, spec, config)
         keras.utils.set_random_seed(seed)
         train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
@@ -203,10 +187,15 @@ def train(
         if not folder.fit_finished:
             images_per_epoch = min(steps_per_epoch * config.batch_size, len(data.y_train))
             callbacks = [*run_callbacks(config, folder, images_per_epoch).values(), *extra_callbacks]
-            fit_remaining(model, folder, (train_ds, val_ds), epochs, callbacks, verbose)
-        seconds = time.perf_counter() - started
-        best = rf.best_model(folder, model)
-        test = evaluate(best, data, batch_size=config.batch_size)
-        record = rf.run_record(folder, config, data, model, test, epochs=epochs, seconds=seconds, **precision)
+            fit_remaining(
+                model, folder, train_ds, val_ds, epochs=epochs, callbacks=callbacks, verbose=verbose
+            )
+        seconds = round(time.perf_counter() - started, 2)
+        # No best.keras if no epoch had a finite validation accuracy: the model as trained.
+        best = load_model(claim.path / rf.BEST_MODEL) if (claim.path / rf.BEST_MODEL).exists() else model
+        facts = dict(
+            wall_seconds_this_session=seconds, parameters=model.count_params(), jit_compile=jit_compile
+        )
+        record = rf.run_record(folder, data, evaluate(best, data, batch_size=config.batch_size), **facts)
         rf.write_record(folder, record)
     return TrainingRun(best, rf.read_history_csv(claim.path / rf.HISTORY_CSV), claim.path, record)

@@ -252,3 +252,48 @@ def test_evaluate_with_tta_reports_it_beside_the_plain_figure(capsys, tmp_path, 
                          f"loss {flipped['loss']:.4f}")
     code, out, _ = run_cli(capsys, "evaluate", "--model", path, "--data", "sample")
     assert code == 0 and "TTA" not in out  # only when asked
+
+
+# --------------------------------------------------------------------------- one check per folder, errors by kind
+class TrainingStarted(Exception):
+    """Raised where training begins: every check of the run folder has happened by then."""
+
+
+@pytest.mark.parametrize(
+    ("command", "folder"),
+    [
+        (["train", "--data", "sample", "--limit", "20", "--epochs", "1", "--out", "{tmp}/run"], "run"),
+        (["compare", "--quick", "--data", "sample", "--models", "vit", "--runs", "{tmp}/runs",
+          "--out", "{tmp}/compare.json"], "runs/vit"),
+    ],
+)
+def test_each_command_checks_its_run_folder_once(capsys, tmp_path, monkeypatch, command, folder):
+    from shiftvit_lib.tools import run_folder, runs
+
+    checked, check = [], run_folder.check_run_folder
+
+    def counted(out, **options):
+        checked.append(Path(out))
+        return check(out, **options)
+
+    def started(*args, **kwargs):
+        raise TrainingStarted
+
+    monkeypatch.setattr(run_folder, "check_run_folder", counted)
+    monkeypatch.setattr(runs, "training_datasets", started)
+    with pytest.raises(TrainingStarted):  # not a user error: it passes through main
+        main([part.replace("{tmp}", str(tmp_path)) for part in command])
+    assert checked == [tmp_path / folder]
+
+
+def test_a_bad_flag_value_is_one_line_and_an_internal_bug_is_a_traceback(capsys, tmp_path, monkeypatch):
+    code, _, err = run_cli(capsys, "train", "--preset", "gigantic", "--out", tmp_path / "run")
+    assert_user_error(code, err, "Unknown preset 'gigantic'")
+
+    def bug(*args, **kwargs):
+        raise ValueError("an internal bug, not the user's input")
+
+    monkeypatch.setattr(data_sources, "load_cifar10", bug)
+    with pytest.raises(ValueError, match="an internal bug"):
+        main(["train", "--data", "sample", "--out", str(tmp_path / "run")])
+    assert not (tmp_path / "run").exists()  # the claimed folder is given back untouched

@@ -337,3 +337,16 @@ def test_load_run_reads_back_a_finished_run_and_names_a_missing_one(tmp_path):
     assert f"test top-1 {run.record['test']['accuracy']:.2%}" in tta_text  # beside, not instead
     with pytest.raises(FileNotFoundError, match=r"run.json is missing"):
         load_run(tmp_path / "nothing_here")
+
+
+def test_train_reads_top_to_bottom_and_builds_its_callbacks_by_name(tmp_path):
+    import inspect
+
+    from shiftvit_lib.tools import runs
+    from shiftvit_lib.tools.run_folder import RunFolder
+
+    assert len(inspect.getsource(runs.train).splitlines()) <= 60
+    folder = RunFolder(tmp_path, {})
+    stopping = runs.run_callbacks(preset("quick", early_stopping_patience=3), folder, 64)
+    assert list(stopping) == ["throughput", "history", "best_model", "backup", "early_stopping"]
+    assert "early_stopping" not in runs.run_callbacks(preset("quick"), folder, 64)
