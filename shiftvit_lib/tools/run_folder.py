@@ -168,9 +168,8 @@ def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) ->
 # --------------------------------------------------------------------------- claiming the folder
 def check_location(out_dir: str | os.PathLike[str]) -> Path:
     """``out_dir`` as a Path if a folder can be made or written there; a :class:`RunFolderError` if not."""
-    out = existing = Path(out_dir)
-    while not existing.exists():  # the nearest folder that exists (``out`` itself, if it does)
-        existing = existing.parent
+    out = Path(out_dir)
+    existing = next(path for path in (out, *out.parents) if path.exists())  # the nearest
     if not existing.is_dir():
         raise RunFolderError(
             f"cannot use the output folder {out}: {existing} is a file; choose another folder"
@@ -224,21 +223,17 @@ def claim(out_dir: str | os.PathLike[str] | Claim, *, overwrite: bool = False) -
     if isinstance(out_dir, Claim):
         yield out_dir
         return
-    out, made = Path(out_dir), Path(out_dir)
+    out = Path(out_dir)
     state = check_run_folder(out, overwrite=overwrite)
-    while not made.parent.exists():  # the first folder the lock's mkdir will make
-        made = made.parent
-    fresh = not made.exists()
+    made = [folder for folder in (out, *out.parents) if not folder.exists()]  # by the lock's mkdir
     try:
         with run_folder_lock(out):
             yield Claim(out, state)
     except BaseException:
-        if fresh and out.is_dir() and [path.name for path in out.iterdir()] == [LOCK_FILE]:
+        if made and out.is_dir() and [path.name for path in out.iterdir()] == [LOCK_FILE]:
             (out / LOCK_FILE).unlink()
-            for folder in (out, *out.parents):
+            for folder in made:
                 folder.rmdir()
-                if folder == made:
-                    break
         raise
 
 
@@ -294,11 +289,10 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
             f"{out} holds an interrupted run with other settings; it differs in {'; '.join(differences)}. "
             f"Resume it with the same settings, or {_AFRESH}"
         )
-    run, best = (
-        RunFolder(out, {**saved, **spec}, fit_finished=bool(saved.get("fit_finished_at"))),
-        out / BEST_MODEL,
-    )
-    if problem := (file_problem(best) if best.exists() or best.is_symlink() else None):
+    run = RunFolder(out, {**saved, **spec}, fit_finished=bool(saved.get("fit_finished_at")))
+    best = out / BEST_MODEL
+    problem = file_problem(best) if best.exists() or best.is_symlink() else None
+    if problem:
         run.recovered.append(
             set_aside_damaged(best, problem, "training resumes from the last readable state")
         )
