@@ -1,6 +1,6 @@
 """The resumable training run: :func:`train` reads top to bottom; its folder is :mod:`.run_folder`.
 
-:func:`train` checks its inputs (:func:`check_training_inputs`), claims the run folder
+:func:`train` checks its inputs (:func:`~shiftvit_lib.recipe.check_training_inputs`), claims the run folder
 (checked once, then locked: :func:`~shiftvit_lib.tools.run_folder.claim`), starts it or
 resumes the interrupted run in it, builds and compiles the model in the asked precision
 (:func:`build_for_training`, under a ``keras.distribution`` a lesson has set), runs
@@ -21,15 +21,9 @@ from typing import Any
 import keras
 import numpy as np
 
+from shiftvit_lib import recipe
 from shiftvit_lib.config import TrainingRecipe, check_whole_number, family_of
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.recipe import (
-    ThroughputMeter,
-    check_training_inputs,
-    compile_for_training,
-    evaluate,
-    training_datasets,
-)
 from shiftvit_lib.tools import devices, files
 from shiftvit_lib.tools import run_folder as rf
 from shiftvit_lib.tools.inference import load_model
@@ -62,7 +56,7 @@ def run_callbacks(
     that epoch; early stopping (if the recipe has it) comes after the backup.
     """
     callbacks = {
-        "throughput": ThroughputMeter(images_per_epoch),
+        "throughput": recipe.ThroughputMeter(images_per_epoch),
         "history": keras.callbacks.CSVLogger(str(folder.path / rf.HISTORY_CSV), append=True),
         # After a resume, only an epoch better than any seen before replaces best.keras.
         "best_model": BestModelCheckpoint(folder.path / rf.BEST_MODEL, folder.best_val_accuracy),
@@ -87,7 +81,7 @@ def build_for_training(
     """Build the model in the asked precision (a dtype policy) and compile it with the recipe."""
     with devices.precision_policy(mixed_precision):
         model = builder(config)
-        compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
+        recipe.compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
     return model
 
 
@@ -169,7 +163,7 @@ def train(
     """
     family = family_of(config)  # a TypeError for anything but a model config
     epochs = check_whole_number(epochs if epochs is not None else config.epochs, "epochs")
-    check_training_inputs(config, data, seed=seed)
+    recipe.check_training_inputs(config, data, seed=seed)
     if mixed_precision == "auto":
         mixed_precision = devices.recommended_mixed_precision()
     precision = dict(jit_compile=jit_compile, mixed_precision=mixed_precision)
@@ -180,7 +174,7 @@ def train(
     with rf.claim(out_dir, overwrite=overwrite) as claim:  # a second process stops here
         folder = rf.open_run_folder(claim, spec, config)
         keras.utils.set_random_seed(seed)
-        train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
+        train_ds, val_ds, steps_per_epoch = recipe.training_datasets(config, data, seed)
         builder = functools.partial(family.build, seed=seed)
         model = build_for_training(config, builder, steps_per_epoch, epochs, **precision)
         started = time.perf_counter()
@@ -196,6 +190,8 @@ def train(
         facts = dict(
             wall_seconds_this_session=seconds, parameters=model.count_params(), jit_compile=jit_compile
         )
-        record = rf.run_record(folder, data, evaluate(best, data, batch_size=config.batch_size), **facts)
+        record = rf.run_record(
+            folder, data, recipe.evaluate(best, data, batch_size=config.batch_size), **facts
+        )
         rf.write_record(folder, record)
     return TrainingRun(best, rf.read_history_csv(claim.path / rf.HISTORY_CSV), claim.path, record)
