@@ -284,7 +284,8 @@ def open_run_folder(folder: Claim, spec: dict[str, Any], config: TrainingRecipe)
 def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolder:
     """The interrupted run in ``out`` if it has ``spec``: where it resumes; damaged files set aside."""
     saved = read_run_file(out) or {}
-    if differences := spec_differences(saved, spec, config):
+    differences = spec_differences(saved, spec, config)
+    if differences:
         raise RunFolderError(
             f"{out} holds an interrupted run with other settings; it differs in {'; '.join(differences)}. "
             f"Resume it with the same settings, or {_AFRESH}"
@@ -412,10 +413,12 @@ class RunBackup(keras.callbacks.Callback):
 
 
 # --------------------------------------------------------------------------- the record
-def run_record(folder: RunFolder, data: DataSplits, test: dict[str, Any], **session: Any) -> dict[str, Any]:
+def run_record(
+    folder: RunFolder, data: DataSplits, model: keras.Model, test: dict[str, Any], **session: Any
+) -> dict[str, Any]:
     """``run.json``: the run's config and epochs (its spec), what ``history.csv`` says, the ``test``
-    metrics (of the best checkpoint), the ``session``'s facts (time, model size, XLA), the data and
-    the machine."""
+    metrics (of the best checkpoint), the model's size, the ``session``'s facts (time, XLA), the
+    data and the machine."""
     history = read_history_csv(folder.path / HISTORY_CSV)
     speeds = history.get("images_per_second", [])
     record = {
@@ -430,6 +433,7 @@ def run_record(folder: RunFolder, data: DataSplits, test: dict[str, Any], **sess
         # The first epoch includes compilation, so it is left out when possible (and so in
         # benchmarks/benchmark.py, which reports its figure by the same rule).
         "train_images_per_second": round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None,
+        "parameters": int(model.count_params()),
         **session,
         "mixed_precision": folder.spec["mixed_precision"],
         **provenance(data),

@@ -116,12 +116,15 @@ def fit_remaining(
     rf.mark_fit_finished(folder)
 
 
-def reused_run(out: Path, config: TrainingRecipe, spec: dict[str, Any]) -> TrainingRun | None:
+def reused_run(
+    out_dir: str | os.PathLike[str], config: TrainingRecipe, spec: dict[str, Any]
+) -> TrainingRun | None:
     """The finished run in ``out`` with exactly ``spec``, read back; else ``None``.
 
     A finished run whose ``best.keras`` cannot be loaded is set aside (kept, reported by path)
     and its files cleared, so it is trained again.
     """
+    out = Path(out_dir)
     record = rf.finished_run(out, config, spec)
     if record is None:
         return None
@@ -169,7 +172,8 @@ def train(
     precision = dict(jit_compile=jit_compile, mixed_precision=mixed_precision)
     spec = rf.run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision)
     if reuse and not overwrite and not isinstance(out_dir, rf.Claim):
-        if (reused := reused_run(Path(out_dir), config, spec)) is not None:
+        reused = reused_run(out_dir, config, spec)
+        if reused is not None:
             return reused
     with rf.claim(out_dir, overwrite=overwrite) as claim:  # a second process stops here
         folder = rf.open_run_folder(claim, spec, config)
@@ -187,11 +191,9 @@ def train(
         seconds = round(time.perf_counter() - started, 2)
         # No best.keras if no epoch had a finite validation accuracy: the model as trained.
         best = load_model(claim.path / rf.BEST_MODEL) if (claim.path / rf.BEST_MODEL).exists() else model
-        facts = dict(
-            wall_seconds_this_session=seconds, parameters=model.count_params(), jit_compile=jit_compile
-        )
+        test = recipe.evaluate(best, data, batch_size=config.batch_size)
         record = rf.run_record(
-            folder, data, recipe.evaluate(best, data, batch_size=config.batch_size), **facts
+            folder, data, model, test, wall_seconds_this_session=seconds, jit_compile=jit_compile
         )
         rf.write_record(folder, record)
     return TrainingRun(best, rf.read_history_csv(claim.path / rf.HISTORY_CSV), claim.path, record)
