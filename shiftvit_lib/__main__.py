@@ -220,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USER_ERROR
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the program's own process: TensorFlow's C++ log off
     from shiftvit_lib.tools.data_sources import DataSourceUnavailableError
+    from shiftvit_lib.tools.files import RunFolderInUseError, UnsafeFileError
 
     for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
         # and a file name the terminal cannot encode prints escaped instead of failing
@@ -230,9 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(stop.code or 0)
     try:
         return globals()[f"_{args.command}"](args)
-    # What the project raises about the user's input, files and data: one line. Anything
-    # else is a bug and shows its traceback.
-    except (InputError, OSError, DataSourceUnavailableError) as error:
+    # What the project raises about the user's input, files and data (files.py defines its own, to
+    # stay importable without the package), and the system's refusals: one line. Anything else
+    # is a bug and shows its traceback.
+    except (InputError, UnsafeFileError, RunFolderInUseError, OSError, DataSourceUnavailableError) as error:
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback through Keras

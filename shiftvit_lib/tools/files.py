@@ -41,8 +41,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from shiftvit_lib.config import InputError
-
 try:
     import fcntl
 except ImportError:  # Windows
@@ -52,7 +50,7 @@ PathLike = str | os.PathLike[str]
 _NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"))
 
 
-class UnsafeFileError(InputError):
+class UnsafeFileError(ValueError):
     """A path that is not what the project may read or write there; the message names it.
 
     ``reason`` is the message without the path, for a table that lists the files apart.
@@ -156,7 +154,7 @@ def read_json(path: PathLike, what: str = "JSON file", limit: int = 64 * 2**20) 
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         cut = getattr(error, "pos", -1) >= len(data.rstrip()) or "Unterminated string" in str(error)
         said = "it nests too deeply to read" if isinstance(error, RecursionError) else error
-        raise InputError(
+        raise UnsafeFileError(
             f"{escape_name(path)} is not valid UTF-8 JSON{' (cut short?)' if cut else ''} ({said}); is it the "
             "right file? Restore it from version control or write it again"
         ) from None
@@ -249,7 +247,7 @@ def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path
 LOCK_FILE = ".lock"
 
 
-class RunFolderInUseError(InputError):
+class RunFolderInUseError(ValueError):
     """Another process is training in this run folder."""
 
 
@@ -320,7 +318,7 @@ def check_keras_archive(path: PathLike) -> None:
             f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
         )
     if problem:
-        raise InputError(f"{escape_name(path)} {problem}")
+        raise UnsafeFileError(f"{escape_name(path)} {problem}")
 
 
 def _keras_archive_problem(archive: zipfile.ZipFile) -> str | None:
