@@ -48,8 +48,8 @@ _EXPORTS = {
     "shiftvit_lib.recipe": "evaluate",
     "shiftvit_lib.schedules": "WarmUpCosine",
     "shiftvit_lib.shift": "shift_channels",
-    "shiftvit_lib.vit": "ViTConfig build_vit vit_preset",
-    "shiftvit_lib.tools.data_sources": "load_cifar10",  # data.load_splits, plus folders and archives
+    "shiftvit_lib.vit": "ViTConfig build_vit",
+    "shiftvit_lib.tools.data_sources": "load_cifar10",  # every source, then data.make_splits
     "shiftvit_lib.tools.runs": "train",
     "shiftvit_lib.tools.inference": "load_model predict_folder save_model",
     "shiftvit_lib.tools.published": "load_record pretrained pretrained_info",

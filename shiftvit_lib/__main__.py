@@ -8,10 +8,11 @@ Examples::
     python -m shiftvit_lib compare --quick --data sample --out runs/compare_quick.json
 
 Each command is a function ``_<command>`` whose docstring is its help; ``_parser`` declares
-every option once, for the commands that take it. Errors that a user can fix (a missing folder, a wrong model file, an unknown
-preset, a finished ``--out`` folder, no network for ``--data keras``, ...) are printed as one
-line on stderr, and the exit status is 2. Arguments are checked before anything is written
-to disk.
+every option once, for the commands that take it. Errors the project raises about the user's
+input (:class:`~shiftvit_lib.config.InputError`: an unknown preset, a finished ``--out`` folder,
+a wrong model file...), a file or folder the system refuses, and no network for ``--data keras``
+are printed as one line on stderr, and the exit status is 2; anything else is a bug and shows its
+traceback. Arguments are checked before anything is written to disk.
 """
 
 import argparse
@@ -22,14 +23,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from shiftvit_lib._startup import backend_problem
+from shiftvit_lib.config import InputError, check_whole_number
 from shiftvit_lib.tools.files import escape_name
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # the shell's code for a process stopped by Ctrl-C (128 + SIGINT)
-
-
-class UserError(Exception):
-    """A mistake the user can fix; ``main`` prints it as one line and exits with status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,18 +38,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _whole_number(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: a whole number from ``low`` to ``high``, or a one-line reason."""
+    """An argparse type: a whole number from ``low`` to ``high`` (the library's check), or a one-line reason."""
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}") from None
-        shown = text.strip() if len(text.strip()) <= 24 else f"{text.strip()[:20]}..."  # one short line
-        if not low <= value <= high:
-            limit = f"at least {low}" if value < low else f"at most {high:,}"
-            raise argparse.ArgumentTypeError(f"must be {limit}, got {shown}")
-        return value
+            return check_whole_number(
+                int(text) if text.strip().lstrip("+-").isdigit() else text, "value", low, high
+            )
+        except InputError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse
 
@@ -114,17 +109,16 @@ def _train(args: argparse.Namespace) -> int:
     """train a preset and save best.keras, history.csv, run.json"""
     from shiftvit_lib.config import preset
     from shiftvit_lib.tools.data_sources import load_cifar10
-    from shiftvit_lib.tools.runs import check_run_folder, train
+    from shiftvit_lib.tools.run_folder import claim
+    from shiftvit_lib.tools.runs import train
 
     config = preset(args.preset, **({"batch_size": args.batch_size} if args.batch_size else {}))
-    check_run_folder(args.out, overwrite=args.overwrite)  # before loading data or writing anything
-    data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
-    print(data.summary())
     precision = None if args.mixed_precision == "none" else args.mixed_precision
-    options = {
-        name: getattr(args, name) for name in ("epochs", "seed", "verbose", "overwrite", "jit_compile")
-    }
-    run = train(config, data, args.out, mixed_precision=precision, **options)
+    options = {name: getattr(args, name) for name in ("epochs", "seed", "verbose", "jit_compile")}
+    with claim(args.out, overwrite=args.overwrite) as folder:  # checked once, before the data loads
+        data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
+        print(data.summary())
+        run = train(config, data, folder, mixed_precision=precision, **options)
     epochs, path = run.record["epochs_run"], run.best_model_path
     print(f"test {_scores(run.record['test'])}  ({epochs} epochs; best model: {path})")
     return 0
@@ -135,18 +129,18 @@ def _compare(args: argparse.Namespace) -> int:
     from shiftvit_lib.tools import experiments as ex
     from shiftvit_lib.tools.data_sources import load_cifar10
     from shiftvit_lib.tools.files import special_file_kind, write_json
-    from shiftvit_lib.tools.runs import check_run_folder
+    from shiftvit_lib.tools.run_folder import check_location
 
     out, scale = Path(args.out), args.scale
     kind = special_file_kind(out)  # everything is checked before hours of training
     if kind not in (None, "missing") and not out.is_symlink():
-        raise UserError(f"--out {escape_name(out)} is {kind}; give the path of a .json file")
+        raise InputError(f"--out {escape_name(out)} is {kind}; give the path of a .json file")
     for folder in (out.parent, args.runs):  # each exists or can be made, and is writable
-        check_run_folder(folder, overwrite=True)
+        check_location(folder)
     configs = ex.comparison_configs(scale, args.epochs)
     unknown = [name for name in args.models or () if name not in configs]
     if unknown:
-        raise UserError(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(configs)}")
+        raise InputError(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(configs)}")
     configs = {name: config for name, config in configs.items() if name in (args.models or configs)}
     epochs, seed = ex.shared_terms(configs)["epochs"], args.seed
     data = load_cifar10(args.data, seed=seed)
@@ -192,7 +186,7 @@ def _predict(args: argparse.Namespace) -> int:
     result = predict_folder(_classifier(args), args.folder, top_k=args.top_k, tta=args.tta)
     print(json.dumps(result.to_rows(), indent=2) if args.json else result.format())
     if not result.predictions:
-        raise UserError(
+        raise InputError(
             f"no image in {escape_name(args.folder)} could be classified "
             f"({len(result.failures)} unreadable file(s), listed above)"
         )
@@ -212,7 +206,7 @@ def _presets(_: argparse.Namespace) -> int:
 
 def _one_line(error: BaseException) -> str:
     """The message of a user error on one line, unprintable characters escaped."""
-    text = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
+    text = str(error)
     if isinstance(error, OSError) and error.strerror:
         where = "" if error.filename is None else str(error.filename)
         text = f"{error.strerror}: {where}" if where and where not in error.strerror else error.strerror
@@ -225,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_USER_ERROR
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the program's own process: TensorFlow's C++ log off
-    from shiftvit_lib.data import DataSourceUnavailableError
+    from shiftvit_lib.tools.data_sources import DataSourceUnavailableError
+    from shiftvit_lib.tools.files import RunFolderInUseError, UnsafeFileError
 
     for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
         # and a file name the terminal cannot encode prints escaped instead of failing
@@ -234,10 +229,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
         return int(stop.code or 0)
-    fixable = (UserError, OSError, ValueError, KeyError, TypeError, DataSourceUnavailableError)
     try:
         return globals()[f"_{args.command}"](args)
-    except fixable as error:  # one line; anything else is a bug: a traceback
+    # What the project raises about the user's input, files and data (files.py defines its own, to
+    # stay importable without the package), and the system's refusals: one line. Anything else
+    # is a bug and shows its traceback.
+    except (InputError, UnsafeFileError, RunFolderInUseError, OSError, DataSourceUnavailableError) as error:
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback through Keras

@@ -26,15 +26,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 
-def is_positive_int(value: Any) -> bool:
-    """True for an int (Python or NumPy, not a bool) of at least 1: a count, a size, a batch."""
-    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= 1
+class InputError(ValueError):
+    """A value given to the library cannot work; the message says what to change.
+
+    The command line prints it as one line (exit status 2); any other exception there is a
+    bug and shows its traceback.
+    """
 
 
-def check_positive_int(value: Any, name: str) -> int:
-    """``value`` as an int if :func:`is_positive_int`; else a ValueError naming ``name``."""
-    if not is_positive_int(value):
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+def is_whole_number(value: Any) -> bool:
+    """True for an int, Python's or NumPy's (not a bool, which Python counts as one)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_whole_number(value: Any, name: str, low: int = 1, high: float = math.inf) -> int:
+    """``value`` as an int if it is a whole number from ``low`` to ``high``; else an :class:`InputError`."""
+    if not is_whole_number(value) or not low <= value <= high:
+        limits = f"from {low:,} to {high:,}" if high < math.inf else f"of at least {low:,}"
+        raise InputError(f"{name} must be a whole number {limits}, got {value!r:.40}")
     return int(value)
 
 
@@ -52,8 +61,12 @@ def _check_field_names(cls: type, names: Any) -> None:
 if TYPE_CHECKING:
     from typing import Self
 
-ShiftKind = Literal["official", "keras_io", "none"]
-ShiftImplementation = Literal["slice", "roll"]
+# The shifts a block may use (shiftvit_lib.shift), declared here once: the paper's, the keras-io
+# example's (broken), none (an ablation); and the two ways to compute the paper's.
+SHIFT_KINDS = ("official", "keras_io", "none")
+SHIFT_IMPLEMENTATIONS = ("slice", "roll")
+ShiftKind = Literal[SHIFT_KINDS]  # type: ignore[valid-type]
+ShiftImplementation = Literal[SHIFT_IMPLEMENTATIONS]  # type: ignore[valid-type]
 NormKind = Literal["layer", "group"]
 DropPathSchedule = Literal["network", "per_stage"]
 WeightInit = Literal["keras", "spach"]
@@ -130,7 +143,7 @@ class TrainingRecipe(InputPipeline):
         """
         problems = self.field_problems() or self.combination_problems()
         if problems:
-            raise ValueError(f"Invalid {type(self).__name__} {self.name!r}: " + "; ".join(problems))
+            raise InputError(f"Invalid {type(self).__name__} {self.name!r}: " + "; ".join(problems))
 
     def field_problems(self) -> list[str]:
         """Each field alone: its type (``depths=(2)`` is the int 2, ``num_div=4.5`` no count of
@@ -140,7 +153,7 @@ class TrainingRecipe(InputPipeline):
             name, value, hint = field.name, getattr(self, field.name), hints[field.name]
             if isinstance(hint, types.UnionType):  # `int | None`: None passes, else the type
                 hint = None if value is None else typing.get_args(hint)[0]
-            if hint is int and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+            if hint is int and not is_whole_number(value):
                 problems.append(f"{name} must be a whole number, got {value!r}")
             elif hint is float and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
                 problems.append(f"{name} must be a number, got {value!r}")
@@ -204,11 +217,11 @@ class TrainingRecipe(InputPipeline):
         """The preset ``name`` of ``presets`` (fields that differ from the defaults) with ``overrides``.
 
         Raises:
-            KeyError: ``name`` is not a preset (the message lists the valid names).
+            InputError: ``name`` is not a preset (the message lists the valid names).
             TypeError: an override is not a field of ``cls``.
         """
         if name not in presets:
-            raise KeyError(f"Unknown preset {name!r}; choose one of {sorted(presets)}")
+            raise InputError(f"Unknown preset {name!r}; choose one of {sorted(presets)}")
         _check_field_names(cls, overrides)
         return cls(**{"name": name, **presets[name], **overrides})
 
@@ -401,14 +414,19 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def list_presets() -> list[str]:
-    """Names accepted by :func:`preset`."""
-    return sorted(PRESETS)
+def list_presets(family: str = "shiftvit") -> list[str]:
+    """The preset names of one model family (ShiftViT's unless told); :func:`preset` takes every family's."""
+    return sorted(FAMILIES[family].presets)
 
 
-def preset(name: str, **overrides: Any) -> ShiftViTConfig:
-    """Look up a ShiftViT preset by name, optionally overriding fields (see :meth:`~TrainingRecipe.from_preset`)."""
-    return ShiftViTConfig.from_preset(PRESETS, name, **overrides)
+def preset(name: str, **overrides: Any) -> TrainingRecipe:
+    """The preset ``name`` of whichever model family holds it (``"seed"``, ``"vit_cifar"``...),
+    with ``overrides`` (see :meth:`~TrainingRecipe.from_preset`)."""
+    for family in FAMILIES.values():
+        if name in family.presets:
+            return family.config_type.from_preset(family.presets, name, **overrides)
+    known = sorted(name for family in FAMILIES.values() for name in family.presets)
+    raise InputError(f"Unknown preset {name!r}; choose one of {known}")
 
 
 # --------------------------------------------------------------------------- model families

@@ -1,42 +1,31 @@
-"""CIFAR-10 loading, the train/validation/test split, and the input pipeline (lesson 01).
+"""CIFAR-10's three splits and the input pipeline (lesson 01): arrays in, batches out.
 
-:func:`load_splits` returns a :class:`DataSplits`: uint8 NHWC images, integer labels, and a
-``source`` sentence that says exactly which data was loaded, because "CIFAR-10" can mean
-the original release (``"keras"``, downloaded once) or the 2,000 + 500 images bundled with
-this package (``"sample"``, JPEG q75, offline). ``"auto"`` (the first when it can be had,
-else the sample) and your own copy (a class-folder directory or archive) are read by
-:mod:`shiftvit_lib.tools.data_sources`, whose ``load_cifar10`` (also ``shiftvit_lib.load_cifar10``)
-hands its reader to :func:`load_splits`.
+:func:`make_splits` turns the arrays a source gave (a :class:`RawData`: training pool, test
+set and a sentence saying exactly which data it is) into a :class:`DataSplits`: uint8 NHWC
+images and integer labels for train, validation and test. Reading a source is tooling:
+:func:`shiftvit_lib.load_cifar10` (:mod:`shiftvit_lib.tools.data_sources`) reads it and calls
+:func:`make_splits`.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import hashlib
 import math
 import os
-import zipfile
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import keras
 import numpy as np
 
-from shiftvit_lib.config import check_positive_int
-from shiftvit_lib.images import decode_rgb
+from shiftvit_lib.config import InputError, check_whole_number
 
 CIFAR10_CLASSES: tuple[str, ...] = tuple(
     "airplane automobile bird cat deer dog frog horse ship truck".split()
 )
-DEFAULT_SEED = 42
 SPLITS = ("train", "val", "test")
-NAMED_SOURCES = ("keras", "sample")  # and "auto", read by shiftvit_lib.load_cifar10
-SAMPLE_ARCHIVE = Path(__file__).resolve().parent / "assets" / "cifar10_sample.zip"
-
-
-class DataSourceUnavailableError(RuntimeError):
-    """A named data source could not be fetched (``"keras"`` offline, for example)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
@@ -61,6 +50,16 @@ class DataSplits:
         for split in SPLITS:
             x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
             _check_images_and_labels(x, y, len(self.class_names), where=f"{split} split")
+
+    def digest(self) -> str:
+        """A short hash of every image and label: the data's identity (a run folder stores it)."""
+        digest = hashlib.blake2b(digest_size=12)
+        for split in SPLITS:
+            for array in (getattr(self, f"x_{split}"), getattr(self, f"y_{split}")):
+                array = np.ascontiguousarray(array)
+                digest.update(f"{split}{array.dtype.str}{array.shape}".encode())
+                digest.update(array.data)
+        return digest.hexdigest()
 
     def split_sizes(self) -> dict[str, int]:
         """Number of images per split, e.g. ``{"train": 40000, ...}``."""
@@ -101,15 +100,15 @@ def _check_images_and_labels(x: np.ndarray, y: np.ndarray, num_classes: int, whe
         return f"{type(array).__name__} {getattr(array, 'dtype', '')} {getattr(array, 'shape', '')}"
 
     if not isinstance(x, np.ndarray) or x.ndim != 4 or x.shape[-1] != 3 or x.dtype != np.uint8:
-        raise ValueError(
+        raise InputError(
             f"{where}: images must be a uint8 array of shape (N, height, width, 3); got {described(x)}"
         )
     if not isinstance(y, np.ndarray) or y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"{where}: labels must be a 1-D integer array; got {described(y)}")
+        raise InputError(f"{where}: labels must be a 1-D integer array; got {described(y)}")
     if len(x) != len(y):
-        raise ValueError(f"{where}: {len(x)} images but {len(y)} labels")
+        raise InputError(f"{where}: {len(x)} images but {len(y)} labels")
     if len(y) and (y.min() < 0 or y.max() >= num_classes):
-        raise ValueError(f"{where}: labels must lie in [0, {num_classes - 1}]; found {y.min()}..{y.max()}")
+        raise InputError(f"{where}: labels must lie in [0, {num_classes - 1}]; found {y.min()}..{y.max()}")
 
 
 @dataclasses.dataclass
@@ -121,106 +120,29 @@ class RawData:
     x_test: np.ndarray
     y_test: np.ndarray
     description: str
-    image_formats: str = ""  # e.g. "JPEG"; empty for keras.datasets arrays
+    image_formats: str = ""  # e.g. "JPEG"; empty for arrays that never were image files
 
 
-# A reader of a source: (limit per class, generator) -> RawData.
-Reader = Callable[[int | None, np.random.Generator], RawData]
+def make_splits(raw: RawData, rng: np.random.Generator, *, val_fraction: float = 0.2) -> DataSplits:
+    """Split ``raw`` into train / validation / test with ``rng``.
 
-
-def load_splits(
-    source: str | Reader = "sample",
-    *,
-    val_fraction: float = 0.2,
-    seed: int = DEFAULT_SEED,
-    limit: int | None = None,
-) -> DataSplits:
-    """Read CIFAR-10 from ``source`` and split it into train / validation / test; ``print()`` the result.
-
-    Args:
-        source: ``"keras"`` or ``"sample"`` (see the module docstring), or a
-            reader ``(limit, rng) -> RawData``. For your own copy (a folder or archive) call
-            ``shiftvit_lib.load_cifar10(path)`` (:mod:`shiftvit_lib.tools.data_sources`).
-        val_fraction: share of each class's training images moved to validation, in [0, 1):
-            a stratified split as in the keras-io example (40,000 / 10,000 / 10,000 by default).
-        seed: seeds the split, the order of every split (the test set is only shuffled, so
-            ``x_test[:8]`` is not eight airplanes) and the ``limit`` subsampling.
-        limit: at most this many images per class in the training pool and in the test set.
+    ``val_fraction`` of each class's training images go to validation, in [0, 1): a stratified
+    split as in the keras-io example (40,000 / 10,000 / 10,000 for the full data). Every split
+    is shuffled (so ``x_test[:8]`` is not eight airplanes); ``rng`` decides how.
     """
     if not 0.0 <= val_fraction < 1.0:
-        raise ValueError(f"val_fraction must be in [0, 1); got {val_fraction}")
-    if limit is not None:
-        check_positive_int(limit, "limit (images per class)")
-    rng = np.random.default_rng(seed)
-    raw = source(limit, rng) if callable(source) else _read_named_source(source, limit, rng)
+        raise InputError(f"val_fraction must be in [0, 1); got {val_fraction}")
     train_idx, val_idx = stratified_split_indices(raw.y_train, val_fraction, rng)
-    test_idx = rng.permutation(len(raw.y_test))
-    description = raw.description
-    if limit is not None:
-        description += f" (at most {limit:,} images per class kept, seed {seed})"
-    x, y = raw.x_train, raw.y_train
-    x_test, y_test = raw.x_test[test_idx], raw.y_test[test_idx]
+    x, y, test_idx = raw.x_train, raw.y_train, rng.permutation(len(raw.y_test))
     return DataSplits(
-        x[train_idx], y[train_idx], x[val_idx], y[val_idx], x_test, y_test, CIFAR10_CLASSES, description
-    )
-
-
-def _read_named_source(source: Any, limit: int | None, rng: np.random.Generator) -> RawData:
-    if source == "sample":
-        return _load_sample(limit, rng)
-    if source != "keras":
-        raise ValueError(
-            f"unknown data source {source!r}: data.load_splits reads 'keras' or 'sample'; "
-            "for 'auto', a folder or an archive use shiftvit_lib.load_cifar10"
-        )
-    try:
-        return _cap_raw(_load_from_keras(), limit, rng)
-    except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
-        raise DataSourceUnavailableError(
-            f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
-            "source='sample', a local copy (directory or archive), or source='auto', "
-            "which falls back to the sample by itself."
-        ) from error
-
-
-def _load_from_keras() -> RawData:
-    """The original release via keras.datasets (downloads 170 MB on first use)."""
-    (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
-    if x_train.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
-        x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
-    y_train, y_test = y_train.reshape(-1).astype(np.int64), y_test.reshape(-1).astype(np.int64)
-    source = f"{len(x_train):,} train / {len(x_test):,} test images"
-    description = f"CIFAR-10 via keras.datasets.cifar10 (original release): {source}"
-    return RawData(np.ascontiguousarray(x_train), y_train, np.ascontiguousarray(x_test), y_test, description)
-
-
-def _load_sample(limit: int | None, rng: np.random.Generator) -> RawData:
-    """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip.
-
-    It ships with the package, so it is trusted: no size caps or layout checks (those
-    guard your own copies, in :mod:`shiftvit_lib.tools.data_sources`).
-    """
-    if not SAMPLE_ARCHIVE.is_file():
-        raise FileNotFoundError(
-            f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
-            "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`."
-        )
-    arrays = []
-    with zipfile.ZipFile(SAMPLE_ARCHIVE) as archive:
-        names = sorted(n for n in archive.namelist() if not n.endswith("/"))
-        for split in ("train", "test"):
-            files = [n for c in CIFAR10_CLASSES for n in names if n.startswith(f"{split}/{c}/")]
-            labels = np.array([CIFAR10_CLASSES.index(n.split("/")[1]) for n in files], dtype=np.int64)
-            keep = cap_per_class(labels, limit, rng)
-            images = [np.asarray(decode_rgb(archive.read(files[i]))[0]) for i in keep]
-            arrays += [np.stack(images).astype(np.uint8), labels[keep]]
-    return RawData(
-        *arrays,
-        image_formats="JPEG",
-        description=(
-            f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {len(arrays[1]):,} train / {len(arrays[3]):,} "
-            "test images, JPEG q75; pixels differ slightly from the original release"
-        ),
+        x[train_idx],
+        y[train_idx],
+        x[val_idx],
+        y[val_idx],
+        raw.x_test[test_idx],
+        raw.y_test[test_idx],
+        CIFAR10_CLASSES,
+        raw.description,
     )
 
 
@@ -230,17 +152,6 @@ def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generato
         return np.arange(len(labels))
     kept = [rng.permutation(np.flatnonzero(labels == c))[:limit] for c in np.unique(labels)]
     return np.sort(np.concatenate(kept)) if kept else np.zeros(0, dtype=int)
-
-
-def _cap_raw(raw: RawData, limit: int | None, rng: np.random.Generator) -> RawData:
-    train, test = cap_per_class(raw.y_train, limit, rng), cap_per_class(raw.y_test, limit, rng)
-    return dataclasses.replace(
-        raw,
-        x_train=raw.x_train[train],
-        y_train=raw.y_train[train],
-        x_test=raw.x_test[test],
-        y_test=raw.y_test[test],
-    )
 
 
 def stratified_split_indices(
@@ -257,7 +168,7 @@ def stratified_split_indices(
         # Round half up (Python's round() rounds 2.5 to 2).
         n_val = int(math.floor(len(members) * val_fraction + 0.5))
         if val_fraction > 0 and not 0 < n_val < len(members):
-            raise ValueError(
+            raise InputError(
                 f"class {class_index} has {len(members)} training images: too few to move "
                 f"{val_fraction:.0%} to validation and keep some for training. "
                 "Use a larger limit or val_fraction=0."
@@ -297,15 +208,15 @@ class NumpyBatches(keras.utils.PyDataset):
     ) -> None:
         super().__init__(**kwargs)
         self.x, self.y = np.asarray(x), np.asarray(y)
-        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.batch_size = check_whole_number(batch_size, "batch_size")
         if len(self.x) != len(self.y):
-            raise ValueError(f"x has {len(self.x)} items but y has {len(self.y)}")
+            raise InputError(f"x has {len(self.x)} items but y has {len(self.y)}")
         if len(self.x) == 0:
-            raise ValueError("cannot make a dataset from zero images")
+            raise InputError("cannot make a dataset from zero images")
         if (mixup_alpha or cutmix_alpha) and num_classes is None:
-            raise ValueError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
+            raise InputError("MixUp/CutMix mix the labels: pass num_classes so they can be one-hot encoded")
         if drop_remainder and len(self.x) < self.batch_size:
-            raise ValueError(
+            raise InputError(
                 f"drop_remainder with {len(self.x)} images and batch_size {batch_size} leaves "
                 "no batch; use a smaller batch_size"
             )
@@ -374,7 +285,7 @@ def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:
     """Integer labels as float32 one-hot rows; a label outside [0, num_classes) is an error."""
     labels = np.asarray(labels).reshape(-1).astype("int64")
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"labels must lie in [0, {num_classes}); got {labels.min()}..{labels.max()}")
+        raise InputError(f"labels must lie in [0, {num_classes}); got {labels.min()}..{labels.max()}")
     return np.eye(num_classes, dtype="float32")[labels]
 
 
@@ -398,7 +309,7 @@ def mix_batch(
     images = np.asarray(images, dtype="float32")
     targets = np.asarray(targets, dtype="float32")
     if images.ndim != 4 or targets.ndim != 2 or len(images) != len(targets):
-        raise ValueError(
+        raise InputError(
             f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
             f"got {images.shape} and {targets.shape}"
         )

@@ -14,13 +14,15 @@ import io
 import numpy as np
 from PIL import Image, ImageOps
 
+from shiftvit_lib.config import InputError
+
 # What the project reads, recognised by the file's first bytes (its "magic number").
 SIGNATURES = {"PNG": b"\x89PNG\r\n\x1a\n", "JPEG": b"\xff\xd8\xff"}
 # Refused before decoding: a 20-megapixel photo is fine, a 40,000 x 40,000 PNG of a few kB is not.
 MAX_PIXELS = 40_000_000
 
 
-class UnsupportedImageError(ValueError):
+class UnsupportedImageError(InputError):
     """Image bytes this project does not decode; the message says why, in one line."""
 
 

@@ -4,7 +4,9 @@ A model learns with :func:`training_datasets` (the recipe's batches) and
 :func:`compile_for_training`: AdamW + :class:`~shiftvit_lib.schedules.WarmUpCosine`,
 the cross-entropy *from logits* (the number Keras logs as ``loss`` is this
 cross-entropy, not the mean of the logits that the keras-io ``train_step`` logs),
-top-1 and top-5. :func:`evaluate` and :func:`logits_metrics` measure a model.
+top-1 and top-5. :func:`evaluate` and :func:`logits_metrics` measure a model;
+:func:`check_training_inputs` refuses a run that could not train, and
+:class:`ThroughputMeter` logs each epoch's speed.
 
 The resumable, logged run built on these steps (run folder, checkpoints, record,
 devices and precision) is tooling: :func:`shiftvit_lib.tools.runs.train`, also
@@ -13,15 +15,45 @@ devices and precision) is tooling: :func:`shiftvit_lib.tools.runs.train`, also
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import keras
 import numpy as np
 
-from shiftvit_lib.config import TrainingRecipe
+from shiftvit_lib.config import InputError, TrainingRecipe, check_whole_number
 from shiftvit_lib.data import DataSplits, make_dataset
 from shiftvit_lib.schedules import WarmUpCosine
+
+
+def check_training_inputs(config: TrainingRecipe, data: DataSplits, *, seed: int) -> None:
+    """Raise ``ValueError`` (one line saying what to change) for a run that could not train.
+
+    :func:`shiftvit_lib.tools.runs.train` calls it before it touches the run folder, so a refused run leaves the
+    folder as it was: a finished run there is not deleted by ``overwrite`` only to fail
+    a moment later, and no ``run_spec.json`` pins the mistaken settings.
+    """
+    shape, expected, train_images = data.x_train.shape[1:], tuple(config.input_shape), len(data.y_train)
+    check_whole_number(seed, "seed", 0, 2**32 - 1)  # NumPy's and Keras' seeds are 32-bit
+    if tuple(shape) != expected:
+        raise InputError(
+            f"the images are {'x'.join(map(str, shape))}, but preset {getattr(config, 'name', '?')!r} takes "
+            f"{'x'.join(map(str, expected))} input; choose a preset made for this data (the 'presets' "
+            "command lists each preset's input size)"
+        )
+    if train_images == 0:
+        raise InputError("the data has no training images; check the data source")
+    if len(data.y_val) == 0:
+        raise InputError(
+            "the data has no validation images (val_fraction=0?); training picks its best "
+            "epoch on them: load the data with val_fraction > 0, e.g. 0.2"
+        )
+    if config.batch_size > train_images:
+        raise InputError(
+            f"batch size {config.batch_size:,} is more than the {train_images:,} training "
+            f"images; use a batch size of at most {train_images:,}"
+        )
 
 
 def training_datasets(config: TrainingRecipe, data: DataSplits, seed: int) -> tuple[Any, Any, int]:
@@ -82,7 +114,7 @@ def evaluate(
     never instead of it.
     """
     if split not in ("train", "val", "test"):
-        raise ValueError(f"split must be 'train', 'val' or 'test', got {split!r}")
+        raise InputError(f"split must be 'train', 'val' or 'test', got {split!r}")
     x, y = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
     num_classes = len(data.class_names)
 
@@ -90,7 +122,7 @@ def evaluate(
         logits = model.predict(make_dataset(images, y, batch_size, shuffle=False), verbose=0)
         if not isinstance(logits, np.ndarray) or logits.shape[1:] != (num_classes,):
             shape = getattr(logits, "shape", f"a {type(logits).__name__} of arrays")
-            raise ValueError(
+            raise InputError(
                 f"the model outputs {shape}, but the data has {num_classes} classes: expected "
                 f"one output of shape (batch, {num_classes}); is it the right model?"
             )
@@ -123,3 +155,34 @@ def logits_metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
         "top5": float((top5 == labels[:, None]).any(axis=1).mean()),
         "images": int(len(labels)),
     }
+
+
+class ThroughputMeter(keras.callbacks.Callback):
+    """Adds ``epoch_seconds`` and ``images_per_second`` to every epoch's logs.
+
+    ``epoch_seconds`` is the whole epoch, validation included; ``images_per_second``
+    counts training alone (the clock stops when validation starts).
+    """
+
+    def __init__(self, images_per_epoch: int) -> None:
+        super().__init__()
+        self.images_per_epoch = images_per_epoch
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._start, self._training_end = time.perf_counter(), None
+
+    def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
+        if self._training_end is None:
+            # JAX (and any backend on a GPU) returns from a step before computing it. With no
+            # per-step callback Keras never waits, so validation, and this clock's stop, came
+            # while steps were still queued (issue 39: 15,000-40,000 images/s logged for a CPU
+            # that trains about 400). The step counter, written by the last step, waits for it.
+            keras.ops.convert_to_numpy(self.model.optimizer.iterations)
+            self._training_end = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        # Without validation, Keras has read this epoch's metrics to the host by now.
+        now = time.perf_counter()
+        training_seconds = (self._training_end or now) - self._start
+        logs["epoch_seconds"] = now - self._start  # fit passes every epoch's logs
+        logs["images_per_second"] = self.images_per_epoch / max(training_seconds, 1e-9)

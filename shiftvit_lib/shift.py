@@ -30,6 +30,8 @@ from typing import Any
 
 from keras import ops
 
+from shiftvit_lib.config import SHIFT_IMPLEMENTATIONS, SHIFT_KINDS, check_whole_number
+
 # Order of the moving groups, shared by the reference, the animation and the docs.
 SHIFT_DIRECTIONS = ("left", "right", "up", "down")
 
@@ -42,8 +44,8 @@ def check_shift_arguments(x: Any, num_div: int, shift_pixel: int) -> int:
             f"{tuple(x.shape)}. Add a batch axis with x[None] for a single image."
         )
     _, height, width, channels = x.shape
-    if isinstance(num_div, (bool, float)) or isinstance(shift_pixel, (bool, float)):
-        raise TypeError(f"num_div and shift_pixel must be whole numbers, got {num_div!r} and {shift_pixel!r}")
+    check_whole_number(num_div, "num_div")
+    check_whole_number(shift_pixel, "shift_pixel", 0)
     if num_div < 4:
         raise ValueError(f"num_div must be >= 4 because four channel groups move; got {num_div}.")
     if channels is None:
@@ -155,15 +157,17 @@ def no_shift(x: Any, num_div: int = 12, shift_pixel: int = 1) -> Any:
 
 
 def get_shift_function(kind: str, implementation: str = "slice") -> Callable[..., Any]:
-    """The shift used by a block: ``"official"``, ``"keras_io"`` or ``"none"``.
+    """The shift used by a block, one of :data:`~shiftvit_lib.config.SHIFT_KINDS`.
 
     ``implementation`` picks how the official shift is computed (``"slice"`` or
     ``"roll"``); both give identical results.
     """
-    if implementation not in ("slice", "roll"):
-        raise ValueError(f"Unknown shift implementation {implementation!r}; use 'slice' or 'roll'")
-    official = shift_channels_roll if implementation == "roll" else shift_channels
-    functions = {"official": official, "keras_io": keras_io_shift, "none": no_shift}
+    official = dict(zip(SHIFT_IMPLEMENTATIONS, (shift_channels, shift_channels_roll)))
+    if implementation not in official:
+        raise ValueError(
+            f"Unknown shift implementation {implementation!r}; use one of {SHIFT_IMPLEMENTATIONS}"
+        )
+    functions = dict(zip(SHIFT_KINDS, (official[implementation], keras_io_shift, no_shift)))
     if kind not in functions:
-        raise ValueError(f"Unknown shift {kind!r}; choose one of {sorted(functions)}")
+        raise ValueError(f"Unknown shift {kind!r}; choose one of {SHIFT_KINDS}")
     return functions[kind]

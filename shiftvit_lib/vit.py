@@ -17,8 +17,9 @@ the attention it replaces: a plain Vision Transformer trained with *the same*
 ``keras.ops`` only (TensorFlow, JAX and PyTorch backends); every layer is registered
 for ``.keras`` saving in safe mode.
 
-    >>> from shiftvit_lib.vit import vit_preset, build_vit
-    >>> build_vit(vit_preset("vit_quick")).output_shape
+    >>> from shiftvit_lib import preset
+    >>> from shiftvit_lib.vit import build_vit
+    >>> build_vit(preset("vit_quick")).output_shape
     (None, 10)
 """
 
@@ -415,15 +416,6 @@ def classifier_head(config: ViTConfig) -> keras.Sequential:
     )
 
 
-def vit_preset(name: str, **overrides: Any) -> ViTConfig:
-    """Look up a ViT preset by name, optionally overriding fields.
-
-    >>> vit_preset("vit_quick", use_lsa=True).use_lsa
-    True
-    """
-    return ViTConfig.from_preset(VIT_PRESETS, name, **overrides)
-
-
 def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
     """Build the ViT (vanilla, SPT, LSA or SPT + LSA) that ``config`` describes.
 
@@ -437,7 +429,7 @@ def build_vit(config: ViTConfig, *, seed: int | None = None) -> keras.Model:
     """
     if not isinstance(config, ViTConfig):
         raise TypeError(
-            f"build_vit expects a ViTConfig (e.g. vit_preset('vit_cifar')), got {type(config).__name__}"
+            f"build_vit expects a ViTConfig (e.g. preset('vit_cifar')), got {type(config).__name__}"
         )
     inputs = keras.Input(shape=config.input_shape, name="images")
     x = ImagePreprocessing.for_pipeline(config, seed=seed)(inputs)

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from shiftvit_lib.config import check_positive_int
+from shiftvit_lib.config import check_whole_number
 
 
 def confusion_matrix(y_true: Any, y_pred: Any, num_classes: int) -> np.ndarray:
@@ -16,7 +16,7 @@ def confusion_matrix(y_true: Any, y_pred: Any, num_classes: int) -> np.ndarray:
     Both arguments are class indices of shape (N,) or (N, 1); for model
     outputs pass ``scores.argmax(axis=1)``.
     """
-    check_positive_int(num_classes, "num_classes")
+    check_whole_number(num_classes, "num_classes")
     true = _as_class_indices(y_true, "y_true", num_classes)
     pred = _as_class_indices(y_pred, "y_pred", num_classes)
     if len(true) != len(pred):
@@ -60,7 +60,7 @@ def most_confused_pairs(cm: np.ndarray, class_names: Sequence[str], k: int = 5) 
     cm = np.asarray(cm, dtype=np.int64)
     if cm.shape != (len(class_names), len(class_names)):
         raise ValueError(f"cm must be square, one row per class ({len(class_names)}); got shape {cm.shape}")
-    check_positive_int(k, "k")
+    check_whole_number(k, "k")
     errors = cm - np.diag(np.diag(cm))
     # Stable sort keeps ties in (true, predicted) row-major order.
     order = np.argsort(-errors, axis=None, kind="stable")[:k]

@@ -621,7 +621,8 @@ def check_ece(my_ece: Callable[..., float]) -> None:
 
 def check_attention_macs(attention_matmul_macs: Callable[[int, int, int], int]) -> None:
     """Lesson 07: multiply-accumulates of one block's two attention products."""
-    from shiftvit_lib.vit import count_vit_macs, vit_preset
+    from shiftvit_lib.config import preset
+    from shiftvit_lib.vit import count_vit_macs
 
     _blank(attention_matmul_macs(16, 4, 32), "Write attention_matmul_macs, then run both cells again.")
     n, heads, k = 10, 3, 7  # all different, so each mistake gives its own number
@@ -633,7 +634,7 @@ def check_attention_macs(attention_matmul_macs: Callable[[int, int, int], int]) 
     }.items():
         assert got != wrong, hint
     for name in ["vit_quick", "vit_cifar"]:
-        config = vit_preset(name)
+        config = preset(name)
         expected = count_vit_macs(config)["attention_matmuls"] // config.depth
         got = attention_matmul_macs(config.num_tokens, config.num_heads, config.head_key_dim)
         assert got == expected, f"{name}: {expected:,} MACs per block, got {got:,}"

@@ -109,7 +109,7 @@ def plot_history(history: Any) -> Figure:
 
     Accepts a ``keras.callbacks.History`` (what ``fit`` returns), its
     ``.history`` dict, or a dict read from a CSVLogger file with
-    :func:`shiftvit_lib.tools.runs.read_history_csv`.
+    :func:`shiftvit_lib.tools.run_folder.read_history_csv`.
     """
     metrics: Mapping[str, Sequence[float]] = getattr(history, "history", history)
     if not isinstance(metrics, Mapping) or "loss" not in metrics:

@@ -1,9 +1,12 @@
-"""Your own copy of CIFAR-10: class-folder directories and archives, read with care.
+"""Every CIFAR-10 source and its reader: the Keras download, the bundled sample, your own copy.
 
-:func:`load_cifar10` reads what :func:`shiftvit_lib.data.load_splits` reads (``"auto"``, ``"keras"``,
-``"sample"``), plus a path: a directory or a ``.tar.gz``/``.tgz``/``.tar``/``.zip``
-archive laid out as ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` (PNG works too).
-It is also ``shiftvit_lib.load_cifar10`` and the command line's ``--data``.
+:func:`load_cifar10` (also ``shiftvit_lib.load_cifar10`` and the command line's ``--data``)
+reads a source and splits it with :func:`shiftvit_lib.data.make_splits`. The sources
+(:data:`SOURCES`): ``"keras"``, the original release via ``keras.datasets`` (downloaded once,
+170 MB); ``"sample"``, the 2,000 + 500 images bundled with this package (JPEG q75,
+offline); ``"auto"``, the first when it can be had, else the sample, with a warning; or a
+path: a directory or a ``.tar.gz``/``.tgz``/``.tar``/``.zip`` archive laid out as
+``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` (PNG works too).
 
 A directory and the two kinds of archive are each read by a small generator of entries
 (name, kind, size, reader); one function reads them all alike. Archives are read without
@@ -31,30 +34,98 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import keras
 import numpy as np
 
-from shiftvit_lib import data
-from shiftvit_lib.data import CIFAR10_CLASSES, NAMED_SOURCES, RawData, cap_per_class
+from shiftvit_lib.config import InputError, check_whole_number
+from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, RawData, cap_per_class, make_splits
 from shiftvit_lib.images import UnsupportedImageError, WrongImageSizeError, decode_rgb
 from shiftvit_lib.tools import files
 
 SPLIT_FOLDERS = ("train", "test")
-VALID_SOURCES_TEXT = "'auto', 'keras', 'sample', or a class-folder directory or .tar.gz/.tgz/.tar/.zip"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+SAMPLE_ARCHIVE = Path(__file__).resolve().parents[1] / "assets" / "cifar10_sample.zip"
 
 
-def load_cifar10(source: str | os.PathLike[str] = "auto", **options: Any) -> data.DataSplits:
-    """CIFAR-10 split into train / validation / test: :func:`shiftvit_lib.data.load_splits` (same ``options``), or a path.
+def load_cifar10(
+    source: str | os.PathLike[str] = "auto",
+    *,
+    val_fraction: float = 0.2,
+    seed: int = 42,
+    limit: int | None = None,
+) -> DataSplits:
+    """CIFAR-10 from ``source``, split into train / validation / test (:func:`~shiftvit_lib.data.make_splits`).
 
-    ``source``: ``"auto"``, ``"keras"``, ``"sample"``, or a class-folder directory or
-    archive (a str or ``pathlib.Path``); see the module docstring.
+    Args:
+        source: ``"auto"``, ``"keras"``, ``"sample"`` (:data:`SOURCES`), or a class-folder
+            directory or archive (a str or ``pathlib.Path``); see the module docstring.
+        val_fraction: share of each class's training images moved to validation, in [0, 1).
+        seed: seeds the ``limit`` subsampling, the split and the order of every split.
+        limit: at most this many images per class in the training pool and in the test set.
     """
-    if source == "auto":
-        source = load_auto
-    elif not (isinstance(source, str) and source in NAMED_SOURCES):
-        source = functools.partial(_load_path, _existing_source_path(source))
-    return data.load_splits(source, **options)
+    if limit is not None:
+        check_whole_number(limit, "limit (images per class)")
+    rng = np.random.default_rng(seed)
+    if isinstance(source, str) and source in SOURCES:
+        raw = SOURCES[source](limit, rng)
+    else:
+        raw = _load_path(_existing_source_path(source), limit, rng)
+    if limit is not None:
+        raw.description += f" (at most {limit:,} images per class kept, seed {seed})"
+    return make_splits(raw, rng, val_fraction=val_fraction)
+
+
+class DataSourceUnavailableError(RuntimeError):
+    """A named data source could not be fetched (``"keras"`` offline, for example)."""
+
+
+def read_keras(limit: int | None, rng: np.random.Generator) -> RawData:
+    """The original release via ``keras.datasets`` (downloads 170 MB on first use)."""
+    try:
+        downloaded = keras.datasets.cifar10.load_data()  # ((x_train, y_train), (x_test, y_test))
+    except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
+        raise DataSourceUnavailableError(
+            f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
+            "source='sample', a local copy (directory or archive), or source='auto', "
+            "which falls back to the sample by itself."
+        ) from error
+    arrays = []
+    for images, labels in downloaded:
+        if images.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
+            images = images.transpose(0, 2, 3, 1)
+        labels = labels.reshape(-1).astype(np.int64)
+        keep = cap_per_class(labels, limit, rng)
+        arrays += [np.ascontiguousarray(images[keep]), labels[keep]]
+    sizes = f"{len(arrays[1]):,} train / {len(arrays[3]):,} test images"
+    return RawData(*arrays, f"CIFAR-10 via keras.datasets.cifar10 (original release): {sizes}")
+
+
+def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
+    """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip.
+
+    It ships with the package, so it is trusted: no size caps or layout checks (those
+    guard your own copies, below).
+    """
+    if not SAMPLE_ARCHIVE.is_file():
+        raise FileNotFoundError(
+            f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
+            "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`."
+        )
+    arrays = []
+    with zipfile.ZipFile(SAMPLE_ARCHIVE) as archive:
+        names = sorted(n for n in archive.namelist() if not n.endswith("/"))
+        for split in SPLIT_FOLDERS:
+            found = [n for c in CIFAR10_CLASSES for n in names if n.startswith(f"{split}/{c}/")]
+            labels = np.array([CIFAR10_CLASSES.index(n.split("/")[1]) for n in found], dtype=np.int64)
+            keep = cap_per_class(labels, limit, rng)
+            images = [np.asarray(decode_rgb(archive.read(found[i]))[0]) for i in keep]
+            arrays += [np.stack(images).astype(np.uint8), labels[keep]]
+    sizes = f"{len(arrays[1]):,} train / {len(arrays[3]):,} test images, JPEG q75"
+    description = (
+        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; pixels differ slightly from the original"
+    )
+    return RawData(*arrays, description=description, image_formats="JPEG")
 
 
 class DataSourceFallbackWarning(UserWarning):
@@ -89,20 +160,27 @@ def _keras_cached_files() -> list[Path]:
     return [p for p in (h / "datasets" / "cifar-10-batches-py-target_archive" for h in homes) if p.is_file()]
 
 
-def load_auto(limit: int | None, rng: np.random.Generator) -> RawData:
+def read_auto(limit: int | None, rng: np.random.Generator) -> RawData:
     """Prefer keras.datasets; fall back to the sample, loudly, when it is out of reach."""
     available, reason = keras_cifar10_available()
     if available:
         try:
-            return data._cap_raw(data._load_from_keras(), limit, rng)
-        except Exception as error:  # noqa: BLE001 - any failure leads to the fallback, which names it
-            reason = f"keras.datasets.cifar10.load_data() failed: {error}"
-    raw = data._load_sample(limit, rng)
+            return read_keras(limit, rng)
+        except DataSourceUnavailableError as error:  # the fallback names the failure
+            reason = f"keras.datasets.cifar10.load_data() failed: {error.__cause__}"
+    raw = read_sample(limit, rng)
     raw.description += f" (source='auto' fell back to the sample: {reason})"
     fix = "Pass source='keras' once online, or the path of a local copy."
     message = f"load_cifar10('auto'): not the full data but the {raw.description}. {fix}"
-    warnings.warn(message, DataSourceFallbackWarning, stacklevel=4)
+    warnings.warn(message, DataSourceFallbackWarning, stacklevel=3)
     return raw
+
+
+# The named sources and their readers ``(limit per class, generator) -> RawData``; a path is the fourth kind.
+SOURCES = {"auto": read_auto, "keras": read_keras, "sample": read_sample}
+VALID_SOURCES_TEXT = (
+    f"{', '.join(map(repr, SOURCES))}, or a class-folder directory or {'/'.join(ARCHIVE_SUFFIXES)} archive"
+)
 
 
 def _existing_source_path(source: Any) -> Path:
@@ -114,7 +192,7 @@ def _existing_source_path(source: Any) -> Path:
         return path
     text = os.fspath(source)
     if isinstance(source, str) and not (len(path.parts) > 1 or _is_archive(path) or text.startswith(".")):
-        raise ValueError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
+        raise InputError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
     raise FileNotFoundError(f"data source {text!r} does not exist ({path.resolve()}); check the path")
 
 
@@ -128,7 +206,7 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
         # a named pipe called x.tar.gz would block the reader forever
         files.check_regular_file(path, "a class-folder directory or an archive")
         if not _is_archive(path):
-            raise ValueError(
+            raise InputError(
                 f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}"
             )
         if limit is None:
@@ -223,7 +301,7 @@ def _read_source(path: Path) -> tuple[_Layout, str]:
         return _read_layout(entries, where, path.stat().st_size), where
     except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, OSError) as error:
         # zlib.error: a damaged byte inside a compressed member
-        raise ValueError(
+        raise InputError(
             f"{path} is not a readable {kind} archive, damaged or truncated ({error}); download or build it again"
         ) from None
 
@@ -246,7 +324,7 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
         roots.add("./" if parts[0] in SPLIT_FOLDERS else f"{parts.pop(0)}/")
         name = "/".join(parts)
         if len(roots) > 1:
-            raise ValueError(f"{where}: train/ and test/ in {' and '.join(sorted(roots))}; keep one copy")
+            raise InputError(f"{where}: train/ and test/ in {' and '.join(sorted(roots))}; keep one copy")
         if kind:
             special.append(f"{name} ({kind})")
             continue
@@ -256,13 +334,13 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
         layout[parts[0]][parts[1]][name] = read()
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
-        raise ValueError(f"{where}: found {shown}; only regular image files are read (copy the files in)")
+        raise InputError(f"{where}: found {shown}; only regular image files are read (copy the files in)")
     empty = []
     for split, classes in layout.items():  # a split without any image is named once
         missing = [f"{split}/{name}/" for name, found in classes.items() if not found]
         empty += [f"{split}/"] if len(missing) == len(classes) else missing
     if empty:
-        raise ValueError(
+        raise InputError(
             f"{where}: no images in {', '.join(empty)}; expected train/<class>/*.jpg and test/<class>/*.jpg "
             f"for each of the 10 classes: {', '.join(CIFAR10_CLASSES)}"
         )
@@ -294,7 +372,7 @@ def _check_entry(
         problem = f"{_mib(total)} from a {_mib(archive_bytes)} archive: this looks like a decompression bomb"
     else:
         return
-    raise ValueError(f"{where}: {problem}. Is this the right data?")
+    raise InputError(f"{where}: {problem}. Is this the right data?")
 
 
 def _mib(size: int) -> str:
@@ -330,11 +408,11 @@ def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
     try:
         rgb, image_format = decode_rgb(data, expected_size=(32, 32))
     except WrongImageSizeError as error:
-        raise ValueError(
+        raise InputError(
             f"{name} is {error.size[0]}x{error.size[1]} pixels, but CIFAR-10 images are 32x32; resize or remove it"
         ) from None
     except UnsupportedImageError as error:
-        raise ValueError(f"cannot decode image {name}: {error}. Replace or remove the file.") from None
+        raise InputError(f"cannot decode image {name}: {error}. Replace or remove the file.") from None
     return np.asarray(rgb, dtype=np.uint8), image_format
 
 
@@ -344,7 +422,7 @@ def array_cache_dir() -> Path:
     folder = Path(os.environ.get("SHIFTVIT_CACHE") or Path.home() / ".cache" / "shiftvit_lib")
     kind = files.special_file_kind(folder, follow_links=True)
     if kind not in ("missing", "a folder"):
-        raise ValueError(f"{files.escape_name(folder)}: {kind or 'a file'}; point SHIFTVIT_CACHE at a folder")
+        raise InputError(f"{files.escape_name(folder)}: {kind or 'a file'}; point SHIFTVIT_CACHE at a folder")
     return folder
 
 

@@ -24,10 +24,19 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, family_of, preset
+from shiftvit_lib.config import (
+    PIPELINE_FIELDS,
+    RECIPE_FIELDS,
+    SHIFT_KINDS,
+    InputError,
+    ShiftViTConfig,
+    family_of,
+    preset,
+)
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.tools.runs import provenance, train
-from shiftvit_lib.vit import ViTConfig, vit_preset
+from shiftvit_lib.tools.run_folder import provenance
+from shiftvit_lib.tools.runs import train
+from shiftvit_lib.vit import ViTConfig
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
 SHARED_FIELDS = PIPELINE_FIELDS + RECIPE_FIELDS
@@ -43,12 +52,8 @@ DEFAULT_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("epochs_run", "epochs", "{}"),
 )
 
-# The ablation's three ShiftViTs: the official shift, the keras-io example's, none.
-SHIFT_ABLATION = {
-    "shiftvit_official": "official",
-    "shiftvit_keras_io": "keras_io",
-    "shiftvit_no_shift": "none",
-}
+# The ablation's three ShiftViTs, one per shift kind: shiftvit_official, shiftvit_keras_io, shiftvit_no_shift.
+SHIFT_ABLATION = {"shiftvit_" + kind.replace("none", "no_shift"): kind for kind in SHIFT_KINDS}
 
 # Per scale of lesson 07's comparison: the two ViT presets, the ShiftViT preset, its changes and the
 # epochs. All five share that ShiftViT preset's own pipeline and recipe (declared once, in config.py).
@@ -76,7 +81,7 @@ def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:
             ``configs`` is empty.
     """
     if not configs:
-        raise ValueError("shared_terms needs at least one config.")
+        raise InputError("shared_terms needs at least one config.")
     values = {
         field: {name: getattr(config, field) for name, config in configs.items()} for field in SHARED_FIELDS
     }
@@ -86,7 +91,7 @@ def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:
         if len(set(per_model.values())) > 1
     ]
     if differences:
-        raise ValueError("the configs are not on equal terms; they differ in: " + "; ".join(differences))
+        raise InputError("the configs are not on equal terms; they differ in: " + "; ".join(differences))
     return {field: next(iter(per_model.values())) for field, per_model in values.items()}
 
 
@@ -150,9 +155,9 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
     if isinstance(scale, bool):
         scale = "quick" if scale else "full"
     if scale not in _SCALES:
-        raise ValueError(f"scale must be one of {COMPARISON_SCALES}, got {scale!r}")
+        raise InputError(f"scale must be one of {COMPARISON_SCALES}, got {scale!r}")
     vits, shiftvit, changes, scale_epochs = _SCALES[scale]
-    base: dict[str, Config] = {"vit": vit_preset(vits[0]), "vit_spt_lsa": vit_preset(vits[1])}
+    base: dict[str, Config] = {"vit": preset(vits[0]), "vit_spt_lsa": preset(vits[1])}
     base.update({name: preset(shiftvit, shift=kind, **changes) for name, kind in SHIFT_ABLATION.items()})
     own = preset(shiftvit)
     terms = {name: getattr(own, name) for name in SHARED_FIELDS if name not in ("input_shape", "num_classes")}
@@ -176,11 +181,11 @@ def run_comparison(
     trains in ``out_root/<name>`` with :func:`~shiftvit_lib.tools.runs.train`; its test
     metrics are those of its best-validation checkpoint. ``restart=True`` starts every run
     afresh; ``False`` resumes an interrupted run and reuses a finished one with the same
-    settings (:func:`~shiftvit_lib.tools.runs.run_spec`), so a long comparison survives a
+    settings (:func:`~shiftvit_lib.tools.run_folder.run_spec`), so a long comparison survives a
     re-execution. ``log`` gets one line per model (``None``: silence).
     """
     if (shared := shared_terms(configs)["epochs"]) != epochs:
-        raise ValueError(
+        raise InputError(
             f"epochs={epochs} but the configs say epochs={shared}; "
             "set it on the configs too (equalise(configs, epochs=...)) so the records agree."
         )
@@ -225,7 +230,7 @@ def top1_interval(accuracy: float, images: int, z: float = 1.96) -> tuple[float,
     not the run-to-run spread of training (seed, data order), which adds to it.
     """
     if images < 1:
-        raise ValueError(f"images must be positive, got {images}")
+        raise InputError(f"images must be positive, got {images}")
     half = z * math.sqrt(max(accuracy * (1 - accuracy), 0.0) / images)
     return max(0.0, accuracy - half), min(1.0, accuracy + half)
 

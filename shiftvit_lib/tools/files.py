@@ -154,7 +154,7 @@ def read_json(path: PathLike, what: str = "JSON file", limit: int = 64 * 2**20) 
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         cut = getattr(error, "pos", -1) >= len(data.rstrip()) or "Unterminated string" in str(error)
         said = "it nests too deeply to read" if isinstance(error, RecursionError) else error
-        raise ValueError(
+        raise UnsafeFileError(
             f"{escape_name(path)} is not valid UTF-8 JSON{' (cut short?)' if cut else ''} ({said}); is it the "
             "right file? Restore it from version control or write it again"
         ) from None
@@ -212,8 +212,8 @@ def write_json(path: PathLike, payload: Any) -> Path:
     return atomic_write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
-# The temporary files of atomic_output, and the archive cache's of earlier versions: group 1 or 2 is the pid.
-_PARTIAL = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.partial(?:\..*)?|cifar10-[0-9a-f]+\.(\d+)\.tmp\..*")
+# The temporary files of atomic_output: group 1 is the pid.
+_PARTIAL = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.partial(?:\..*)?")
 
 
 def process_alive(pid: int) -> bool:
@@ -230,13 +230,13 @@ def process_alive(pid: int) -> bool:
 def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path]:
     """Remove the temporary files, matching ``pattern``, of processes that died while writing.
 
-    Only names :func:`atomic_output` makes count (and the cache's of earlier versions); a pid
+    Only names :func:`atomic_output` makes count; a pid
     no system gives out (a forged or damaged name) belongs to no live process.
     """
     removed = []
     for leftover in Path(folder).glob(pattern):
         match = _PARTIAL.fullmatch(leftover.name)
-        dead = match is not None and not process_alive(int(match.group(1) or match.group(2)))
+        dead = match is not None and not process_alive(int(match.group(1)))
         if dead and special_file_kind(leftover) is None:
             leftover.unlink(missing_ok=True)
             removed.append(leftover)
@@ -318,7 +318,7 @@ def check_keras_archive(path: PathLike) -> None:
             f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
         )
     if problem:
-        raise ValueError(f"{escape_name(path)} {problem}")
+        raise UnsafeFileError(f"{escape_name(path)} {problem}")
 
 
 def _keras_archive_problem(archive: zipfile.ZipFile) -> str | None:

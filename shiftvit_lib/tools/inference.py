@@ -12,7 +12,6 @@ report confidences apply the softmax themselves.
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 import zipfile
 from pathlib import Path
@@ -22,7 +21,7 @@ import keras
 import numpy as np
 from PIL import Image
 
-from shiftvit_lib.config import check_positive_int, is_positive_int
+from shiftvit_lib.config import InputError, check_whole_number
 from shiftvit_lib.data import CIFAR10_CLASSES
 from shiftvit_lib.images import UnsupportedImageError, decode_rgb, sniff_format
 from shiftvit_lib.recipe import flip_tta_logits
@@ -35,7 +34,7 @@ MAX_IMAGE_BYTES = 64 * 2**20
 
 
 # --------------------------------------------------------------------------- reading images
-class ImageReadError(ValueError):
+class ImageReadError(InputError):
     """A file exists but is not a readable image; ``reason`` says why."""
 
     def __init__(self, path: Path, reason: str) -> None:
@@ -66,7 +65,7 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
     path = Path(path)
     height, width = _as_height_width(size)
     if fit not in ("crop", "stretch"):
-        raise ValueError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
+        raise InputError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
     try:  # a pipe or a device is refused unopened (reading a pipe would block forever)
         data = files.read_bounded(path, MAX_IMAGE_BYTES, "an image")
         if not data:
@@ -81,9 +80,9 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
 
 def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
     pair = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
-    if len(pair) != 2 or not all(is_positive_int(v) for v in pair):
-        raise ValueError(f"size must be a positive int or (height, width); got {size!r}")
-    return int(pair[0]), int(pair[1])
+    if len(pair) != 2:
+        raise InputError(f"size must be a whole number or (height, width); got {size!r}")
+    return check_whole_number(pair[0], "height"), check_whole_number(pair[1], "width")
 
 
 def _resize(image: Image.Image, width: int, height: int, fit: Fit) -> Image.Image:
@@ -178,19 +177,18 @@ def predict_folder(
     if not folder.is_dir():
         if not folder.exists():
             raise FileNotFoundError(f"folder {folder} does not exist")
-        raise ValueError(f"{folder} is not a folder; for one image: load_image(), predict_probabilities()")
-    if not is_positive_int(top_k) or top_k > len(CIFAR10_CLASSES):
-        raise ValueError(f"top_k must be an integer from 1 to 10 (the CIFAR-10 classes); got {top_k!r}")
+        raise InputError(f"{folder} is not a folder; for one image: load_image(), predict_probabilities()")
+    check_whole_number(top_k, "top_k", 1, len(CIFAR10_CLASSES))
     check_classifier(model)
     size = _model_image_size(model)
     if size is None:
-        raise ValueError("the model fixes no image size: use load_image(path, size), predict_probabilities()")
+        raise InputError("the model fixes no image size: use load_image(path, size), predict_probabilities()")
     try:
         paths = sorted(p for p in folder.iterdir() if p.name[0] != "." and special_file_kind(p) != "a folder")
     except OSError as error:
         raise files.folder_listing_error(error) from None
     if not paths:
-        raise ValueError(f"folder {folder} has no files to classify (hidden files and folders are skipped)")
+        raise InputError(f"folder {folder} has no files to classify (hidden files and folders are skipped)")
     images, readable, failures = [], [], []
     for path in paths:
         try:  # a link inside the folder is reported, not followed
@@ -217,22 +215,22 @@ def predict_probabilities(
     ``tta=True`` averages the logits of each image and of its mirror image first
     (:func:`shiftvit_lib.recipe.flip_tta_logits`).
     """
-    check_positive_int(batch_size, "batch_size")
+    check_whole_number(batch_size, "batch_size")
     images = np.asarray(images)
     images = images[np.newaxis] if images.ndim == 3 and images.shape[-1] == 3 else images  # one image
     if images.ndim != 4 or images.shape[-1] != 3 or len(images) == 0:
         grey = "; grey images: np.repeat(images[..., None], 3, axis=-1)" if images.ndim == 3 else ""
-        raise ValueError(f"images must have shape (N, height, width, 3), N >= 1; got {images.shape}{grey}")
+        raise InputError(f"images must have shape (N, height, width, 3), N >= 1; got {images.shape}{grey}")
     if np.issubdtype(images.dtype, np.integer) and images.size and (images.max() > 255 or images.min() < 0):
-        raise ValueError(f"pixels must be 0..255, not {images.min()}..{images.max()}; 16-bit: divide by 257")
+        raise InputError(f"pixels must be 0..255, not {images.min()}..{images.max()}; 16-bit: divide by 257")
     expected = _model_image_size(model)
     if expected and images.shape[1:3] != expected:
-        raise ValueError(
+        raise InputError(
             f"images are {images.shape[1]}x{images.shape[2]} but the model takes {expected[0]}x{expected[1]}; resize them"
         )
     if not np.isfinite(images).all():
         bad = int((~np.isfinite(images)).any(axis=(1, 2, 3)).sum())
-        raise ValueError(f"{bad} of {len(images)} images hold NaN or infinite pixel values, not [0, 255]")
+        raise InputError(f"{bad} of {len(images)} images hold NaN or infinite pixel values, not [0, 255]")
     if np.issubdtype(images.dtype, np.floating) and 0 < images.max() <= 1.0:
         warnings.warn("images look scaled to [0, 1]; the model takes [0, 255]: multiply by 255", stacklevel=2)
 
@@ -261,7 +259,7 @@ def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)
     if not (isinstance(shape, tuple) and len(shape) == 2 and shape[1] == num_classes):
         several = isinstance(shape, list | dict | tuple) and not all(isinstance(n, int | None) for n in shape)
         found = f"has {len(shape)} outputs" if several else f"outputs shape {shape}"
-        raise ValueError(
+        raise InputError(
             f"the model {found}, but a CIFAR-10 classifier outputs (batch, {num_classes}) logits; is it the right file?"
         )
 
@@ -271,14 +269,14 @@ def save_model(model: keras.Model, path: str | Path) -> Path:
     """Save the whole model (architecture, weights, optimizer) as a ``.keras`` file."""
     path = Path(path)
     if path.suffix != ".keras":
-        raise ValueError(f"the path must end in .keras; got {path.name} (a SavedModel: model.export())")
+        raise InputError(f"the path must end in .keras; got {path.name} (a SavedModel: model.export())")
     path.parent.mkdir(parents=True, exist_ok=True)
     with files.atomic_output(path) as partial:  # never half a file, never written through a link
         model.save(partial)
     return path
 
 
-class ModelLoadError(ValueError):
+class ModelLoadError(InputError):
     """A ``.keras`` file that Keras could not load.
 
     ``reason`` is this library's explanation and what to do (stable text, for
@@ -305,13 +303,13 @@ def load_model(path: str | Path) -> keras.Model:
     path = Path(path)
     if path.is_dir():
         what = "a TensorFlow SavedModel folder" if (path / "saved_model.pb").exists() else "a folder"
-        raise ValueError(
+        raise InputError(
             f"{escape_name(path)} is {what}, and shiftvit_lib loads .keras files only: give a .keras file "
             "(save_model()); open a SavedModel you trust with keras.layers.TFSMLayer (lesson 08, A9)"
         )
     files.check_regular_file(path, "a .keras file")
     if path.suffix != ".keras":
-        raise ValueError(f"expected a .keras file; got {path.name}")
+        raise InputError(f"expected a .keras file; got {path.name}")
     files.check_keras_archive(path)
     # The custom layers are registered (importing this module imported the package's core);
     # safe_mode refuses to run code embedded in the file (e.g. lambdas).
@@ -319,11 +317,6 @@ def load_model(path: str | Path) -> keras.Model:
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except failures as error:
-        if "Could not locate class" in str(error):
-            # A training set-up this version no longer has (runs before issue 34 saved their own
-            # smoothed loss): the model itself still loads, uncompiled, and predicts the same.
-            with contextlib.suppress(*failures):
-                return keras.saving.load_model(path, safe_mode=True, compile=False)
         raise ModelLoadError(path, _load_failure_hint(str(error).lower()), error) from error
 
 

@@ -15,12 +15,11 @@ import pytest
 from fakes import one_line, png_bytes, tiny_splits
 from PIL import Image
 
-from shiftvit_lib import data as data_module
 from shiftvit_lib import preset
 from shiftvit_lib.__main__ import main
 from shiftvit_lib.tools import data_sources, inference
 from shiftvit_lib.tools.inference import save_model
-from shiftvit_lib.tools.runs import run_spec
+from shiftvit_lib.tools.run_folder import run_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -59,10 +58,10 @@ def no_data_loading(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["train", "--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
-        (["train", "--batch-size", "-8"], "--batch-size: must be at least 1, got -8"),
-        (["train", "--epochs", "0"], "--epochs: must be at least 1"),
-        (["train", "--limit", "ten"], "--limit: expected a whole number, got 'ten'"),
+        (["train", "--batch-size", "0"], "--batch-size: value must be a whole number from 1 to 1,048,576, got 0"),
+        (["train", "--batch-size", "-8"], "--batch-size: value must be a whole number from 1 to 1,048,576, got -8"),
+        (["train", "--epochs", "0"], "--epochs: value must be a whole number from 1"),
+        (["train", "--limit", "ten"], "--limit: value must be a whole number from 1 to 2,147,483,647, got 'ten'"),
         (["train", "--verbose", "5"], "--verbose"),
         (["evaluate", "--model", "m.keras", "--batch-size", "0"], "--batch-size"),
         (["predict", "--model", "m.keras", "imgs", "--top-k", "0"], "--top-k"),
@@ -103,7 +102,7 @@ def test_offline_keras_data_is_one_line(capsys, tmp_path, monkeypatch):
     def offline() -> None:
         raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
 
-    monkeypatch.setattr(data_module, "_load_from_keras", offline)
+    monkeypatch.setattr(keras.datasets.cifar10, "load_data", offline)
     code, _, err = run_cli(capsys, "train", "--data", "keras", "--out", tmp_path / "run")
     assert_user_error(code, err, "no network", "source='sample'")
     assert not (tmp_path / "run").exists()
@@ -150,11 +149,10 @@ def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_
 
 
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
-    from shiftvit_lib.data import load_splits
 
     out = tmp_path / "run"
     out.mkdir()
-    splits = load_splits("sample", limit=20, seed=42)
+    splits = data_sources.load_cifar10("sample", limit=20, seed=42)
     spec = run_spec(preset("quick", batch_size=32), splits, epochs=4, seed=42)
     (out / "run_spec.json").write_text(json.dumps(spec))  # a run that died after it started
     code, _, err = run_cli(capsys, "train", "--data", "sample", "--limit", "20", "--epochs", "6",
@@ -290,7 +288,53 @@ def test_a_non_utf8_file_name_does_not_fail_a_strict_terminal(tmp_path, monkeypa
 def test_a_batch_size_past_any_memory_is_refused_in_one_line(tmp_path, capsys):
     code = main(["evaluate", "--model", str(tmp_path / "m.keras"), "--batch-size", str(10**23)])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "--batch-size" in one_line(err) and "at most" in err
+    assert code == 2 and "--batch-size" in one_line(err) and "from 1 to 1,048,576" in err
+
+
+# --------------------------------------------------------------------------- one check per folder, errors by kind
+class TrainingStarted(Exception):
+    """Raised where training begins: every check of the run folder has happened by then."""
+
+
+@pytest.mark.parametrize(
+    ("command", "folder"),
+    [
+        (["train", "--data", "sample", "--limit", "20", "--epochs", "1", "--out", "{tmp}/run"], "run"),
+        (["compare", "--quick", "--data", "sample", "--models", "vit", "--runs", "{tmp}/runs",
+          "--out", "{tmp}/compare.json"], "runs/vit"),
+    ],
+)
+def test_each_command_checks_its_run_folder_once(capsys, tmp_path, monkeypatch, command, folder):
+    from shiftvit_lib import recipe
+    from shiftvit_lib.tools import run_folder
+
+    checked, check = [], run_folder.check_run_folder
+
+    def counted(out, **options):
+        checked.append(Path(out))
+        return check(out, **options)
+
+    def started(*args, **kwargs):
+        raise TrainingStarted
+
+    monkeypatch.setattr(run_folder, "check_run_folder", counted)
+    monkeypatch.setattr(recipe, "training_datasets", started)
+    with pytest.raises(TrainingStarted):  # not a user error: it passes through main
+        main([part.replace("{tmp}", str(tmp_path)) for part in command])
+    assert checked == [tmp_path / folder]
+
+
+def test_a_bad_flag_value_is_one_line_and_an_internal_bug_is_a_traceback(capsys, tmp_path, monkeypatch):
+    code, _, err = run_cli(capsys, "train", "--preset", "gigantic", "--out", tmp_path / "run")
+    assert_user_error(code, err, "Unknown preset 'gigantic'")
+
+    def bug(*args, **kwargs):
+        raise ValueError("an internal bug, not the user's input")
+
+    monkeypatch.setattr(data_sources, "load_cifar10", bug)
+    with pytest.raises(ValueError, match="an internal bug"):
+        main(["train", "--data", "sample", "--out", str(tmp_path / "run")])
+    assert not (tmp_path / "run").exists()  # the claimed folder is given back untouched
 
 
 def test_compare_command_rejects_an_unknown_model_before_writing_anything(tmp_path, capsys):

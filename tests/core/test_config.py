@@ -90,7 +90,7 @@ def test_a_bad_config_is_refused_in_one_line_naming_the_field(base, change, mess
 
 
 @pytest.mark.parametrize(("call", "error", "words"), [
-    (lambda: preset("gigantic"), KeyError, "seed"),  # the choices listed
+    (lambda: preset("gigantic"), ValueError, "seed"),  # the choices listed
     (lambda: preset("seed").replace(colour="blue"), TypeError, "colour"),
     (lambda: ShiftViTConfig.from_dict({"colour": "blue"}), TypeError, "colour"),
 ])

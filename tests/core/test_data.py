@@ -1,134 +1,111 @@
-"""shiftvit_lib.data: the sample, the split, the input pipeline, MixUp/CutMix and one-hot targets."""
+"""shiftvit_lib.data: the split of a source's arrays, the input pipeline, MixUp/CutMix and one-hot targets."""
 
 from __future__ import annotations
-
-import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from shiftvit_lib import data
 from shiftvit_lib.data import (
     CIFAR10_CLASSES,
     DataSplits,
     NumpyBatches,
+    RawData,
     iterate_batches,
-    load_splits,
     make_dataset,
+    make_splits,
     mix_batch,
     one_hot,
 )
 
 
-@pytest.fixture(scope="module")
-def sample_splits() -> DataSplits:
-    return load_splits("sample")
+def sorted_pool(train_per_class: int = 200, test_per_class: int = 50) -> RawData:
+    """A source's arrays as class folders give them: sorted by class, every image distinct."""
+
+    def part(per_class: int) -> tuple[np.ndarray, np.ndarray]:
+        labels = np.repeat(np.arange(10), per_class).astype(np.int64)
+        images = np.zeros((len(labels), 32, 32, 3), np.uint8)
+        images[:, 0, 0, 0], images[:, 0, 0, 1] = np.divmod(np.arange(len(labels)), 256)
+        return images, labels
+
+    return RawData(*part(train_per_class), *part(test_per_class), description="a sorted test pool")
 
 
-# --------------------------------------------------------------------------
-# The bundled sample and the split
-# --------------------------------------------------------------------------
+def split(seed: int = 42, pool: RawData | None = None, **options: float) -> DataSplits:
+    return make_splits(pool or sorted_pool(), np.random.default_rng(seed), **options)
 
 
-def test_sample_has_the_documented_sizes_and_class_balance(sample_splits: DataSplits) -> None:
-    assert sample_splits.split_sizes() == {"train": 1600, "val": 400, "test": 500}
-    counts = sample_splits.class_counts()
+def test_the_split_has_the_documented_sizes_and_class_balance() -> None:
+    splits = split()
+    assert splits.split_sizes() == {"train": 1600, "val": 400, "test": 500}
+    counts = splits.class_counts()
     assert counts["train"].tolist() == [160] * 10
     assert counts["val"].tolist() == [40] * 10
     assert counts["test"].tolist() == [50] * 10
-    assert sample_splits.x_train.shape == (1600, 32, 32, 3)
-    assert sample_splits.x_train.dtype == np.uint8
-    assert sample_splits.y_test.shape == (500,)
-    assert sample_splits.class_names == CIFAR10_CLASSES
-    assert "bundled CIFAR-10 sample" in sample_splits.source
-    assert "JPEG q75" in sample_splits.source
+    assert splits.x_train.shape == (1600, 32, 32, 3) and splits.x_train.dtype == np.uint8
+    assert splits.class_names == CIFAR10_CLASSES and splits.source == "a sorted test pool"
 
 
-def test_sample_archive_is_small_and_has_2500_jpegs() -> None:
-    path = data.SAMPLE_ARCHIVE
-    assert path.stat().st_size < 3 * 1024 * 1024
-    with zipfile.ZipFile(path) as archive:
-        names = archive.namelist()
-    assert len(names) == 2500
-    assert sum(n.startswith("train/cat/") for n in names) == 200
-    assert sum(n.startswith("test/cat/") for n in names) == 50
-
-
-def test_summary_names_the_source_and_every_split(sample_splits: DataSplits) -> None:
-    text = sample_splits.summary()
-    assert text.splitlines()[0] == sample_splits.source
+def test_summary_names_the_source_and_every_split() -> None:
+    splits = split()
+    text = splits.summary()
+    assert text.splitlines()[0] == splits.source
     assert "1,600 images (160 per class)" in text
     assert "400 images (40 per class)" in text
     assert "500 images (50 per class)" in text
-    assert str(sample_splits) == text
-    assert "train=1,600" in repr(sample_splits)
+    assert str(splits) == text
+    assert "train=1,600" in repr(splits)
 
 
 def test_train_and_val_partition_the_training_pool() -> None:
-    full = load_splits("sample", val_fraction=0.0, limit=20)
-    split = load_splits("sample", limit=20)
+    pool = sorted_pool(20, 10)
+    full, parted = split(pool=pool, val_fraction=0.0), split(pool=pool)
 
     def rows(x: np.ndarray) -> list[bytes]:
         return sorted(image.tobytes() for image in x)
 
     assert len(full.y_val) == 0
-    assert rows(np.concatenate([split.x_train, split.x_val])) == rows(full.x_train)
-    assert not set(rows(split.x_train)) & set(rows(split.x_val))
+    assert rows(np.concatenate([parted.x_train, parted.x_val])) == rows(full.x_train)
+    assert not set(rows(parted.x_train)) & set(rows(parted.x_val))
 
 
 def test_split_is_reproducible_and_depends_on_the_seed() -> None:
-    first = load_splits("sample", limit=20, seed=1)
-    again = load_splits("sample", limit=20, seed=1)
-    other = load_splits("sample", limit=20, seed=2)
+    first, again, other = split(1), split(1), split(2)
     np.testing.assert_array_equal(first.x_val, again.x_val)
     np.testing.assert_array_equal(first.y_train, again.y_train)
     assert not np.array_equal(first.x_val, other.x_val)
 
 
-def test_limit_caps_images_per_class_and_is_recorded_in_the_source() -> None:
-    splits = load_splits("sample", limit=10)
-    assert splits.class_counts()["train"].tolist() == [8] * 10
-    assert splits.class_counts()["val"].tolist() == [2] * 10
-    assert splits.class_counts()["test"].tolist() == [10] * 10
-    assert "at most 10 images per class" in splits.source
+def test_every_split_interleaves_the_classes() -> None:
+    # Class folders list images class by class; the first images of a plot must still mix
+    # classes, or a lesson's "first eight test images" would all be airplanes.
+    splits = split()
+    assert len(set(splits.y_train[:50].tolist())) > 5
+    assert len(set(splits.y_test[:20].tolist())) >= 5
 
 
-def test_train_order_interleaves_classes(sample_splits: DataSplits) -> None:
-    # A sorted-by-class order would make the first images of a plot all airplanes.
-    assert len(set(sample_splits.y_train[:50].tolist())) > 5
+@pytest.mark.parametrize("val_fraction", [1.0, -0.1])
+def test_a_validation_share_outside_0_to_1_is_refused(val_fraction: float) -> None:
+    with pytest.raises(ValueError, match=r"val_fraction must be in \[0, 1\)"):
+        split(val_fraction=val_fraction)
 
 
-def _splits(**changes) -> DataSplits:
-    x, y = np.zeros((4, 32, 32, 3), np.uint8), np.zeros(4, np.int64)
-    ok = dict(x_train=x, y_train=y, x_val=x, y_val=y, x_test=x, y_test=y, class_names=CIFAR10_CLASSES, source="t")
-    return DataSplits(**{**ok, **{key: change(ok[key]) for key, change in changes.items()}})
+def test_too_few_images_for_a_validation_split() -> None:
+    with pytest.raises(ValueError, match="too few"):
+        split(pool=sorted_pool(1, 1))
 
 
-@pytest.mark.parametrize(("call", "words"), [
-    (lambda tmp_path: load_splits(str(tmp_path)),  # a path is tooling's: the error says where to go
-     r"unknown data source .*for 'auto', a folder or an archive use shiftvit_lib.load_cifar10"),
-    (lambda _: load_splits("sample", val_fraction=1.0), "val_fraction"),
-    (lambda _: load_splits("sample", val_fraction=-0.1), "val_fraction"),
-    (lambda _: load_splits("sample", limit=0), "limit"),
-    (lambda _: load_splits("sample", limit=2.5), "limit"),
-    (lambda _: load_splits("sample", limit=1), "too few"),
-    (lambda _: _splits(x_val=lambda x: x.astype(np.float32)), "uint8"),
-    (lambda _: _splits(y_test=lambda y: y[:3]), "4 images but 3 labels"),
-    (lambda _: _splits(y_train=lambda y: y + 10), r"labels must lie in \[0, 9\]"),
-    (lambda _: make_dataset(*labelled_pixels(4), 0, shuffle=False), "batch_size"),
-    (lambda _: make_dataset(labelled_pixels(4)[0], np.arange(3), 2, shuffle=False), "4 items but y has 3"),
-    (lambda _: mix_batch(_distinct_images(4), np.arange(4), np.random.default_rng(0), mixup_alpha=1.0),
-     "one-hot targets"),
-    (lambda _: one_hot(np.array([0, 10]), 10), r"labels must lie in \[0, 10\)"),
-])
-def test_bad_input_is_refused_naming_what_is_wrong(tmp_path: Path, call, words: str) -> None:
-    with pytest.raises(ValueError, match=words):
-        call(tmp_path)
-
-
-def test_consistent_arrays_make_splits() -> None:
-    assert _splits().split_sizes() == {"train": 4, "val": 4, "test": 4}
+def test_data_splits_rejects_inconsistent_arrays() -> None:
+    x = np.zeros((4, 32, 32, 3), np.uint8)
+    y = np.zeros(4, np.int64)
+    ok = dict(x_train=x, y_train=y, x_val=x, y_val=y, x_test=x, y_test=y,
+              class_names=CIFAR10_CLASSES, source="test")
+    DataSplits(**ok)
+    with pytest.raises(ValueError, match="uint8"):
+        DataSplits(**{**ok, "x_val": x.astype(np.float32)})
+    with pytest.raises(ValueError, match="4 images but 3 labels"):
+        DataSplits(**{**ok, "y_test": y[:3]})
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 9\]"):
+        DataSplits(**{**ok, "y_train": y + 10})
 
 
 # --------------------------------------------------------------------------
@@ -188,13 +165,12 @@ def test_numpy_batches_reshuffle_after_each_epoch() -> None:
         batches[3]
 
 
-def test_test_split_is_interleaved_not_sorted_by_class(sample_splits) -> None:
-    # Class folders list images class by class; the first test images must still mix classes,
-    # or a lesson's "first eight test images" would all be airplanes.
-    assert len(set(sample_splits.y_test[:20].tolist())) >= 5
-    assert sample_splits.class_counts()["test"].tolist() == [50] * 10
-    again = load_splits("sample")
-    np.testing.assert_array_equal(again.y_test, sample_splits.y_test)  # seeded: same order every time
+def test_make_dataset_rejects_bad_input() -> None:
+    x, y = labelled_pixels(4)
+    with pytest.raises(ValueError, match="batch_size"):
+        make_dataset(x, y, 0, shuffle=False)
+    with pytest.raises(ValueError, match="4 items but y has 3"):
+        make_dataset(x, y[:3], 2, shuffle=False)
 
 
 def _distinct_images(n: int, side: int = 8) -> np.ndarray:
@@ -242,6 +218,13 @@ def test_both_alphas_pick_each_kind_and_zero_alphas_change_nothing():
     assert info["kind"] == "none"
     np.testing.assert_array_equal(same, images)
     np.testing.assert_array_equal(same_targets, targets)
+
+
+def test_mix_batch_and_one_hot_reject_bad_input():
+    with pytest.raises(ValueError, match="one-hot targets"):
+        mix_batch(_distinct_images(4), np.arange(4), np.random.default_rng(0), mixup_alpha=1.0)
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 10\)"):
+        one_hot(np.array([0, 10]), 10)
 
 
 def test_mixed_batches_are_reproducible_whatever_order_they_are_loaded_in():

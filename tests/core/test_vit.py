@@ -42,7 +42,6 @@ from shiftvit_lib.vit import (
     count_vit_macs,
     diagonal_shifts,
     extract_patches,
-    vit_preset,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -361,7 +360,7 @@ def test_transformer_block_is_residual():
 
 def test_classifier_head_shape_and_params():
     x = tokens(3, 6, 4)
-    head = classifier_head(vit_preset("vit_quick", num_classes=7, head_units=(11, 5), head_dropout=0.5))
+    head = classifier_head(preset("vit_quick", num_classes=7, head_units=(11, 5), head_dropout=0.5))
     assert head(x).shape == (3, 7)
     assert head.count_params() == 2 * 4 + (24 * 11 + 11) + (11 * 5 + 5) + (5 * 7 + 7)
     # dropout is off at inference
@@ -424,13 +423,13 @@ def test_presets_are_data_and_valid():
     assert {"vit_cifar", "vit_spt_lsa_cifar", "vit_quick"} <= set(VIT_PRESETS)
     assert all(isinstance(v, dict) for v in VIT_PRESETS.values())
     for name in VIT_PRESETS:
-        cfg = vit_preset(name)
+        cfg = preset(name)
         assert cfg.name == name
         assert hash(cfg) is not None  # frozen and hashable
 
 
 def test_cifar_presets_follow_keras_io_and_the_shiftvit_pipeline():
-    van, ours = vit_preset("vit_cifar"), vit_preset("vit_spt_lsa_cifar")
+    van, ours = preset("vit_cifar"), preset("vit_spt_lsa_cifar")
     for cfg in (van, ours):
         assert cfg.input_shape == (32, 32, 3) and cfg.num_classes == 10
         assert (cfg.resize_to, cfg.image_size, cfg.augment, cfg.flip) == (52, 48, True, True)
@@ -446,7 +445,7 @@ def test_cifar_presets_follow_keras_io_and_the_shiftvit_pipeline():
 
 
 def test_training_fields_mirror_shiftvit_seed():
-    seed, cfg = preset("seed"), vit_preset("vit_cifar")
+    seed, cfg = preset("seed"), preset("vit_cifar")
     for field in (
         "input_shape",
         "num_classes",
@@ -468,10 +467,15 @@ def test_training_fields_mirror_shiftvit_seed():
         assert getattr(cfg, field) == getattr(seed, field), field
 
 
+def test_one_preset_door_serves_every_family():
+    assert isinstance(preset("vit_quick"), ViTConfig) and preset("seed").depths == (2, 4, 8, 2)
+    assert "vit_quick" in shiftvit_lib.config.list_presets("vit") and "seed" in shiftvit_lib.list_presets()
+
+
 def test_vit_preset_overrides_and_errors():
-    cfg = vit_preset("vit_quick", use_lsa=True, head_units=[8, 4])
+    cfg = preset("vit_quick", use_lsa=True, head_units=[8, 4])
     assert cfg.use_lsa and cfg.head_units == (8, 4)
-    assert vit_preset("vit_quick").use_lsa is False  # presets are not mutated
+    assert preset("vit_quick").use_lsa is False  # presets are not mutated
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.depth = 3  # type: ignore[misc]
     assert ViTConfig.from_dict(cfg.to_dict()) == cfg
@@ -484,13 +488,13 @@ def test_vit_preset_overrides_and_errors():
 @pytest.fixture(scope="module")
 def quick_models():
     keras.utils.set_random_seed(0)
-    return {name: build_vit(vit_preset(name)) for name in QUICK_PRESETS}
+    return {name: build_vit(preset(name)) for name in QUICK_PRESETS}
 
 
 @pytest.mark.parametrize("name", QUICK_PRESETS)
 def test_quick_model_forward(quick_models, name):
     model = quick_models[name]
-    cfg = vit_preset(name)
+    cfg = preset(name)
     assert model.name == cfg.model_name
     assert model.input_shape == (None, 32, 32, 3) and model.output_shape == (None, 10)
     x = images(3)
@@ -517,21 +521,21 @@ def test_quick_models_are_small(quick_models):
     counts = {name: m.count_params() for name, m in quick_models.items()}
     assert all(c < 30_000 for c in counts.values()), counts
     # SPT + LSA costs a wider first projection, one LayerNorm and one scalar per block.
-    cfg = vit_preset("vit_quick")
+    cfg = preset("vit_quick")
     p, c, d = cfg.patch_size, 3, cfg.projection_dim
     extra = (p * p * 5 * c - p * p * c) * d + 2 * p * p * 5 * c + cfg.depth
     assert counts["vit_spt_lsa_quick"] - counts["vit_quick"] == extra
 
 
 def test_mixed_precision_keeps_float32_logits(mixed_float16):
-    logits = build_vit(vit_preset("vit_spt_lsa_quick"))(images(2), training=False)
+    logits = build_vit(preset("vit_spt_lsa_quick"))(images(2), training=False)
     assert keras.backend.standardize_dtype(logits.dtype) == "float32"
     assert np.isfinite(keras.ops.convert_to_numpy(logits)).all()
 
 
 def test_quick_model_trains_one_step():
     keras.utils.set_random_seed(0)
-    model = build_vit(vit_preset("vit_spt_lsa_quick"))
+    model = build_vit(preset("vit_spt_lsa_quick"))
     model.compile(
         optimizer=keras.optimizers.AdamW(1e-3, weight_decay=1e-4),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -577,7 +581,7 @@ def expected_cifar_params(cfg: ViTConfig) -> int:
 
 @pytest.mark.parametrize("name", ["vit_cifar", "vit_spt_lsa_cifar"])
 def test_cifar_model_forward_and_param_count(name):
-    cfg = vit_preset(name)
+    cfg = preset(name)
     model = build_vit(cfg)
     assert model.output_shape == (None, 10)
     assert model.count_params() == expected_cifar_params(cfg)
@@ -587,14 +591,14 @@ def test_cifar_model_forward_and_param_count(name):
 
 
 def test_count_vit_macs():
-    cfg = vit_preset("vit_cifar")
+    cfg = preset("vit_cifar")
     macs = count_vit_macs(cfg)
     # 144 tokens: one block's Q K^T is 4 heads * 144 * 144 * 64.
     assert macs["attention_matmuls"] == 8 * 2 * 4 * 144 * 144 * 64
     assert macs["patch_projection"] == 144 * 48 * 64
     assert macs["classifier"] == 144 * 64 * 2048 + 2048 * 1024 + 1024 * 10
     assert macs["total"] == sum(v for k, v in macs.items() if k != "total")
-    spt = count_vit_macs(vit_preset("vit_spt_lsa_cifar"))
+    spt = count_vit_macs(preset("vit_spt_lsa_cifar"))
     assert spt["patch_projection"] == 5 * macs["patch_projection"]
     assert spt["total"] - macs["total"] == 4 * macs["patch_projection"]
 
@@ -611,9 +615,10 @@ def test_forward_pass_on_other_backends(backend):
         """
         import os
         import numpy as np, keras
-        from shiftvit_lib.vit import build_vit, vit_preset
+        from shiftvit_lib import preset
+        from shiftvit_lib.vit import build_vit
         assert keras.backend.backend() == os.environ["KERAS_BACKEND"]
-        model = build_vit(vit_preset("vit_spt_lsa_quick"))
+        model = build_vit(preset("vit_spt_lsa_quick"))
         x = np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3)).astype("uint8")
         y = keras.ops.convert_to_numpy(model(x, training=False))
         assert y.shape == (2, 10) and np.isfinite(y).all(), y
@@ -639,8 +644,8 @@ def test_module_is_documented_for_the_lesson():
 
 
 def test_the_vit_is_built_and_trained_with_the_whole_recipe():
-    plain = build_vit(vit_preset("vit_quick"))
-    strong = build_vit(vit_preset("vit_quick", rand_augment_ops=2, random_erasing=0.25, init="spach"), seed=1)
+    plain = build_vit(preset("vit_quick"))
+    strong = build_vit(preset("vit_quick", rand_augment_ops=2, random_erasing=0.25, init="spach"), seed=1)
     assert plain.get_layer("preprocessing").rand_augment is None
     preprocessing = strong.get_layer("preprocessing")
     assert preprocessing.rand_augment is not None and preprocessing.eraser is not None
@@ -649,7 +654,7 @@ def test_the_vit_is_built_and_trained_with_the_whole_recipe():
     assert abs(kernel.std() - 0.02) < 0.004 and not bias.any()
     assert abs(np.asarray(plain.get_layer("block_0").attention.query_dense.kernel).std() - 0.02) > 0.05
     # MixUp/CutMix: the ViT's training targets are mixed one-hot rows, as ShiftViT's.
-    train_ds, _, _ = training_datasets(vit_preset("vit_quick", batch_size=8, mixup_alpha=0.8), tiny_splits(32, 32, 32), 0)
+    train_ds, _, _ = training_datasets(preset("vit_quick", batch_size=8, mixup_alpha=0.8), tiny_splits(32, 32, 32), 0)
     _, targets = train_ds[0]
     assert targets.shape == (8, 10) and np.allclose(targets.sum(axis=1), 1.0)
 
@@ -665,12 +670,12 @@ def _zeros(*shape):
     (lambda: PatchTokenizer(4, 8)(_zeros(1, 10, 10, 3)), ValueError, "multiple"),
     (lambda: ShiftedPatchTokenizer(4, 8)(_zeros(1, 10, 10, 3)), ValueError, "multiple"),
     (lambda: build_vit(preset("quick")), TypeError, "ViTConfig"),
-    (lambda: vit_preset("nope"), KeyError, "vit_cifar"),
-    (lambda: vit_preset("vit_quick", colour="red"), TypeError, "Unknown config field(s): ['colour']"),
-    (lambda: vit_preset("vit_quick").replace(nope=1), TypeError, "nope"),
-    (lambda: vit_preset("vit_quick", patch_size=5), ValueError, "multiple of patch_size"),
-    (lambda: vit_preset("vit_quick", image_size=64), ValueError, "resize_to"),
-    (lambda: vit_preset("vit_quick", mixup_alpha=-1.0), ValueError, "Invalid ViTConfig 'vit_quick': mixup_alpha must be >= 0"),
+    (lambda: preset("nope"), ValueError, "vit_cifar"),
+    (lambda: preset("vit_quick", colour="red"), TypeError, "Unknown config field(s): ['colour']"),
+    (lambda: preset("vit_quick").replace(nope=1), TypeError, "nope"),
+    (lambda: preset("vit_quick", patch_size=5), ValueError, "multiple of patch_size"),
+    (lambda: preset("vit_quick", image_size=64), ValueError, "resize_to"),
+    (lambda: preset("vit_quick", mixup_alpha=-1.0), ValueError, "Invalid ViTConfig 'vit_quick': mixup_alpha must be >= 0"),
 ])
 def test_bad_input_is_refused_naming_what_is_wrong(call, error, words):
     with pytest.raises(error) as refused:

@@ -92,7 +92,7 @@ def test_lesson05_data_parallel_child_does_not_preallocate_the_gpu(monkeypatch):
     cell = next(source for source in _code("05_training") if "DATA_PARALLEL_DEMO" in source)
     for accelerator in (True, False):
         seen = {}
-        monkeypatch.setattr(subprocess, "run", lambda *a, **k: seen.update(k) or types.SimpleNamespace(
+        monkeypatch.setattr(subprocess, "run", lambda *a, seen=seen, **k: seen.update(k) or types.SimpleNamespace(
             stdout="ok", stderr=""))
         exec(cell, {"os": os, "sys": sys, "settings": types.SimpleNamespace(accelerator=accelerator)})
         env = seen["env"]

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits  # noqa: E402
 from shiftvit_lib.notebook import plots  # noqa: E402
-from shiftvit_lib.tools.runs import read_history_csv  # noqa: E402
+from shiftvit_lib.tools.run_folder import read_history_csv  # noqa: E402
 
 
 def png_size(fig: Figure) -> int:

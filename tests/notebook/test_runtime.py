@@ -144,7 +144,7 @@ def _tiny_splits():
 @pytest.mark.slow
 @pytest.mark.colab
 def test_rerunning_the_training_cell_reads_a_finished_run_back(tmp_path, capsys):
-    from shiftvit_lib.tools.runs import RunFolderError
+    from shiftvit_lib.tools.run_folder import RunFolderError
 
     data, config, out = _tiny_splits(), preset("quick", batch_size=32), tmp_path / "05_training_quick"
     first = runtime.train_or_reuse(config, data, out, epochs=1, verbose=0, jit_compile=False)

@@ -602,3 +602,46 @@ def test_a_backend_keras_cannot_load_is_an_error_on_import_never_an_exit():
 def test_the_side_effect_check_sees_a_planted_change(plant, expected):
     found, _ = _import_in_child(plant, module="os")  # importing os changes nothing; the plant does
     assert found == {"outcome": "imported", **expected}
+
+
+# --------------------------------------------------------------------------- no private name crosses a module
+def private_imports(package_dir: Path) -> list[str]:
+    """Each use of another module's private (``_name``) name: imported by name, or read as
+    ``module._name`` off an imported package module. Private *modules* (``_startup``) are
+    files of the package, whose layer the checks above keep."""
+    modules = package_modules(package_dir)
+    known, found = set(modules), []
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        aliases = {}  # local name -> package module, for `import a.b as m` and `from a import b`
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                aliases.update({alias.asname or alias.name.split(".")[0]: alias.name for alias in node.names
+                                if alias.name.split(".")[0] == package_dir.name})
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package_dir.name:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    if full in known:
+                        aliases[alias.asname or alias.name] = full
+                    elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{module} imports {alias.name} from {node.module}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id in aliases and node.attr.startswith("_") and not node.attr.startswith("__"):
+                found.append(f"{module} reads {aliases[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+def test_no_module_uses_another_modules_private_names(tmp_path):
+    assert private_imports(REPO / "shiftvit_lib") == []
+    planted = {
+        "model.py": "from fakepkg.shapes import _hidden\n",
+        "tools/runs.py": "from fakepkg import model\n\ndef go():\n    return model._builder\n",
+        "tools/helpers.py": "import fakepkg.shapes as shapes\nX = shapes._CACHE\n",
+    }
+    assert private_imports(_fake_package(tmp_path, {**SOUND, **planted})) == [
+        "fakepkg.model imports _hidden from fakepkg.shapes",
+        "fakepkg.tools.helpers reads fakepkg.shapes._CACHE",
+        "fakepkg.tools.runs reads fakepkg.model._builder",
+    ]
+    assert private_imports(_fake_package(tmp_path / "sound", SOUND)) == []  # `from fakepkg import _startup`

@@ -18,17 +18,13 @@ import zipfile
 import zlib
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 from fakes import one_line, png_bytes, write_tar_gz, write_tree, write_zip
 from PIL import Image
 
-from shiftvit_lib import data
-from shiftvit_lib.data import (
-    CIFAR10_CLASSES,
-    RawData,
-    load_splits,
-)
+from shiftvit_lib.data import CIFAR10_CLASSES
 from shiftvit_lib.tools import data_sources, inference
 from shiftvit_lib.tools.data_sources import DataSourceFallbackWarning, load_cifar10
 
@@ -377,28 +373,79 @@ def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest
 
 
 def test_one_load_cifar10():
-    """``sv.load_cifar10`` is this module's; the core's reader of named sources has another name."""
+    """``sv.load_cifar10`` is this module's; the core has no loader of its own."""
     import shiftvit_lib as sv
     from shiftvit_lib import data
-    from shiftvit_lib.tools import data_sources
 
     assert sv.load_cifar10 is data_sources.load_cifar10
-    assert not hasattr(data, "load_cifar10") and callable(data.load_splits)
+    assert not hasattr(data, "load_cifar10") and not hasattr(data, "load_splits")
 
 
-def fake_keras_raw() -> RawData:
+def test_every_source_is_named_and_read_here_and_the_core_data_module_names_none():
+    import inspect
+
+    from shiftvit_lib import data
+
+    core = inspect.getsource(data)
+    assert set(data_sources.SOURCES) == {"auto", "keras", "sample"}
+    for name in data_sources.SOURCES:
+        assert f"'{name}'" in data_sources.VALID_SOURCES_TEXT
+        assert f'"{name}"' not in core and f"'{name}'" not in core, name
+    for reader in ("keras.datasets", "zipfile", "cifar10_sample", "load_data"):
+        assert reader not in core, reader
+
+
+def fake_keras_download():
+    """What keras.datasets.cifar10.load_data returns, for 30 + 10 blank images."""
     x = np.zeros((30, 32, 32, 3), np.uint8)
-    y = np.repeat(np.arange(10), 3).astype(np.int64)
-    return RawData(x, y, x[:10], y[:10], description="fake keras.datasets")
+    y = np.repeat(np.arange(10), 3).astype(np.uint8).reshape(-1, 1)
+    return (x, y), (x[:10], y[:10])
+
+
+@pytest.fixture(scope="module")
+def sample_splits():
+    return load_cifar10("sample")
+
+
+def test_sample_has_the_documented_sizes_and_class_balance(sample_splits) -> None:
+    assert sample_splits.split_sizes() == {"train": 1600, "val": 400, "test": 500}
+    counts = sample_splits.class_counts()
+    assert counts["train"].tolist() == [160] * 10
+    assert counts["val"].tolist() == [40] * 10
+    assert counts["test"].tolist() == [50] * 10
+    assert sample_splits.x_train.shape == (1600, 32, 32, 3)
+    assert sample_splits.x_train.dtype == np.uint8
+    assert sample_splits.y_test.shape == (500,)
+    assert sample_splits.class_names == CIFAR10_CLASSES
+    assert "bundled CIFAR-10 sample" in sample_splits.source
+    assert "JPEG q75" in sample_splits.source
+
+
+def test_sample_archive_is_small_and_has_2500_jpegs() -> None:
+    path = data_sources.SAMPLE_ARCHIVE
+    assert path.stat().st_size < 3 * 1024 * 1024
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+    assert len(names) == 2500
+    assert sum(n.startswith("train/cat/") for n in names) == 200
+    assert sum(n.startswith("test/cat/") for n in names) == 50
+
+
+def test_limit_caps_images_per_class_and_is_recorded_in_the_source() -> None:
+    splits = load_cifar10("sample", limit=10)
+    assert splits.class_counts()["train"].tolist() == [8] * 10
+    assert splits.class_counts()["val"].tolist() == [2] * 10
+    assert splits.class_counts()["test"].tolist() == [10] * 10
+    assert "at most 10 images per class" in splits.source
 
 
 def test_auto_falls_back_to_the_sample_when_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (False, "the test is offline"))
 
-    def must_not_download() -> RawData:
+    def must_not_download():
         raise AssertionError("auto must not try keras.datasets when it is unreachable")
 
-    monkeypatch.setattr(data, "_load_from_keras", must_not_download)
+    monkeypatch.setattr(keras.datasets.cifar10, "load_data", must_not_download)
     with pytest.warns(DataSourceFallbackWarning, match="bundled CIFAR-10 sample.*the test is offline"):
         splits = data_sources.load_cifar10("auto", limit=5)
     assert "bundled CIFAR-10 sample" in splits.source
@@ -408,10 +455,10 @@ def test_auto_falls_back_to_the_sample_when_offline(monkeypatch: pytest.MonkeyPa
 def test_auto_falls_back_when_the_download_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "reachable"))
 
-    def failing_download() -> RawData:
+    def failing_download():
         raise Exception("URL fetch failure on https://www.cs.toronto.edu: 503")
 
-    monkeypatch.setattr(data, "_load_from_keras", failing_download)
+    monkeypatch.setattr(keras.datasets.cifar10, "load_data", failing_download)
     with pytest.warns(DataSourceFallbackWarning, match="URL fetch failure"):
         splits = data_sources.load_cifar10("auto", limit=5)
     assert "bundled CIFAR-10 sample" in splits.source
@@ -419,21 +466,21 @@ def test_auto_falls_back_when_the_download_fails(monkeypatch: pytest.MonkeyPatch
 
 def test_auto_uses_keras_datasets_when_available(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "cached"))
-    monkeypatch.setattr(data, "_load_from_keras", fake_keras_raw)
+    monkeypatch.setattr(keras.datasets.cifar10, "load_data", fake_keras_download)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataSourceFallbackWarning)
         splits = data_sources.load_cifar10("auto")
-    assert splits.source == "fake keras.datasets"
+    assert splits.source.startswith("CIFAR-10 via keras.datasets.cifar10")
     assert splits.split_sizes() == {"train": 20, "val": 10, "test": 10}
 
 
 def test_explicit_keras_source_explains_a_failed_download(monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing_download() -> RawData:
+    def failing_download():
         raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
 
-    monkeypatch.setattr(data, "_load_from_keras", failing_download)
+    monkeypatch.setattr(keras.datasets.cifar10, "load_data", failing_download)
     with pytest.raises(RuntimeError, match="no network.*source='sample'"):
-        load_splits("keras")
+        load_cifar10("keras")
 
 
 def test_reachability_check_reports_a_refused_connection(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -476,12 +523,12 @@ def test_reachability_check_accepts_a_cached_download(
 
 
 def test_offline_keras_source_is_a_data_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing_download() -> RawData:
+    def failing_download():
         raise Exception("URL fetch failure: no network")
 
-    monkeypatch.setattr(data, "_load_from_keras", failing_download)
-    with pytest.raises(data.DataSourceUnavailableError, match="no network"):
-        load_splits("keras")
+    monkeypatch.setattr(keras.datasets.cifar10, "load_data", failing_download)
+    with pytest.raises(data_sources.DataSourceUnavailableError, match="no network"):
+        load_cifar10("keras")
 
 
 def class_folder_members(per_class: int = 5) -> dict[str, bytes]:
@@ -597,7 +644,7 @@ def test_a_truncated_or_altered_cache_is_rebuilt_not_trusted(archive_and_cache):
 def test_a_cache_write_that_fails_leaves_no_partial_file(archive_and_cache, monkeypatch):
     path, cache = archive_and_cache
     cache.mkdir()
-    (cache / "cifar10-abc.999999999.tmp.npz").write_bytes(b"left by a killed process")
+    (cache / ".cifar10-abc.npz.999999999.deadbeef.partial.npz").write_bytes(b"left by a killed process")
 
     def disk_full(file, **arrays):
         Path(file).write_bytes(b"half an npz")

@@ -120,16 +120,17 @@ def test_a_lock_that_is_a_link_or_a_pipe_is_refused_in_one_line(tmp_path, kind, 
 # --------------------------------------------------------------------------- partial files (case 7)
 def test_a_partial_named_with_a_huge_pid_is_cleaned_without_overflow(tmp_path):
     # Case 7: os.kill(10**30, 0) raises OverflowError; such a file belongs to no process.
-    huge = tmp_path / f"cifar10-abc.{10**30}.tmp.npz"
+    huge = tmp_path / f".cifar10-abc.npz.{10**30}.deadbeef.partial.npz"
     new_style = tmp_path / f".cifar10-abc.npz.{2**40}.deadbeef.partial.npz"
+    old_cache_name = tmp_path / f"cifar10-abc.{2**40}.tmp.npz"  # not a name this version writes: kept
     mine = tmp_path / f".cifar10-def.npz.{os.getpid()}.deadbeef.partial.npz"
     users = [tmp_path / "cifar10-notes.123.tmp.txt.bak", tmp_path / ".cifar10-notes.partial"]
-    for path in (huge, new_style, mine, *users):
+    for path in (huge, new_style, mine, old_cache_name, *users):
         path.write_bytes(b"left over")
     assert not files.process_alive(10**30) and not files.process_alive(-1) and files.process_alive(os.getpid())
     removed = files.remove_abandoned_partials(tmp_path, "*cifar10-*")
     assert sorted(removed) == sorted([huge, new_style])
-    assert mine.exists() and all(path.exists() for path in users)  # a live write, the user's files: kept
+    assert mine.exists() and old_cache_name.exists() and all(path.exists() for path in users)
 
 
 # --------------------------------------------------------------------------- printed names (case 8)

@@ -142,7 +142,7 @@ def test_the_registry_names_each_family_once():
 
     assert sorted(FAMILIES) == ["shiftvit", "vit"]
     assert family_of(sv.preset("cpu")).weights is FAMILIES["shiftvit"].weights
-    assert family_of(sv.vit_preset("vit_quick")).build is sv.build_vit
+    assert family_of(sv.preset("vit_quick")).build is sv.build_vit
     assert pt.published()["cpu"][0] is FAMILIES["shiftvit"]
     with pytest.raises(TypeError, match="expected a model config .*got dict"):
         family_of({"not": "a config"})
