@@ -42,16 +42,17 @@ if _startup.import_backend_quietly():
 # The facade's names by their module; __getattr__ loads each on first use (a tooling module then).
 _EXPORTS = {
     "shiftvit_lib.config": "ShiftViTConfig list_presets preset",
-    "shiftvit_lib.data": "CIFAR10_CLASSES make_dataset",
-    "shiftvit_lib.layers": "MLP DropPath ImagePreprocessing ShiftViTBlock ShiftViTStage drop_path_rates",
-    "shiftvit_lib.model": "build_shiftvit count_macs",
-    "shiftvit_lib.recipe": "evaluate",
+    "shiftvit_lib.data": "CIFAR10_CLASSES iterate_batches make_dataset",
+    "shiftvit_lib.layers": "MLP DropPath ImagePreprocessing PatchMerging ShiftViTBlock ShiftViTStage drop_path_rates",
+    "shiftvit_lib.model": "build_shiftvit count_macs stage_table",
+    "shiftvit_lib.recipe": "compile_for_training evaluate training_datasets",
     "shiftvit_lib.schedules": "WarmUpCosine",
-    "shiftvit_lib.shift": "shift_channels",
-    "shiftvit_lib.vit": "ViTConfig build_vit vit_preset",
+    "shiftvit_lib.shift": "keras_io_shift shift_channels shift_channels_roll",
+    "shiftvit_lib.vit": "ViTConfig build_vit vit_preset count_vit_macs extract_patches PatchTokenizer "
+    "ShiftedPatchTokenizer DIAGONAL_DIRECTIONS diagonal_shifts MultiHeadSelfAttention",
     "shiftvit_lib.tools.data_sources": "load_cifar10",  # data.load_splits, plus folders and archives
-    "shiftvit_lib.tools.runs": "train",
-    "shiftvit_lib.tools.inference": "load_model predict_folder save_model",
+    "shiftvit_lib.tools.runs": "train describe_run load_run read_history_csv RunFolderError",
+    "shiftvit_lib.tools.inference": "load_image load_model predict_folder predict_probabilities save_model",
     "shiftvit_lib.tools.published": "load_record pretrained pretrained_info",
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names.split()}

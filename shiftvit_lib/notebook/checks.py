@@ -7,7 +7,8 @@ hints come from one table per check, the result a known mistake gives -> its hin
 read by one helper (``_diagnose``). ``try_yours`` is what a blank's checking cell calls
 (lessons 02-05): it checks the learner's version or, while that is still a blank
 (``NotImplementedError``), says so and checks and returns the library's version, so the lesson
-runs on. ``exercise`` is what an exercise's checking cell calls (lessons 00-07).
+runs on (a core piece, or lesson 05's ``library_train_step``: the core trains with ``fit``).
+``exercise`` is what an exercise's checking cell calls (lessons 00-07).
 
 ``tests/lessons/test_checks.py`` injects a catalogue of plausible mistakes into every
 piece and asserts that each check fails on every one of them and passes each lesson's solution.
@@ -364,6 +365,18 @@ def _step_model() -> keras.Model:
     inputs = keras.Input((6,))
     x = keras.layers.Dense(3)(keras.layers.Dense(8, activation="tanh")(inputs))
     return keras.Model(inputs, DoubledInTraining()(x))
+
+
+def library_train_step(model: keras.Model, optimizer: Any, loss_fn: Any, images: Any, labels: Any) -> float:
+    """Lesson 05's training step, as its collapsed "Solution" shows it: what ``try_yours``
+    falls back to while the learner's is blank (the library itself trains with ``model.fit``)."""
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        loss = loss_fn(labels, model(images, training=True))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+    return float(loss)
 
 
 def check_train_step(step: Callable[..., float]) -> None:

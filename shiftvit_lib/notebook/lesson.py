@@ -1,4 +1,4 @@
-"""What every lesson notebook does first: pick the run mode, seed, describe the machine.
+"""What every lesson notebook does first: pick the run mode from the lesson's switch, seed.
 
 Each lesson runs in one of two modes:
 
@@ -7,9 +7,10 @@ Each lesson runs in one of two modes:
   2-core CPU in minutes; the numbers it prints are a smoke test, *not* results.
 * **full**: the whole CIFAR-10 and the ``seed`` recipe. Meant for a GPU.
 
-Full mode happens only when someone asks for it: the learner's switch at the top
-of a lesson (``FULL_MODE = True``, passed as ``setup_lesson(full_mode=...)``), or
-the environment variable ``SHIFTVIT_QUICK=0`` that the lesson runner and CI use.
+Full mode happens only when someone asks for it: the learner's switch at the top of a
+lesson, passed to ``setup_lesson`` as it is (``FULL_MODE = True``, or lesson 05's
+``RECIPE = "cpu"`` or ``"seed"``, which also picks the full-mode preset), or the
+environment variable ``SHIFTVIT_QUICK=0`` that the lesson runner and CI use.
 ``SHIFTVIT_QUICK`` (``1`` quick, ``0`` full), when set, wins over the switch, so a
 runner can choose the mode of every lesson at once. A GPU that is found never
 changes the mode; ``describe`` only mentions it. ``SHIFTVIT_DATA`` chooses the
@@ -26,6 +27,7 @@ from typing import Any
 
 QUICK_ENV = "SHIFTVIT_QUICK"
 DATA_ENV = "SHIFTVIT_DATA"
+RECIPES = ("quick", "cpu", "seed")  # lesson 05's RECIPE: quick mode, or full mode with this preset
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class LessonSettings:
     preset_name: str
     seed: int
     accelerator: bool | None = None  # a GPU/TPU was seen (None: not checked); never changes the mode
+    switch: str = "FULL_MODE"  # the lesson's switch, as the learner sees it
 
     @property
     def mode(self) -> str:
@@ -54,13 +57,17 @@ class LessonSettings:
             what = f"FULL mode: data source {self.data_source!r}, preset {self.preset_name!r}."
         lines = [what, f"(mode chosen by {self.reason})"]
         if self.accelerator and self.quick:
-            lines.append("A GPU/TPU was found; quick mode uses it too. Full mode needs FULL_MODE = True.")
+            wanted = 'RECIPE = "cpu" or "seed"' if self.switch == "RECIPE" else "FULL_MODE = True"
+            lines.append(f"A GPU/TPU was found; quick mode uses it too. Full mode needs {wanted}.")
         return "\n".join(lines)
 
 
-def choose_mode(full_mode: bool = False, environ: Mapping[str, str] | None = None) -> tuple[bool, str]:
+def choose_mode(
+    full_mode: bool = False, environ: Mapping[str, str] | None = None, switch: str = "FULL_MODE = False"
+) -> tuple[bool, str]:
     """Return ``(quick, reason)``: full if ``SHIFTVIT_QUICK=0``, or if it is unset and ``full_mode`` is True.
 
+    ``switch`` is the lesson's switch as set (``"RECIPE = 'cpu'"``), for the reason.
     Hardware plays no part: a lesson on a GPU runs quick unless someone asks for full.
     """
     if not isinstance(full_mode, bool):
@@ -70,17 +77,22 @@ def choose_mode(full_mode: bool = False, environ: Mapping[str, str] | None = Non
     if value not in ("", "1", "true", "yes", "0", "false", "no"):
         raise ValueError(f"{QUICK_ENV} must be 1 (quick) or 0 (full), got {raw!r}")
     if value:
-        reason = f"{QUICK_ENV}={raw} in the environment, which wins over FULL_MODE"
+        reason = f"{QUICK_ENV}={raw} in the environment, which wins over {switch.split(' =')[0]}"
         return value in ("1", "true", "yes"), reason
-    return (False, "FULL_MODE = True") if full_mode else (True, "FULL_MODE = False, the default")
+    return not full_mode, switch if full_mode else f"{switch}, the default"
 
 
-def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
-    """Seed every random generator, quiet TensorFlow's logger and decide the lesson's mode (see module doc)."""
+def setup_lesson(full_mode: bool = False, *, recipe: str | None = None, seed: int = 42) -> LessonSettings:
+    """Seed every random generator, quiet TensorFlow's logger and decide the lesson's mode (see module doc).
+
+    ``full_mode=FULL_MODE``, or lesson 05's ``recipe=RECIPE`` (one of :data:`RECIPES`).
+    """
     import keras
 
     from shiftvit_lib.tools.devices import has_accelerator
 
+    if recipe is not None and (recipe not in RECIPES or full_mode):
+        raise ValueError(f"recipe must be one of {RECIPES}, without full_mode; got {recipe!r}")
     keras.utils.set_random_seed(seed)
     if keras.backend.backend() == "tensorflow":
         # TensorFlow's Python logger warns, for example, each time a freshly built model traces its
@@ -89,16 +101,15 @@ def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
         import tensorflow as tf
 
         tf.get_logger().setLevel("ERROR")
-    quick, reason = choose_mode(full_mode)
-    data_source, preset_name = ("sample", "quick") if quick else (os.environ.get(DATA_ENV, "auto"), "seed")
-    return LessonSettings(quick, reason, data_source, preset_name, seed, accelerator=has_accelerator())
-
-
-def environment_report() -> dict[str, Any]:
-    """Backend, versions and devices, for the overview lesson's environment check."""
-    from shiftvit_lib.tools.devices import describe_machine
-
-    return describe_machine()
+    if recipe is None:
+        quick, reason = choose_mode(full_mode, switch=f"FULL_MODE = {full_mode}")
+        switch, full_preset = "FULL_MODE", "seed"
+    else:
+        quick, reason = choose_mode(recipe != "quick", switch=f"RECIPE = {recipe!r}")
+        switch, full_preset = "RECIPE", "seed" if recipe == "quick" else recipe
+    full = (os.environ.get(DATA_ENV, "auto"), full_preset)
+    data_source, preset_name = ("sample", "quick") if quick else full
+    return LessonSettings(quick, reason, data_source, preset_name, seed, has_accelerator(), switch)
 
 
 def animation_path(name: str) -> Any:
