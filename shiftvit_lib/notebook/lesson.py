@@ -20,10 +20,8 @@ data of a full run (default ``auto``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
-from typing import Any
 
 QUICK_ENV = "SHIFTVIT_QUICK"
 DATA_ENV = "SHIFTVIT_DATA"
@@ -63,15 +61,17 @@ class LessonSettings:
 
 
 def choose_mode(
-    full_mode: bool = False, environ: Mapping[str, str] | None = None, switch: str = "FULL_MODE = False"
+    full_mode: bool = False, environ: Mapping[str, str] | None = None, switch: str | None = None
 ) -> tuple[bool, str]:
     """Return ``(quick, reason)``: full if ``SHIFTVIT_QUICK=0``, or if it is unset and ``full_mode`` is True.
 
-    ``switch`` is the lesson's switch as set (``"RECIPE = 'cpu'"``), for the reason.
-    Hardware plays no part: a lesson on a GPU runs quick unless someone asks for full.
+    ``switch`` is the lesson's switch as set, for the reason (default ``FULL_MODE = <full_mode>``;
+    lesson 05 passes ``RECIPE = 'cpu'``). Hardware plays no part: a lesson on a GPU runs quick
+    unless someone asks for full.
     """
     if not isinstance(full_mode, bool):
         raise TypeError(f"full_mode must be True or False, got {full_mode!r}")
+    switch = switch or f"FULL_MODE = {full_mode}"
     raw = (os.environ if environ is None else environ).get(QUICK_ENV, "")
     value = raw.strip().lower()
     if value not in ("", "1", "true", "yes", "0", "false", "no"):
@@ -102,7 +102,7 @@ def setup_lesson(full_mode: bool = False, *, recipe: str | None = None, seed: in
 
         tf.get_logger().setLevel("ERROR")
     if recipe is None:
-        quick, reason = choose_mode(full_mode, switch=f"FULL_MODE = {full_mode}")
+        quick, reason = choose_mode(full_mode)
         switch, full_preset = "FULL_MODE", "seed"
     else:
         quick, reason = choose_mode(recipe != "quick", switch=f"RECIPE = {recipe!r}")
@@ -110,72 +110,3 @@ def setup_lesson(full_mode: bool = False, *, recipe: str | None = None, seed: in
     full = (os.environ.get(DATA_ENV, "auto"), full_preset)
     data_source, preset_name = ("sample", "quick") if quick else full
     return LessonSettings(quick, reason, data_source, preset_name, seed, has_accelerator(), switch)
-
-
-def animation_path(name: str) -> Any:
-    """Path of a rendered animation GIF shipped with the package (e.g. ``"shift_operation"``)."""
-    folder = resources.files("shiftvit_lib") / "assets" / "animations"
-    if not (folder / f"{name}.gif").is_file():
-        available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
-        raise FileNotFoundError(
-            f"no animation named {name!r}; available: {available} (`python animations/render.py`)"
-        )
-    return folder / f"{name}.gif"
-
-
-def numbered_feature_map(channels: int, height: int = 5, width: int = 5) -> Any:
-    """A ``(1, height, width, channels)`` float32 array whose every channel holds 1, 2, ... row by row.
-
-    Each number names the position it started at, so after a shift you can read off
-    where every value went.
-    """
-    import numpy as np
-
-    picture = np.arange(1, height * width + 1, dtype="float32").reshape(1, height, width, 1)
-    return np.repeat(picture, channels, axis=-1)
-
-
-def format_channels(tensor: Any, titles: Sequence[str]) -> str:
-    """The channels of a ``(1, H, W, C)`` tensor as small integer grids, side by side.
-
-    One title per channel is centred above its grid; columns are as wide as the
-    widest number needs.
-    """
-    import numpy as np
-    from keras import ops
-
-    values = np.asarray(ops.convert_to_numpy(tensor))
-    if values.ndim != 4 or values.shape[0] != 1:
-        raise ValueError(
-            f"format_channels expects one feature map of shape (1, H, W, C); got {values.shape}."
-        )
-    if len(titles) != values.shape[-1]:
-        raise ValueError(
-            f"got {len(titles)} titles for {values.shape[-1]} channels; give one title per channel."
-        )
-    channels = values[0].astype(int).transpose(2, 0, 1)  # (C, H, W)
-    cell = max(len(str(v)) for v in channels.ravel()) + 1  # characters per number
-    lines = [[f"{title:^{cell * channels.shape[2]}}" for title in titles]]
-    lines += [
-        ["".join(f"{v:{cell}d}" for v in channel[row]) for channel in channels]
-        for row in range(channels.shape[1])
-    ]
-    return "\n".join("   ".join(line) for line in lines)
-
-
-def show_animation(name: str, width: int | None = None) -> Any:
-    """The GIF embedded in the notebook as an HTML ``<img>``, so it plays everywhere.
-
-    The GIF travels inside the notebook as a base64 ``data:`` URI in a ``text/html``
-    output. JupyterLab, Colab, nbconvert's HTML and GitHub's notebook view all show
-    that and animate it; a bare ``image/gif`` output is not rendered by nbconvert
-    (and so not by HTML exports of the lessons).
-    """
-    import base64
-
-    from IPython.display import HTML
-
-    data = base64.b64encode(animation_path(name).read_bytes()).decode("ascii")
-    size = f' width="{int(width)}"' if width else ""
-    alt = f"Animation: {name.replace('_', ' ')}"
-    return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}"{size}>')
