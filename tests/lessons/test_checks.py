@@ -22,7 +22,7 @@ import pytest
 from keras import layers, ops
 
 import shiftvit_lib as sv
-from shiftvit_lib.notebook import checks, solutions
+from shiftvit_lib.notebook import checks
 from shiftvit_lib.shift import keras_io_shift
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -569,8 +569,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 import shiftvit_lib as sv
-from shiftvit_lib.notebook import checks, solutions
-from shiftvit_lib.schedules import WarmUpCosine
+from shiftvit_lib.notebook import checks
 """
 BLANK_LESSONS = ["02_shift_operation", "03_shift_block", "04_shiftvit_model", "05_training"]
 
@@ -729,8 +728,8 @@ def test_an_empty_blank_goes_on_with_the_library(lesson, capsys):
         name = out.split(":")[0]
         assert out == f"{name}: not written yet, so the lesson goes on with the library's version\n", out
         assert namespace[name] is not written[name], f"{lesson}: {name} is still the blank"
-        if name != "train_step":  # the one piece the library has no counterpart of
-            assert namespace[name] not in vars(solutions).values(), name
+        if name == "train_step":  # the one piece the core has no counterpart of
+            assert namespace[name] is checks.library_train_step
 
 
 def test_a_correct_drop_path_with_other_random_numbers_passes():
@@ -766,8 +765,8 @@ def test_try_yours_falls_back_to_the_library_while_blank(capsys):
 
 
 def test_the_training_step_solution_is_the_lessons():
-    """solutions.train_step, the one fallback that is no core piece, behaves as lesson 05's fold."""
-    checks.check_train_step(solutions.train_step)
+    """checks.library_train_step, the one fallback that is no core piece, behaves as lesson 05's fold."""
+    checks.check_train_step(checks.library_train_step)
     plant, words = PLANTED["train_step"]
     assert words in _hint(checks.check_train_step, solved("05_training", plant)["train_step"])
 
