@@ -18,7 +18,7 @@ lesson             module
 on the core: devices and precision, run folders and the resumable ``train``, folder
 and archive data sources, inference and .keras files (lesson 06), experiments (lesson 07),
 the published weights and records. ``shiftvit_lib.notebook`` holds what only the lessons
-use (set-up, plots, the exercises' checks and solutions, analysis, the learner's runtime).
+use (set-up, figures, the exercises' checks, analysis, the learner's run folders and timings).
 This facade, its start-up (``_startup``) and the command line (``__main__``) sit above all
 three; ``tests/test_import_graph.py`` reads each module's layer from its folder and keeps it so.
 
@@ -43,7 +43,8 @@ if _startup.import_backend_quietly():
 _EXPORTS = {
     "shiftvit_lib.config": "ShiftViTConfig list_presets preset",
     "shiftvit_lib.data": "CIFAR10_CLASSES iterate_batches make_dataset",
-    "shiftvit_lib.layers": "MLP DropPath ImagePreprocessing PatchMerging ShiftViTBlock ShiftViTStage drop_path_rates",
+    "shiftvit_lib.layers": "MLP DropPath ImagePreprocessing PatchMerging ShiftViTBlock ShiftViTStage "
+    "drop_path_rates",
     "shiftvit_lib.model": "build_shiftvit count_macs stage_table",
     "shiftvit_lib.recipe": "compile_for_training evaluate training_datasets",
     "shiftvit_lib.schedules": "WarmUpCosine",
