@@ -10,7 +10,7 @@ read by one helper (``_diagnose``). ``try_yours`` is what a blank's checking cel
 runs on (a core piece, or lesson 05's ``library_train_step``: the core trains with ``fit``).
 ``exercise`` is what an exercise's checking cell calls (lessons 00-07).
 
-``tests/lessons/test_checks.py`` injects a catalogue of plausible mistakes into every
+``tests/notebook/test_checks.py`` injects a catalogue of plausible mistakes into every
 piece and asserts that each check fails on every one of them and passes each lesson's solution.
 This is a lesson helper: it imports the core; the core never imports it.
 """
