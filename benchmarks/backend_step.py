@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import keras  # noqa: E402
 
 import shiftvit_lib as sv  # noqa: E402
-from shiftvit_lib.notebook import runtime  # noqa: E402
+from shiftvit_lib.notebook.timing import time_training_steps  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -25,7 +25,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=8)
     args = parser.parse_args(argv)
     for name in args.presets:
-        (timing,) = runtime.time_training_steps(sv.preset(name, batch_size=args.batch_size), xla=("auto",),
+        (timing,) = time_training_steps(sv.preset(name, batch_size=args.batch_size), xla=("auto",),
                                                 steps=args.steps, warmup=2)
         print(f"{keras.backend.backend():10} {name:8} XLA {'on ' if timing.xla else 'off'} "
               f"{1000 * timing.step_seconds:8.1f} ms/step {timing.images_per_second:8,.0f} images/s", flush=True)

@@ -23,7 +23,7 @@ import keras
 from PIL import Image
 
 import shiftvit_lib as sv
-from shiftvit_lib.notebook import runtime
+from shiftvit_lib.notebook import timing
 from shiftvit_lib.tools import devices
 from shiftvit_lib.tools.runs import train
 
@@ -60,8 +60,8 @@ say(
 )
 
 config = sv.preset(PRESET)
-timings = runtime.time_training_steps(config, mixed=policy, steps=10)
-say(check="lesson05 timings", table=runtime.format_timings(timings))
+timings = timing.time_training_steps(config, mixed=policy, steps=10)
+say(check="lesson05 timings", table=timing.format_timings(timings))
 
 
 class StopAfter(keras.callbacks.Callback):

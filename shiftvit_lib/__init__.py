@@ -18,7 +18,7 @@ lesson             module
 on the core: devices and precision, run folders and the resumable ``train``, folder
 and archive data sources, inference and .keras files (lesson 06), experiments (lesson 07),
 the published weights and records. ``shiftvit_lib.notebook`` holds what only the lessons
-use (set-up, plots, the exercises' checks and solutions, analysis, the learner's runtime).
+use (set-up, figures, the exercises' checks, analysis, the learner's run folders and timings).
 This facade, its start-up (``_startup``) and the command line (``__main__``) sit above all
 three; ``tests/project/test_import_graph.py`` reads each module's layer from its folder and keeps it so.
 
@@ -42,16 +42,19 @@ if _startup.import_backend_quietly():
 # The facade's names by their module; __getattr__ loads each on first use (a tooling module then).
 _EXPORTS = {
     "shiftvit_lib.config": "ShiftViTConfig list_presets preset",
-    "shiftvit_lib.data": "CIFAR10_CLASSES make_dataset",
-    "shiftvit_lib.layers": "MLP DropPath ImagePreprocessing ShiftViTBlock ShiftViTStage drop_path_rates",
-    "shiftvit_lib.model": "build_shiftvit count_macs",
-    "shiftvit_lib.recipe": "evaluate",
+    "shiftvit_lib.data": "CIFAR10_CLASSES iterate_batches make_dataset",
+    "shiftvit_lib.layers": "MLP DropPath ImagePreprocessing PatchMerging ShiftViTBlock ShiftViTStage "
+    "drop_path_rates",
+    "shiftvit_lib.model": "build_shiftvit count_macs stage_table",
+    "shiftvit_lib.recipe": "compile_for_training evaluate training_datasets",
     "shiftvit_lib.schedules": "WarmUpCosine",
-    "shiftvit_lib.shift": "shift_channels",
-    "shiftvit_lib.vit": "ViTConfig build_vit",
+    "shiftvit_lib.shift": "keras_io_shift shift_channels shift_channels_roll",
+    "shiftvit_lib.vit": "ViTConfig build_vit count_vit_macs extract_patches PatchTokenizer "
+    "ShiftedPatchTokenizer DIAGONAL_DIRECTIONS diagonal_shifts MultiHeadSelfAttention",
     "shiftvit_lib.tools.data_sources": "load_cifar10",  # every source, then data.make_splits
     "shiftvit_lib.tools.runs": "train",
-    "shiftvit_lib.tools.inference": "load_model predict_folder save_model",
+    "shiftvit_lib.tools.run_folder": "describe_run load_run read_history_csv RunFolderError",
+    "shiftvit_lib.tools.inference": "load_image load_model predict_folder predict_probabilities save_model",
     "shiftvit_lib.tools.published": "load_record pretrained pretrained_info",
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names.split()}

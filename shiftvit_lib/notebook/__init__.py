@@ -1,6 +1,7 @@
 """What only the lessons use: set-up and mode (``lesson``), figures (``plots``), the checks of a
-learner's code and their solutions (``checks``, ``solutions``), reading a model's mistakes
-(``analysis``) and the glue of lessons 05-07 (``runtime``: run folders on Colab, reuse, timings).
+learner's code and the fallbacks of its blanks (``checks``), reading a model's mistakes
+(``analysis``), the learner's run folders on Colab and elsewhere (``learner_runs``) and
+lesson 05's device table and run estimate (``timing``).
 
 The core and the tooling never import this package.
 """

@@ -7,7 +7,8 @@ hints come from one table per check, the result a known mistake gives -> its hin
 read by one helper (``_diagnose``). ``try_yours`` is what a blank's checking cell calls
 (lessons 02-05): it checks the learner's version or, while that is still a blank
 (``NotImplementedError``), says so and checks and returns the library's version, so the lesson
-runs on. ``exercise`` is what an exercise's checking cell calls (lessons 00-07).
+runs on (a core piece, or lesson 05's ``library_train_step``: the core trains with ``fit``).
+``exercise`` is what an exercise's checking cell calls (lessons 00-07).
 
 ``tests/notebook/test_checks.py`` injects a catalogue of plausible mistakes into every
 piece and asserts that each check fails on every one of them and passes each lesson's solution.
@@ -72,13 +73,17 @@ def exercise(check: Callable[..., None], answer: Any, *context: Any) -> None:
 
 
 # What most often makes the learner's code raise: {words of the type or message: the likely cause}
-CAUSES = {"NameError|UnboundLocal|not defined": "a name used before it is set: a line is missing or out of order",
-          "has no attribute": "an attribute never set (a line missing in build or __init__) or the wrong object",
-          "NoneType": "something gave None: a `return` is missing", "ZeroDivision|by zero": "a division by zero",
-          "slice indices must be integers": "a slice bound that is not an integer: use // for integer division",
-          "broadcast|Dimension|shape|ConcatOp|ncompatible|rank": "the shapes do not fit: check the slices, the "
-          "padded axis and the shape of what you return", "units|filters|positive integer": "a layer got a size "
-          "that is not a positive whole number", "TypeError": "an argument of the wrong type or in the wrong place"}
+CAUSES = {
+    "NameError|UnboundLocal|not defined": "a name used before it is set: a line is missing or out of order",
+    "has no attribute": "an attribute never set (a line missing in build or __init__) or the wrong object",
+    "NoneType": "something gave None: a `return` is missing",
+    "ZeroDivision|by zero": "a division by zero",
+    "slice indices must be integers": "a slice bound that is not an integer: use // for integer division",
+    "broadcast|Dimension|shape|ConcatOp|ncompatible|rank": "the shapes do not fit: check the slices, the "
+    "padded axis and the shape of what you return",
+    "units|filters|positive integer": "a layer got a size that is not a positive whole number",
+    "TypeError": "an argument of the wrong type or in the wrong place",
+}
 
 
 def _hint_of(name: str, error: BaseException) -> str:
@@ -87,14 +92,29 @@ def _hint_of(name: str, error: BaseException) -> str:
     import traceback
 
     lines = [re.sub(r"\x1b\[[0-9;]*m|\{\{[^}]*\}\}\s*", "", line).strip() for line in str(error).splitlines()]
-    said = f"{type(error).__name__}: " + next((x for x in lines if x and "Exception encountered" not in x), "")
-    cause = next((why for words, why in CAUSES.items() if re.search(words, said[:150])), "check the line it names")
-    library = str(Path(__file__).resolve().parents[1])  # the learner's frames are neither ours nor a package's
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(library)
-              and "-packages" not in f.filename and "/lib/python" not in f.filename]
+    said = f"{type(error).__name__}: " + next(
+        (x for x in lines if x and "Exception encountered" not in x), ""
+    )
+    cause = next(
+        (why for words, why in CAUSES.items() if re.search(words, said[:150])), "check the line it names"
+    )
+    library = str(
+        Path(__file__).resolve().parents[1]
+    )  # the learner's frames are neither ours nor a package's
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if not f.filename.startswith(library)
+        and "-packages" not in f.filename
+        and "/lib/python" not in f.filename
+    ]
     if not frames:
         return f"the check could not use what {name} gave ({said[:150]}): {cause}"
-    where = f" at `{frames[-1].line.strip()[:60]}`" if frames[-1].line else f" (line {frames[-1].lineno} of its cell)"
+    where = (
+        f" at `{frames[-1].line.strip()[:60]}`"
+        if frames[-1].line
+        else f" (line {frames[-1].lineno} of its cell)"
+    )
     return f"{name} raised {said[:150]}{where}; likely cause: {cause}"
 
 
@@ -148,7 +168,10 @@ def _copy_by_role(mine: keras.layers.Layer, library: keras.layers.Layer, hint: s
     """Give ``mine`` the library's weights, matched by role (kernel or bias) and shape, not by the
     order the layers were made in; a weight with no counterpart gets ``hint``."""
     role = lambda weight: (weight.path.split("/")[-1], tuple(weight.shape))  # noqa: E731
-    theirs, got = {role(w): w for w in library.trainable_weights}, sorted(role(w) for w in mine.trainable_weights)
+    theirs, got = (
+        {role(w): w for w in library.trainable_weights},
+        sorted(role(w) for w in mine.trainable_weights),
+    )
     assert got == sorted(theirs), f"{hint}: got {', '.join(f'{n} {s}' for n, s in got) or 'no weights'}"
     for weight in mine.trainable_weights:
         weight.assign(_numpy(theirs[role(weight)]))
@@ -165,8 +188,14 @@ def _each_way(x: np.ndarray, s: int) -> list[np.ndarray]:
 
 # The shift (lesson 02) ----------------------------------------------------
 # C / num_div with remainders 0, below and above one half (round() and // differ on 2.75 and 11.75)
-SHIFT_CASES = [((1, 5, 5, 6), 6, 1), ((2, 7, 9, 24), 12, 1), ((2, 6, 10, 50), 8, 2), ((1, 6, 6, 13), 4, 3),
-               ((1, 5, 7, 11), 4, 1), ((1, 6, 5, 47), 4, 2)]
+SHIFT_CASES = [
+    ((1, 5, 5, 6), 6, 1),
+    ((2, 7, 9, 24), 12, 1),
+    ((2, 6, 10, 50), 8, 2),
+    ((1, 6, 6, 13), 4, 3),
+    ((1, 5, 7, 11), 4, 1),
+    ((1, 6, 5, 47), 4, 2),
+]
 DIRECTIONS = ["left", "right", "up", "down"]
 
 
@@ -207,7 +236,11 @@ def check_mlp(mlp_class: Callable[..., Any]) -> None:
         assert _numpy(mine(x)).shape == x.shape, f"the MLP must give back the C = {channels} channels it got"
         library(x)
         weights = _randomise(library, 9)
-        _copy_by_role(mine, library, f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} units -> C")
+        _copy_by_role(
+            mine,
+            library,
+            f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} units -> C",
+        )
         w1, b1, w2, b2 = weights
         mistakes = {
             "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
@@ -406,6 +439,18 @@ def _step_model() -> keras.Model:
     return keras.Model(inputs, DoubledInTraining()(x))
 
 
+def library_train_step(model: keras.Model, optimizer: Any, loss_fn: Any, images: Any, labels: Any) -> float:
+    """Lesson 05's training step, as its collapsed "Solution" shows it: what ``try_yours``
+    falls back to while the learner's is blank (the library itself trains with ``model.fit``)."""
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        loss = loss_fn(labels, model(images, training=True))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+    return float(loss)
+
+
 def check_train_step(step: Callable[..., float]) -> None:
     """``step(model, optimizer, loss_fn, images, labels)`` must return the loss of
     the model in training mode and take one step of the optimizer it is given (Adam
@@ -435,10 +480,12 @@ def check_train_step(step: Callable[..., float]) -> None:
     wanted = [w - b for w, b in zip(reference.get_weights(), before)]
     still, uphill, twice = ([factor * m for m in wanted] for factor in (0, -1, 2))
     plain_sgd = [-lr * _numpy(g) for g in gradients]
-    mistakes = {"no weight changed: the step must apply the gradients (optimizer.apply_gradients)": still,
-                "the weights moved uphill: the optimizer needs the gradients, not their negatives": uphill,
-                "the weights moved by -lr * gradient, a plain SGD step: let the optimizer (Adam) step": plain_sgd,
-                "the weights moved twice as far: apply the gradients once per step": twice}
+    mistakes = {
+        "no weight changed: the step must apply the gradients (optimizer.apply_gradients)": still,
+        "the weights moved uphill: the optimizer needs the gradients, not their negatives": uphill,
+        "the weights moved by -lr * gradient, a plain SGD step: let the optimizer (Adam) step": plain_sgd,
+        "the weights moved twice as far: apply the gradients once per step": twice,
+    }
     otherwise = "the weights differ from one optimizer step along the training loss's gradient"
     if any(not m.any() for m in moves):
         otherwise = "some weights did not change: take the gradient for every model.trainable_variables"
@@ -446,7 +493,9 @@ def check_train_step(step: Callable[..., float]) -> None:
     for _ in range(2):  # more steps with the same optimizer: its moments and step count carry on
         step(model, optimizer, loss_fn, images, labels)
     taken = int(_numpy(optimizer.iterations))  # an optimizer made inside the step never counts
-    assert taken == 3, f"three steps, and the optimizer you were given counted {taken}: step with it every time"
+    assert taken == 3, (
+        f"three steps, and the optimizer you were given counted {taken}: step with it every time"
+    )
 
 
 # The exercises (lessons 00-07) ----------------------------------------------
@@ -456,13 +505,16 @@ def check_moved_channels(moved_channels: Callable[[int, int], int]) -> None:
     _blank(moved_channels(96, 12), "Write moved_channels, then run both cells again.")
     rng = np.random.default_rng(0)
     cases = [(96, 12), (192, 12), (50, 8), (13, 4), (11, 4), (47, 12)]
-    for c, n in cases + [(int(n * rng.integers(1, 9) + rng.integers(0, n)), int(n)) for n in rng.integers(4, 17, 30)]:
+    for c, n in cases + [
+        (int(n * rng.integers(1, 9) + rng.integers(0, n)), int(n)) for n in rng.integers(4, 17, 30)
+    ]:
         x = rng.uniform(1.0, 2.0, size=(1, 2, 2, c)).astype("float32")
         moved, got = int((_numpy(shift_channels(x, n)) != x).any(axis=(0, 1, 2)).sum()), moved_channels(c, n)
         mistakes = {
             "C // num_div is one group: four groups move": c // n,
             f"C = {c}, num_div = {n}: groups of C // num_div channels, the other C % num_div stay": 4 * c / n,
-            f"C / num_div = {c / n:.2f} rounds up with round(): the groups are C // num_div": 4 * round(c / n),
+            f"C / num_div = {c / n:.2f} rounds up with round(): the groups are C // num_div": 4
+            * round(c / n),
         }
         _diagnose(got, moved, mistakes, f"moved_channels({c}, {n}) = {got}, the shift moved {moved}")
 
@@ -477,9 +529,11 @@ def check_val_counts(val_counts: Callable[[np.ndarray], Any], data: Any) -> None
         labels = rng.choice(classes - 1, size=size, p=(p := np.arange(1, classes)) / p.sum())
         cases.append((f"{size} random labels", labels, np.bincount(labels, minlength=classes)))
     for what, labels, expected in cases:
-        mistakes = {"those are data's training counts: count the labels you are given": data.class_counts()["train"],
-                    "the counts are sorted: keep them in class order 0, 1, ...": np.sort(expected),
-                    f"a class may be missing: np.bincount(labels, minlength={classes})": np.bincount(labels)}
+        mistakes = {
+            "those are data's training counts: count the labels you are given": data.class_counts()["train"],
+            "the counts are sorted: keep them in class order 0, 1, ...": np.sort(expected),
+            f"a class may be missing: np.bincount(labels, minlength={classes})": np.bincount(labels),
+        }
         otherwise = f"count how often each of the {classes} classes occurs in {what} (np.bincount)"
         _diagnose(np.asarray(val_counts(labels)), expected, mistakes, otherwise)
 
@@ -535,7 +589,9 @@ def check_block_parameters(answer: Any, channels: int = 384) -> None:
     """Lesson 03: the parameters of one block with ``channels`` channels and MLP ratio 2."""
     _blank(answer, "Replace None with your number, then run the cell.")
     whole = isinstance(answer, int | np.integer) and not isinstance(answer, bool)
-    assert whole, f"give the count as a whole number, such as 123456, not the {type(answer).__name__} {answer!r}"
+    assert whole, (
+        f"give the count as a whole number, such as 123456, not the {type(answer).__name__} {answer!r}"
+    )
     c = channels
     mistakes = {
         "counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,

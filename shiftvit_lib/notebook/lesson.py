@@ -1,4 +1,4 @@
-"""What every lesson notebook does first: pick the run mode, seed, describe the machine.
+"""What every lesson notebook does first: pick the run mode from the lesson's switch, seed.
 
 Each lesson runs in one of two modes:
 
@@ -7,9 +7,10 @@ Each lesson runs in one of two modes:
   2-core CPU in minutes; the numbers it prints are a smoke test, *not* results.
 * **full**: the whole CIFAR-10 and the ``seed`` recipe. Meant for a GPU.
 
-Full mode happens only when someone asks for it: the learner's switch at the top
-of a lesson (``FULL_MODE = True``, passed as ``setup_lesson(full_mode=...)``), or
-the environment variable ``SHIFTVIT_QUICK=0`` that the lesson runner and CI use.
+Full mode happens only when someone asks for it: the learner's switch at the top of a
+lesson, passed to ``setup_lesson`` as it is (``FULL_MODE = True``, or lesson 05's
+``RECIPE = "cpu"`` or ``"seed"``, which also picks the full-mode preset), or the
+environment variable ``SHIFTVIT_QUICK=0`` that the lesson runner and CI use.
 ``SHIFTVIT_QUICK`` (``1`` quick, ``0`` full), when set, wins over the switch, so a
 runner can choose the mode of every lesson at once. A GPU that is found never
 changes the mode; ``describe`` only mentions it. ``SHIFTVIT_DATA`` chooses the
@@ -19,13 +20,12 @@ data of a full run (default ``auto``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
-from typing import Any
 
 QUICK_ENV = "SHIFTVIT_QUICK"
 DATA_ENV = "SHIFTVIT_DATA"
+RECIPES = ("quick", "cpu", "seed")  # lesson 05's RECIPE: quick mode, or full mode with this preset
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class LessonSettings:
     preset_name: str
     seed: int
     accelerator: bool | None = None  # a GPU/TPU was seen (None: not checked); never changes the mode
+    switch: str = "FULL_MODE"  # the lesson's switch, as the learner sees it
 
     @property
     def mode(self) -> str:
@@ -54,33 +55,44 @@ class LessonSettings:
             what = f"FULL mode: data source {self.data_source!r}, preset {self.preset_name!r}."
         lines = [what, f"(mode chosen by {self.reason})"]
         if self.accelerator and self.quick:
-            lines.append("A GPU/TPU was found; quick mode uses it too. Full mode needs FULL_MODE = True.")
+            wanted = 'RECIPE = "cpu" or "seed"' if self.switch == "RECIPE" else "FULL_MODE = True"
+            lines.append(f"A GPU/TPU was found; quick mode uses it too. Full mode needs {wanted}.")
         return "\n".join(lines)
 
 
-def choose_mode(full_mode: bool = False, environ: Mapping[str, str] | None = None) -> tuple[bool, str]:
+def choose_mode(
+    full_mode: bool = False, environ: Mapping[str, str] | None = None, switch: str | None = None
+) -> tuple[bool, str]:
     """Return ``(quick, reason)``: full if ``SHIFTVIT_QUICK=0``, or if it is unset and ``full_mode`` is True.
 
-    Hardware plays no part: a lesson on a GPU runs quick unless someone asks for full.
+    ``switch`` is the lesson's switch as set, for the reason (default ``FULL_MODE = <full_mode>``;
+    lesson 05 passes ``RECIPE = 'cpu'``). Hardware plays no part: a lesson on a GPU runs quick
+    unless someone asks for full.
     """
     if not isinstance(full_mode, bool):
         raise TypeError(f"full_mode must be True or False, got {full_mode!r}")
+    switch = switch or f"FULL_MODE = {full_mode}"
     raw = (os.environ if environ is None else environ).get(QUICK_ENV, "")
     value = raw.strip().lower()
     if value not in ("", "1", "true", "yes", "0", "false", "no"):
         raise ValueError(f"{QUICK_ENV} must be 1 (quick) or 0 (full), got {raw!r}")
     if value:
-        reason = f"{QUICK_ENV}={raw} in the environment, which wins over FULL_MODE"
+        reason = f"{QUICK_ENV}={raw} in the environment, which wins over {switch.split(' =')[0]}"
         return value in ("1", "true", "yes"), reason
-    return (False, "FULL_MODE = True") if full_mode else (True, "FULL_MODE = False, the default")
+    return not full_mode, switch if full_mode else f"{switch}, the default"
 
 
-def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
-    """Seed every random generator, quiet TensorFlow's logger and decide the lesson's mode (see module doc)."""
+def setup_lesson(full_mode: bool = False, *, recipe: str | None = None, seed: int = 42) -> LessonSettings:
+    """Seed every random generator, quiet TensorFlow's logger and decide the lesson's mode (see module doc).
+
+    ``full_mode=FULL_MODE``, or lesson 05's ``recipe=RECIPE`` (one of :data:`RECIPES`).
+    """
     import keras
 
     from shiftvit_lib.tools.devices import has_accelerator
 
+    if recipe is not None and (recipe not in RECIPES or full_mode):
+        raise ValueError(f"recipe must be one of {RECIPES}, without full_mode; got {recipe!r}")
     keras.utils.set_random_seed(seed)
     if keras.backend.backend() == "tensorflow":
         # TensorFlow's Python logger warns, for example, each time a freshly built model traces its
@@ -89,82 +101,12 @@ def setup_lesson(seed: int = 42, full_mode: bool = False) -> LessonSettings:
         import tensorflow as tf
 
         tf.get_logger().setLevel("ERROR")
-    quick, reason = choose_mode(full_mode)
-    data_source, preset_name = ("sample", "quick") if quick else (os.environ.get(DATA_ENV, "auto"), "seed")
-    return LessonSettings(quick, reason, data_source, preset_name, seed, accelerator=has_accelerator())
-
-
-def environment_report() -> dict[str, Any]:
-    """Backend, versions and devices, for the overview lesson's environment check."""
-    from shiftvit_lib.tools.devices import describe_machine
-
-    return describe_machine()
-
-
-def animation_path(name: str) -> Any:
-    """Path of a rendered animation GIF shipped with the package (e.g. ``"shift_operation"``)."""
-    folder = resources.files("shiftvit_lib") / "assets" / "animations"
-    if not (folder / f"{name}.gif").is_file():
-        available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
-        raise FileNotFoundError(
-            f"no animation named {name!r}; available: {available} (`python animations/render.py`)"
-        )
-    return folder / f"{name}.gif"
-
-
-def numbered_feature_map(channels: int, height: int = 5, width: int = 5) -> Any:
-    """A ``(1, height, width, channels)`` float32 array whose every channel holds 1, 2, ... row by row.
-
-    Each number names the position it started at, so after a shift you can read off
-    where every value went.
-    """
-    import numpy as np
-
-    picture = np.arange(1, height * width + 1, dtype="float32").reshape(1, height, width, 1)
-    return np.repeat(picture, channels, axis=-1)
-
-
-def format_channels(tensor: Any, titles: Sequence[str]) -> str:
-    """The channels of a ``(1, H, W, C)`` tensor as small integer grids, side by side.
-
-    One title per channel is centred above its grid; columns are as wide as the
-    widest number needs.
-    """
-    import numpy as np
-    from keras import ops
-
-    values = np.asarray(ops.convert_to_numpy(tensor))
-    if values.ndim != 4 or values.shape[0] != 1:
-        raise ValueError(
-            f"format_channels expects one feature map of shape (1, H, W, C); got {values.shape}."
-        )
-    if len(titles) != values.shape[-1]:
-        raise ValueError(
-            f"got {len(titles)} titles for {values.shape[-1]} channels; give one title per channel."
-        )
-    channels = values[0].astype(int).transpose(2, 0, 1)  # (C, H, W)
-    cell = max(len(str(v)) for v in channels.ravel()) + 1  # characters per number
-    lines = [[f"{title:^{cell * channels.shape[2]}}" for title in titles]]
-    lines += [
-        ["".join(f"{v:{cell}d}" for v in channel[row]) for channel in channels]
-        for row in range(channels.shape[1])
-    ]
-    return "\n".join("   ".join(line) for line in lines)
-
-
-def show_animation(name: str, width: int | None = None) -> Any:
-    """The GIF embedded in the notebook as an HTML ``<img>``, so it plays everywhere.
-
-    The GIF travels inside the notebook as a base64 ``data:`` URI in a ``text/html``
-    output. JupyterLab, Colab, nbconvert's HTML and GitHub's notebook view all show
-    that and animate it; a bare ``image/gif`` output is not rendered by nbconvert
-    (and so not by HTML exports of the lessons).
-    """
-    import base64
-
-    from IPython.display import HTML
-
-    data = base64.b64encode(animation_path(name).read_bytes()).decode("ascii")
-    size = f' width="{int(width)}"' if width else ""
-    alt = f"Animation: {name.replace('_', ' ')}"
-    return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}"{size}>')
+    if recipe is None:
+        quick, reason = choose_mode(full_mode)
+        switch, full_preset = "FULL_MODE", "seed"
+    else:
+        quick, reason = choose_mode(recipe != "quick", switch=f"RECIPE = {recipe!r}")
+        switch, full_preset = "RECIPE", "seed" if recipe == "quick" else recipe
+    full = (os.environ.get(DATA_ENV, "auto"), full_preset)
+    data_source, preset_name = ("sample", "quick") if quick else full
+    return LessonSettings(quick, reason, data_source, preset_name, seed, has_accelerator(), switch)

@@ -1,17 +1,22 @@
-"""Small matplotlib figures for the notebooks.
+"""What the lessons show: small matplotlib figures, a feature map as numbers, the animations.
 
-Every function returns a ``matplotlib.figure.Figure`` and shows nothing:
+Every ``plot_*`` function returns a ``matplotlib.figure.Figure`` and shows nothing:
 make it the last expression of a notebook cell (or call ``display(fig)``) to
 see it, ``fig.savefig(path)`` to keep it. The figures are detached from
 pyplot's figure manager, so Jupyter does not draw them a second time and
 creating many of them does not leak memory. Sizes and dpi are small so that
 the images saved inside notebooks stay well under 1 MB.
+
+A shift is also shown by numbers (``numbered_feature_map``, ``format_channels``: each
+value names where it started) and by the Manim animations shipped with the package
+(``show_animation``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
 from typing import Any
 
 import keras
@@ -357,3 +362,68 @@ def plot_reliability(confidence: Sequence[float], correct: Sequence[bool], bins:
     bottom.set(xlim=(0, 1), xlabel="confidence of the top class", ylabel="images")
     bottom.yaxis.set_major_locator(MaxNLocator(3, integer=True))
     return fig
+
+
+# --------------------------------------------------------------------------- a shift by numbers, animations
+def animation_path(name: str) -> Any:
+    """Path of a rendered animation GIF shipped with the package (e.g. ``"shift_operation"``)."""
+    folder = resources.files("shiftvit_lib") / "assets" / "animations"
+    if not (folder / f"{name}.gif").is_file():
+        available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
+        raise FileNotFoundError(
+            f"no animation named {name!r}; available: {available} (`python animations/render.py`)"
+        )
+    return folder / f"{name}.gif"
+
+
+def numbered_feature_map(channels: int, height: int = 5, width: int = 5) -> Any:
+    """A ``(1, height, width, channels)`` float32 array whose every channel holds 1, 2, ... row by row.
+
+    Each number names the position it started at, so after a shift you can read off
+    where every value went.
+    """
+    picture = np.arange(1, height * width + 1, dtype="float32").reshape(1, height, width, 1)
+    return np.repeat(picture, channels, axis=-1)
+
+
+def format_channels(tensor: Any, titles: Sequence[str]) -> str:
+    """The channels of a ``(1, H, W, C)`` tensor as small integer grids, side by side.
+
+    One title per channel is centred above its grid; columns are as wide as the
+    widest number needs.
+    """
+    values = np.asarray(keras.ops.convert_to_numpy(tensor))
+    if values.ndim != 4 or values.shape[0] != 1:
+        raise ValueError(
+            f"format_channels expects one feature map of shape (1, H, W, C); got {values.shape}."
+        )
+    if len(titles) != values.shape[-1]:
+        raise ValueError(
+            f"got {len(titles)} titles for {values.shape[-1]} channels; give one title per channel."
+        )
+    channels = values[0].astype(int).transpose(2, 0, 1)  # (C, H, W)
+    cell = max(len(str(v)) for v in channels.ravel()) + 1  # characters per number
+    lines = [[f"{title:^{cell * channels.shape[2]}}" for title in titles]]
+    lines += [
+        ["".join(f"{v:{cell}d}" for v in channel[row]) for channel in channels]
+        for row in range(channels.shape[1])
+    ]
+    return "\n".join("   ".join(line) for line in lines)
+
+
+def show_animation(name: str, width: int | None = None) -> Any:
+    """The GIF embedded in the notebook as an HTML ``<img>``, so it plays everywhere.
+
+    The GIF travels inside the notebook as a base64 ``data:`` URI in a ``text/html``
+    output. JupyterLab, Colab, nbconvert's HTML and GitHub's notebook view all show
+    that and animate it; a bare ``image/gif`` output is not rendered by nbconvert
+    (and so not by HTML exports of the lessons).
+    """
+    import base64
+
+    from IPython.display import HTML
+
+    data = base64.b64encode(animation_path(name).read_bytes()).decode("ascii")
+    size = f' width="{int(width)}"' if width else ""
+    alt = f"Animation: {name.replace('_', ' ')}"
+    return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}"{size}>')

@@ -1,6 +1,7 @@
 """Lessons 05-07 on the learner's runtime (issue 23): what their sources must hold.
 
-Their behaviour is tested in tests/notebook/test_runtime.py (runs root, model choice, re-runs, estimates);
+Their behaviour is tested in tests/notebook/test_learner_runs.py (runs root, model choice),
+test_timing.py (estimates) and tests/tools/test_runs.py (re-running a training cell: reuse=True);
 these checks keep the lessons wired to it.
 """
 
@@ -34,7 +35,7 @@ def _printed(cell):
 def test_lesson05_shows_timings_and_an_estimate_before_it_trains_and_says_where_runs_go():
     # What the learner sees in the executed lesson (scripts/run_lessons.py), not how the cells
     # spell it: the timing table, then the estimate, then the training log, whose cell first
-    # says where the run goes (runtime.runs_root's note).
+    # says where the run goes (learner_runs.runs_root's note).
     printed = [_printed(cell) for cell in _cells("05_training") if cell["cell_type"] == "code"]
 
     def first(marker):
@@ -43,8 +44,6 @@ def test_lesson05_shows_timings_and_an_estimate_before_it_trains_and_says_where_
     training = first("Epoch 1/")
     assert first("ms/step  images/s  speed-up") < first("estimate: ") < training
     assert printed[training].startswith("runs go to ")
-    code = _code("05_training")
-    assert not [source for source in code if "sv.train(" in source]  # a re-run must not refuse or delete
 
 
 @pytest.mark.parametrize("name", ["05_training", "07_attention_vs_shift"])
@@ -72,8 +71,8 @@ def test_lesson07_reads_back_the_comparison_its_full_mode_saves(tmp_path, capsys
     record = {"rows": [], "data_source": "test", "epochs": 1, "machine": {"backend": "jax", "devices": ["cpu"]}}
     ex = types.SimpleNamespace(comparison_record=lambda *a, **k: record, format_table=lambda rows: "table")
     settings = types.SimpleNamespace(quick=False, seed=0, mode="full")
-    runtime = types.SimpleNamespace(runs_root=lambda **k: types.SimpleNamespace(path=tmp_path))
-    namespace = {"json": json, "Path": Path, "ex": ex, "settings": settings, "runtime": runtime, "rows": [],
+    learner_runs = types.SimpleNamespace(runs_root=lambda **k: types.SimpleNamespace(path=tmp_path))
+    namespace = {"json": json, "Path": Path, "ex": ex, "settings": settings, "learner_runs": learner_runs, "rows": [],
                  "configs": {}, "data": None, "EPOCHS": 1, "run_root": tmp_path / "07_attention_vs_shift_full"}
     namespace["run_root"].mkdir()
     exec(saving, namespace)

@@ -28,7 +28,7 @@ from keras import layers, ops
 
 import shiftvit_lib as sv
 from shiftvit_lib.layers import DropPath
-from shiftvit_lib.notebook import checks, solutions
+from shiftvit_lib.notebook import checks
 from shiftvit_lib.shift import keras_io_shift, shift_channels
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -38,7 +38,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 import shiftvit_lib as sv
-from shiftvit_lib.notebook import checks, solutions
+from shiftvit_lib.notebook import checks
 from shiftvit_lib.schedules import WarmUpCosine
 """
 MUTATED_LESSONS = ["00_overview", "01_data", "02_shift_operation", "03_shift_block", "04_shiftvit_model",
@@ -527,7 +527,7 @@ def _step(training=True, apply=True, variables=lambda m: m.trainable_variables, 
 
 
 def _step_with_its_own_optimizer(model, optimizer, loss_fn, images, labels):
-    return solutions.train_step(model, keras.optimizers.Adam(0.01), loss_fn, images, labels)
+    return checks.library_train_step(model, keras.optimizers.Adam(0.01), loss_fn, images, labels)
 
 
 STEP_MISTAKES = {
@@ -833,8 +833,8 @@ def test_an_empty_blank_goes_on_with_the_library(lesson, capsys):
         name = out.split(":")[0]
         assert out == f"{name}: not written yet, so the lesson goes on with the library's version\n", out
         assert namespace[name] is not written[name], f"{lesson}: {name} is still the blank"
-        if name != "train_step":  # the one piece the library has no counterpart of
-            assert namespace[name] not in vars(solutions).values(), name
+        if name == "train_step":  # the one piece the core has no counterpart of
+            assert namespace[name] is checks.library_train_step
 
 
 def test_a_correct_drop_path_with_other_random_numbers_passes():
@@ -867,6 +867,11 @@ def test_try_yours_falls_back_to_the_library_while_blank(capsys):
     assert capsys.readouterr().out == "my_shift: yours passes every check\n"
     with pytest.raises(AssertionError, match="must move left"):
         checks.try_yours(checks.check_shift, SHIFT_MISTAKES["left and right swapped"], sv.shift_channels)
+
+
+def test_the_training_step_solution_is_the_lessons():
+    """checks.library_train_step, the one fallback that is no core piece, behaves as lesson 05's fold."""
+    checks.check_train_step(checks.library_train_step)
 
 
 def test_the_training_step_check_catches_a_mistake_planted_in_lesson_05s_fold():

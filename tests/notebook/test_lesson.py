@@ -1,4 +1,4 @@
-"""Lesson set-up: the quick/full switch, the lesson header and time card, the animation lookup."""
+"""Lesson set-up: the lesson's switch and mode, the lesson header and time card."""
 
 import datetime
 import importlib
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shiftvit_lib.notebook.lesson import animation_path, choose_mode, setup_lesson
+from shiftvit_lib.notebook.lesson import choose_mode, setup_lesson
 
 
 def test_full_mode_only_when_asked():
@@ -24,6 +24,8 @@ def test_environment_variable_wins_over_the_switch():
     quick, reason = choose_mode(False, {"SHIFTVIT_QUICK": "0"})
     assert quick is False and reason.startswith("SHIFTVIT_QUICK=0")
     assert choose_mode(True, {"SHIFTVIT_QUICK": " "}) == (False, "FULL_MODE = True")  # blank counts as unset
+    _, reason = choose_mode(True, {"SHIFTVIT_QUICK": "1"}, switch="RECIPE = 'cpu'")
+    assert reason == "SHIFTVIT_QUICK=1 in the environment, which wins over RECIPE"
 
 
 def test_bad_values_are_rejected():
@@ -61,48 +63,45 @@ def test_setup_lesson_full_when_the_learner_asks(monkeypatch):
     assert "FULL mode" in settings.describe() and "FULL_MODE = True" in settings.describe()
 
 
+@pytest.mark.parametrize(("switch", "mode", "preset", "reason"), [
+    (dict(full_mode=False), "quick", "quick", "FULL_MODE = False, the default"),
+    (dict(full_mode=True), "full", "seed", "FULL_MODE = True"),
+    (dict(recipe="quick"), "quick", "quick", "RECIPE = 'quick', the default"),
+    (dict(recipe="cpu"), "full", "cpu", "RECIPE = 'cpu'"),
+    (dict(recipe="seed"), "full", "seed", "RECIPE = 'seed'"),
+])
+def test_setup_lesson_takes_each_lessons_switch_as_it_is(monkeypatch, switch, mode, preset, reason):
+    # Lesson 05's RECIPE picks quick mode, or full mode with its own preset; no lesson rewrites the result.
+    monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
+    settings = setup_lesson(**switch)
+    assert (settings.mode, settings.preset_name, settings.reason) == (mode, preset, reason)
+    assert f"(mode chosen by {reason})" in settings.describe()
+    name = "RECIPE" if "recipe" in switch else "FULL_MODE"
+    monkeypatch.setenv("SHIFTVIT_QUICK", "0")  # the runner's full mode: RECIPE = "quick" trains the seed recipe
+    forced = setup_lesson(**switch)
+    assert forced.mode == "full" and forced.preset_name == ("seed" if preset == "quick" else preset)
+    assert forced.reason == f"SHIFTVIT_QUICK=0 in the environment, which wins over {name}"
+
+
+@pytest.mark.parametrize("switch", [dict(recipe="gpu"), dict(recipe="cpu", full_mode=True), dict(full_mode="yes")])
+def test_setup_lesson_refuses_a_switch_it_cannot_read(switch):
+    with pytest.raises((ValueError, TypeError), match="recipe must be one of|full_mode must be True or False"):
+        setup_lesson(**switch)
+
+
+def test_a_gpu_hint_names_lesson05s_recipe_switch(monkeypatch):
+    devices = importlib.import_module("shiftvit_lib.tools.devices")
+    monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
+    monkeypatch.setattr(devices, "has_accelerator", lambda: True)
+    assert 'Full mode needs RECIPE = "cpu" or "seed".' in setup_lesson(recipe="quick").describe()
+    assert "Full mode needs FULL_MODE = True." in setup_lesson().describe()
+
+
 def test_setup_lesson_full_reads_the_data_variable(monkeypatch):
     monkeypatch.setenv("SHIFTVIT_QUICK", "0")
     monkeypatch.setenv("SHIFTVIT_DATA", "/data/cifar10-jpeg.tar.gz")
     settings = setup_lesson()
     assert not settings.quick and settings.data_source == "/data/cifar10-jpeg.tar.gz"
-
-
-def test_unknown_animation_lists_the_available_ones():
-    with pytest.raises(FileNotFoundError, match="no animation named 'nope'"):
-        animation_path("nope")
-
-
-def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
-    import base64
-    import re
-
-    from shiftvit_lib.notebook.lesson import animation_path, show_animation
-
-    shown = show_animation("shift_operation", width=480)
-    html = shown._repr_html_()
-    match = re.fullmatch(r'<img src="data:image/gif;base64,([A-Za-z0-9+/=]+)" alt="[^"]+" width="480">', html)
-    assert match, html[:120]
-    assert base64.b64decode(match.group(1)) == animation_path("shift_operation").read_bytes()
-
-
-def test_channel_grids_show_where_each_value_went():
-    from shiftvit_lib.notebook.lesson import format_channels, numbered_feature_map
-    from shiftvit_lib.shift import shift_channels
-
-    x = numbered_feature_map(4, height=3, width=3)
-    assert x.shape == (1, 3, 3, 4) and x[0, :, :, 2].tolist() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
-    text = format_channels(shift_channels(x, num_div=4), ["left", "right", "up", "down"])
-    assert text.splitlines() == [
-        " left    right      up      down ",
-        " 2 3 0    0 1 2    4 5 6    0 0 0",
-        " 5 6 0    0 4 5    7 8 9    1 2 3",
-        " 8 9 0    0 7 8    0 0 0    4 5 6",
-    ]
-    with pytest.raises(ValueError, match="one title per channel"):
-        format_channels(x, ["only one"])
-    with pytest.raises(ValueError, match=r"\(1, H, W, C\)"):
-        format_channels(x[0], ["a", "b", "c", "d"])
 
 
 # --- The lesson header (see shiftvit_lib/notebook/lesson.py) and the runner's time card ---
@@ -196,14 +195,34 @@ def test_code_lines_fit_the_websites_code_box(path):
     assert too_wide_code_lines(_cells(path)) == []
 
 
+def _as_python(cell_source):
+    """A notebook cell as plain Python (its %pip line made a call, as IPython does)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(cell_source)
+
+
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.stem)
-def test_lesson_switch_is_the_first_code_cell_and_off(path):
-    code = ["".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code"]
-    switch, argument = ((RECIPE_SWITCH, 'full_mode=RECIPE != "quick"') if path.stem == "05_training"
-                        else (SWITCH, "full_mode=FULL_MODE"))
-    assert switch in code[0].splitlines(), code[0][:200]
-    calls = [line for cell in code for line in cell.splitlines() if "setup_lesson(" in line and "import" not in line]
-    assert calls and all(argument in line for line in calls), calls
+def test_the_learners_switch_decides_the_mode_the_setup_cell_reports(path, monkeypatch, capsys):
+    """The first code cell is the switch, off; the setup cell, run with each value of it, sets up that
+    mode and says which switch chose it; the stored outputs name the lesson's own switch."""
+    code = [cell for cell in _cells(path) if cell["cell_type"] == "code"]
+    switch_cell, setup_cell = ("".join(cell["source"]) for cell in code[:2])
+    name = "RECIPE" if RECIPE_SWITCH in switch_cell.splitlines() else "FULL_MODE"
+    assert name == "RECIPE" or SWITCH in switch_cell.splitlines(), switch_cell[:200]
+    values = {"RECIPE": {"quick": "quick", "cpu": "cpu", "seed": "seed"}, "FULL_MODE": {False: "quick", True: "seed"}}
+    monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
+    namespace = {"get_ipython": lambda: None}
+    exec(_as_python(switch_cell), namespace)
+    assert namespace[name] in (False, "quick")  # shipped off: quick mode
+    for value, preset_name in values[name].items():
+        namespace[name] = value
+        exec(_as_python(setup_cell), namespace)
+        settings, printed = namespace["settings"], capsys.readouterr().out
+        assert settings.preset_name == preset_name and settings.quick == (preset_name == "quick"), value
+        assert f"(mode chosen by {name} = {value!r}" in printed, printed
+    stored = "".join("".join(out.get("text", "")) for out in code[1].get("outputs", []))
+    assert f"wins over {name})" in stored, stored  # run by the lesson runner (SHIFTVIT_QUICK=1)
 
 
 def test_runner_rewrites_only_the_row_of_its_mode():

@@ -180,3 +180,38 @@ def test_reliability_table_bins_and_ece() -> None:
     assert "ECE" in fig.axes[0].get_title() and png_size(fig) < 1_000_000
     with pytest.raises(ValueError):
         plots.reliability_table([0.5], [True, False])
+
+
+# --- a shift by numbers, and the animations
+def test_unknown_animation_lists_the_available_ones():
+    with pytest.raises(FileNotFoundError, match="no animation named 'nope'"):
+        plots.animation_path("nope")
+
+
+def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
+    import base64
+    import re
+
+    shown = plots.show_animation("shift_operation", width=480)
+    html = shown._repr_html_()
+    match = re.fullmatch(r'<img src="data:image/gif;base64,([A-Za-z0-9+/=]+)" alt="[^"]+" width="480">', html)
+    assert match, html[:120]
+    assert base64.b64decode(match.group(1)) == plots.animation_path("shift_operation").read_bytes()
+
+
+def test_channel_grids_show_where_each_value_went():
+    from shiftvit_lib.shift import shift_channels
+
+    x = plots.numbered_feature_map(4, height=3, width=3)
+    assert x.shape == (1, 3, 3, 4) and x[0, :, :, 2].tolist() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    text = plots.format_channels(shift_channels(x, num_div=4), ["left", "right", "up", "down"])
+    assert text.splitlines() == [
+        " left    right      up      down ",
+        " 2 3 0    0 1 2    4 5 6    0 0 0",
+        " 5 6 0    0 4 5    7 8 9    1 2 3",
+        " 8 9 0    0 7 8    0 0 0    4 5 6",
+    ]
+    with pytest.raises(ValueError, match="one title per channel"):
+        plots.format_channels(x, ["only one"])
+    with pytest.raises(ValueError, match=r"\(1, H, W, C\)"):
+        plots.format_channels(x[0], ["a", "b", "c", "d"])

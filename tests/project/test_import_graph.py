@@ -219,7 +219,7 @@ def test_shiftvit_lib_has_no_cycle_and_no_upward_import():
     # The layers come from the folders: every folder's modules land in their layer.
     layers = {module: layer_of(module) for module in graph}
     assert layers["shiftvit_lib.model"] == "core" and layers["shiftvit_lib._startup"] == "facade"
-    assert layers["shiftvit_lib.notebook.runtime"] == "notebook" and layers["shiftvit_lib.__main__"] == "facade"
+    assert layers["shiftvit_lib.notebook.timing"] == "notebook" and layers["shiftvit_lib.__main__"] == "facade"
     assert {layer for layer in layers.values()} == {"core", "tools", "notebook", "facade"}
 
 

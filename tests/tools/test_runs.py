@@ -348,6 +348,56 @@ def test_load_run_reads_back_a_finished_run_and_names_a_missing_one(tmp_path):
         load_run(tmp_path / "nothing_here")
 
 
+# --------------------------------------------------------------------------- re-running a lesson's training cell
+@pytest.mark.slow
+@pytest.mark.colab
+def test_reuse_reads_a_finished_run_back_and_refuses_other_settings(tmp_path):
+    # Lesson 05's training cell (reuse=True): re-running it never trains a finished run twice.
+
+    data, config, out = _tiny_splits(n_train=64), preset("quick", batch_size=32), tmp_path / "05_training_quick"
+    first = train(config, data, out, epochs=1, verbose=0, jit_compile=False, reuse=True)
+    stamp = (out / "run.json").stat().st_mtime_ns
+    again = train(config, data, out, epochs=1, verbose=0, jit_compile=False, reuse=True)
+    assert again.reused and not first.reused
+    assert (out / "run.json").stat().st_mtime_ns == stamp  # nothing rewritten, nothing deleted
+    assert again.record == first.record and again.history == first.history
+    assert again.model.count_params() == first.model.count_params()
+    # Other settings: a refusal that names the finished run, and the folder is kept.
+    with pytest.raises(RunFolderError, match="already holds a finished run"):
+        train(config, data, out, epochs=2, verbose=0, jit_compile=False, reuse=True)
+    assert (out / "best.keras").exists() and (out / "run.json").stat().st_mtime_ns == stamp
+
+
+@pytest.mark.slow  # trains twice (~15 s): the full suite and the Colab run keep it
+@pytest.mark.colab
+def test_overwrite_trains_a_quick_run_afresh_over_a_finished_one(tmp_path):
+    # Quick mode's scratch run: a second run of the lesson (another Keras version, say) must
+    # not read the first run's model back, and must leave one clean run in the folder.
+    data, config, out = _tiny_splits(n_train=64), preset("quick", batch_size=32), tmp_path / "05_training_quick"
+    train(config, data, out, epochs=1, verbose=0, jit_compile=False, reuse=True)
+    (out / "best.keras").write_bytes(b"saved by some other Keras")  # unreadable if loaded
+    run = train(config, data, out, epochs=1, verbose=0, jit_compile=False, overwrite=True)
+    assert not run.reused
+    assert run.record["epochs_run"] == 1 and len(run.history["loss"]) == 1
+    assert (out / "best.keras").read_bytes()[:2] == b"PK"  # a fresh .keras (zip) file
+
+
+@pytest.mark.slow  # trains twice (~15 s): the full suite and the Colab run keep it
+@pytest.mark.colab
+def test_after_a_disconnect_reuse_resumes_from_the_last_finished_epoch(tmp_path):
+    class Disconnect(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                raise KeyboardInterrupt("the runtime disconnected")
+
+    data, config, out = _tiny_splits(n_train=64), preset("quick", batch_size=32), tmp_path / "05_training_quick"
+    with pytest.raises(KeyboardInterrupt):
+        train(config, data, out, epochs=3, verbose=0, jit_compile=False, reuse=True, extra_callbacks=[Disconnect()])
+    assert not (out / "run.json").exists() and (out / "backup").exists()
+    run = train(config, data, out, epochs=3, verbose=0, jit_compile=False, reuse=True)
+    assert run.record["resumed_from_epoch"] == 2 and run.history["epoch"] == [0, 1, 2]
+
+
 # ---- no crash leaves a run unrecoverable. The test kills training runs (kill -9) at each of
 # their writes: before a file is renamed into place, right after, or after a torn file was renamed
 # into place. Every resume must finish the run or name the damaged file, recover from the last

@@ -1,104 +1,24 @@
-"""The learner's runtime: where runs go, which trained model to use, how fast a step is.
+"""How long training takes on the learner's device: lesson 05's device table and run estimate.
 
-Lessons 05-07 ask three questions that depend on the machine a learner has:
-
-* :func:`runs_root` -- where full-mode runs go: on Colab with Google Drive mounted,
-  under ``/content/drive/MyDrive/shiftvit/runs`` (a disconnect keeps them); on Colab
-  without Drive, ``/content/runs`` (a disconnect loses them, and the note says so);
-  elsewhere ``runs/`` next to the notebook.
-* :func:`learners_best_model` -- lesson 06 uses the learner's own ``best.keras``
-  from a lesson 05 run when there is one, else the shipped ``sv.pretrained("cpu")``.
-* :func:`time_training_steps` and :class:`RunEstimate` -- lesson 05 times a few
-  training steps in float32 and mixed precision, with XLA off and on, and turns
-  the measured step time into an estimated epoch and run time before it trains.
+:func:`time_training_steps` times a few training steps of a preset's model in float32
+and mixed precision, with XLA off and on (:class:`StepTiming` rows, :func:`format_timings`);
+:class:`RunEstimate` turns the measured step time into an estimated epoch and run time
+before the lesson trains. ``benchmarks/backend_step.py`` and the GPU library check use
+them too.
 """
-
-from __future__ import annotations
 
 import functools
 import itertools
-import os
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import keras
 import numpy as np
 from keras.callbacks import LambdaCallback
 
-# Where Colab mounts Google Drive; tests point it at a temporary folder.
-DRIVE_MOUNT_ENV = "SHIFTVIT_DRIVE_MOUNT"
-COLAB_LOCAL_RUNS = Path("/content/runs")
 
-
-@dataclass(frozen=True)
-class RunsRoot:
-    """The folder that takes a lesson's run folders, and one line on what that means."""
-
-    path: Path
-    note: str  # one line; it says whether a disconnect keeps the runs
-
-
-def runs_root(full_mode: bool = True) -> RunsRoot:
-    """Where this lesson's run folders go (see the module doc).
-
-    Quick mode always uses ``runs/``: its runs take a minute and are scratch. Colab is
-    where ``google.colab`` is loaded; ``SHIFTVIT_DRIVE_MOUNT`` moves the Drive mount point
-    (for tests).
-    """
-    if not full_mode or "google.colab" not in sys.modules:
-        return RunsRoot(Path("runs"), "runs go to runs/ next to this notebook")
-    my_drive = Path(os.environ.get(DRIVE_MOUNT_ENV, "/content/drive")) / "MyDrive"
-    if my_drive.is_dir():
-        path = my_drive / "shiftvit" / "runs"
-        return RunsRoot(path, f"runs go to Google Drive, {path}/: a disconnect keeps them")
-    note = (
-        f"Google Drive is not mounted, so runs go to {COLAB_LOCAL_RUNS}/, which a disconnect loses; mount it "
-        "(from google.colab import drive; drive.mount('/content/drive')) and run this cell again"
-    )
-    return RunsRoot(COLAB_LOCAL_RUNS, note)
-
-
-# --------------------------------------------------------------------------- lesson 05's run
-def train_or_reuse(config: Any, data: Any, out_dir: Any, *, restart: bool = False, **kwargs: Any) -> Any:
-    """``sv.train``, except that a finished run with the same settings is read back, not refused.
-
-    So re-running a lesson's training cell never deletes a finished run and never trains
-    it twice. An interrupted run (a disconnect) resumes from its last finished epoch, and a
-    finished run with *other* settings makes ``sv.train`` raise its ``RunFolderError``,
-    which says what differs. ``restart=True`` (quick mode: a scratch run of a minute) always
-    trains afresh, replacing only the run's own files; a model saved by another Keras
-    version is then never read. ``kwargs`` go to ``sv.train`` (epochs, seed, ...).
-    """
-    from shiftvit_lib.tools.runs import train
-
-    run = train(config, data, out_dir, overwrite=restart, reuse=not restart, **kwargs)
-    if run.reused:
-        print(
-            f"{run.out_dir.as_posix()} holds this finished run: read back, not trained again "
-            "(train into another folder to train afresh)"
-        )
-    return run
-
-
-# --------------------------------------------------------------------------- lesson 06's model
-def learners_best_model(roots: Sequence[str | os.PathLike[str]]) -> Path | None:
-    """The newest ``best.keras`` of a lesson 05 run under ``roots``; None if there is none.
-
-    Lesson 06 studies it, else the shipped ``sv.pretrained("cpu")``. Lesson 05 names a run's
-    folder ``05_training_<preset>``; its quick-mode run (``05_training_quick``) does not count:
-    it is a smoke test, not a model to study. An interrupted run counts (its ``best.keras``
-    is its best epoch so far).
-    """
-    bests = [best for root in roots for best in Path(root).glob("05_training_*/best.keras")]
-    found = [(best.stat().st_mtime, best) for best in bests if best.parent.name != "05_training_quick"]
-    return max(found)[1] if found else None
-
-
-# --------------------------------------------------------------------------- lesson 05's device table
 @dataclass(frozen=True)
 class StepTiming:
     """One row of the device table: a precision and an XLA setting, timed."""
@@ -162,11 +82,6 @@ def time_training_steps(
         compiled = bool(model.jit_compile)
         rows.append(StepTiming(policy or "float32", compiled, config.batch_size, step_seconds, startup))
     return rows
-
-
-def mixed_policy_to_time(recommended: str | None) -> str:
-    """The mixed policy the device table times: the device's choice, or bfloat16 on a CPU."""
-    return recommended or "mixed_bfloat16"
 
 
 def format_timings(rows: Sequence[StepTiming]) -> str:
