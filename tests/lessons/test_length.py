@@ -4,8 +4,11 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 BUDGET = 11_000  # markdown words in lessons 00-07 together
+LESSON_BUDGETS = {"05_training": 1_800}  # a lesson's own cap, where one lesson tends to grow
 
 
 def markdown_words(path: Path) -> int:
@@ -14,9 +17,27 @@ def markdown_words(path: Path) -> int:
     return len(re.sub(r"```.*?```", "", text, flags=re.S).split())
 
 
-def test_lessons_00_to_07_stay_within_their_word_budget():
-    counts = {path.stem: markdown_words(path) for path in sorted(NOTEBOOKS.glob("0[0-7]_*.ipynb"))}
-    assert len(counts) == 8 and sum(counts.values()) <= BUDGET, counts
+def over_budget(folder: Path) -> list[str]:
+    """What breaks a budget in ``folder``: the total of lessons 00-07, or one lesson's own cap."""
+    counts = {path.stem: markdown_words(path) for path in sorted(folder.glob("0[0-7]_*.ipynb"))}
+    problems = [f"{stem}: {counts[stem]} words > {cap}" for stem, cap in LESSON_BUDGETS.items()
+                if counts.get(stem, 0) > cap]
+    if len(counts) != 8 or sum(counts.values()) > BUDGET:
+        problems.append(f"lessons 00-07: {sum(counts.values())} words in {len(counts)} lessons > {BUDGET}")
+    return problems
+
+
+def test_lessons_00_to_07_stay_within_their_word_budgets():
+    assert over_budget(NOTEBOOKS) == []
+
+
+@pytest.mark.parametrize("words, broken", [(1_800, False), (1_801, True)])
+def test_one_word_over_lesson_05s_cap_fails(tmp_path, words, broken):
+    for stem in ("00_a", "01_b", "02_c", "03_d", "04_e", "05_training", "06_f", "07_g"):
+        count = words if stem == "05_training" else 10
+        cell = {"cell_type": "markdown", "source": [" ".join(["word"] * count)]}
+        (tmp_path / f"{stem}.ipynb").write_text(json.dumps({"cells": [cell]}))
+    assert over_budget(tmp_path) == (["05_training: 1801 words > 1800"] if broken else [])
 
 
 def test_fenced_code_is_not_counted(tmp_path):
