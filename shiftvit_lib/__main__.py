@@ -11,13 +11,19 @@ Each command is a function ``_<command>`` whose docstring is its help; ``_parser
 every option once, for the commands that take it. Errors that a user can fix (a missing folder, a wrong model file, an unknown
 preset, a finished ``--out`` folder, no network for ``--data keras``, ...) are printed as one
 line on stderr, and the exit status is 2. Arguments are checked before anything is written
-to disk.
+to disk. The command line speaks in flags: the library's advice in Python keywords
+(``overwrite=True``, ``source='sample'``) is shown as the flag that does it (:func:`in_flags`),
+a library warning is one line (``warning: ...``), progress is a line per epoch when stdout is
+not a terminal, and a closed pipe (``--json | head``) ends the program quietly.
 """
 
 import argparse
 import functools
 import os
+import re
+import signal
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -90,7 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     add("train", "--no-jit", "no XLA", dest="jit_compile", action="store_const", const=False, default="auto")
     # NumPy's and Keras' seeds are 32-bit.
     add("train compare", "--seed", type=_whole_number(0, 2**32 - 1), default=42)
-    add("train", "--verbose", "2: a line per epoch (for logs)", type=int, choices=(0, 1, 2), default=1)
+    add("train", "--verbose", "1: a progress bar, 2: a line per epoch (default: 1 on a terminal, else 2)",
+        type=int, choices=(0, 1, 2))
     add("compare", "--scale", "for a smoke test, a 2-core CPU, a GPU", choices=SCALES, default="full")
     add("compare", "--quick", "the same as --scale quick", dest="scale", action="store_const", const="quick")
     add("compare", "--epochs", "default: 5 quick, 10 cpu, 100 full", type=COUNT)
@@ -100,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     add("evaluate", "--batch-size", type=BATCH_SIZE, default=256)
     add("evaluate predict", "--model", "a .keras file (loaded in Keras' safe mode)", required=True)
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
-    add("predict", "folder", "folder of images (jpg, png, ... any size)")
+    add("predict", "folder", "folder of PNG or JPEG images (told by content, whatever the name), each at most "
+        "64 MiB and 40 million pixels")
     add("predict", "--top-k", type=_whole_number(1, 10), default=3)  # CIFAR-10's ten classes
     flag("predict", "--json", "print JSON instead of a table")
     return parser
@@ -121,6 +129,8 @@ def _train(args: argparse.Namespace) -> int:
     data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
     print(data.summary())
     precision = None if args.mixed_precision == "none" else args.mixed_precision
+    if args.verbose is None:  # a progress bar redrawn with control codes only where a terminal shows it
+        args.verbose = 1 if sys.stdout.isatty() else 2
     options = {
         name: getattr(args, name) for name in ("epochs", "seed", "verbose", "overwrite", "jit_compile")
     }
@@ -175,7 +185,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     model, data = _classifier(args), load_cifar10(args.data)
     metrics = evaluate(model, data, batch_size=args.batch_size)
-    print(data.source)
+    if "fell back" not in data.source:  # a fallback was said already, as a warning
+        print(data.source)
     print(f"test {_scores(metrics)}  loss {metrics['loss']:.4f}  ({metrics['images']:,} images)")
     if args.tta:  # beside the plain figure, never instead of it
         flipped = evaluate(model, data, batch_size=args.batch_size, tta=True)
@@ -210,13 +221,33 @@ def _presets(_: argparse.Namespace) -> int:
     return 0
 
 
+# The library's advice in Python keywords, and the flag that does the same here.
+KEYWORD_FLAGS = (
+    (r"\boverwrite=True(?: \(--overwrite\))?", "--overwrite"),
+    (r"\bsource=(['\"])(.*?)\1", r"--data \2"),
+    (r"load_cifar10\((['\"])(.*?)\1\)", r"--data \2"),
+)
+
+
+def in_flags(text: str) -> str:
+    """``text`` with the library's keyword advice (``overwrite=True``...) replaced by flags."""
+    for pattern, flag in KEYWORD_FLAGS:
+        text = re.sub(pattern, flag, text)
+    return text
+
+
+def _warn_in_one_line(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001
+    """``warnings.showwarning`` for the command line: ``warning: ...``, no source line."""
+    print(f"warning: {in_flags(' '.join(str(message).split()))}", file=sys.stderr)
+
+
 def _one_line(error: BaseException) -> str:
     """The message of a user error on one line, unprintable characters escaped."""
     text = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
     if isinstance(error, OSError) and error.strerror:
         where = "" if error.filename is None else str(error.filename)
         text = f"{error.strerror}: {where}" if where and where not in error.strerror else error.strerror
-    return escape_name(" ".join(text.split()) or type(error).__name__)
+    return escape_name(in_flags(" ".join(text.split())) or type(error).__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -227,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the program's own process: TensorFlow's C++ log off
     from shiftvit_lib.data import DataSourceUnavailableError
 
+
     for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
         # and a file name the terminal cannot encode prints escaped instead of failing
         getattr(stream, "reconfigure", lambda **_: None)(errors="backslashreplace", line_buffering=True)
@@ -236,7 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(stop.code or 0)
     fixable = (UserError, OSError, ValueError, KeyError, TypeError, DataSourceUnavailableError)
     try:
-        return globals()[f"_{args.command}"](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warn_in_one_line
+            return globals()[f"_{args.command}"](args)
     except fixable as error:  # one line; anything else is a bug: a traceback
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USER_ERROR
@@ -247,4 +281,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if hasattr(signal, "SIGPIPE"):  # `... --json | head`: the reader left; stop quietly, as other tools do
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

@@ -16,6 +16,13 @@ from PIL import Image, ImageOps
 
 # What the project reads, recognised by the file's first bytes (its "magic number").
 SIGNATURES = {"PNG": b"\x89PNG\r\n\x1a\n", "JPEG": b"\xff\xd8\xff"}
+# Image formats that are refused, named so that the message says what the file is (first bytes,
+# and for RIFF and ISO media files the bytes that name the format, at offset 8 or 4).
+OTHER_IMAGE_SIGNATURES = (
+    ("BMP", 0, b"BM"), ("GIF", 0, b"GIF8"), ("TIFF", 0, b"II*\x00"), ("TIFF", 0, b"MM\x00*"),
+    ("WebP", 8, b"WEBP"), ("HEIC", 4, b"ftypheic"), ("AVIF", 4, b"ftypavif"), ("ICO", 0, b"\x00\x00\x01\x00"),
+)
+ONLY_PNG_JPEG = "only PNG and JPEG are read; convert it to PNG or JPEG"
 # Refused before decoding: a 20-megapixel photo is fine, a 40,000 x 40,000 PNG of a few kB is not.
 MAX_PIXELS = 40_000_000
 
@@ -27,6 +34,17 @@ class UnsupportedImageError(ValueError):
 def sniff_format(data: bytes) -> str | None:
     """``"PNG"`` or ``"JPEG"`` from the first bytes, or None for anything else."""
     return next((name for name, magic in SIGNATURES.items() if data.startswith(magic)), None)
+
+
+def other_image_format(data: bytes) -> str | None:
+    """The name of an image format this project refuses (``"BMP"``, ``"WebP"``...), told by content."""
+    return next((name for name, at, magic in OTHER_IMAGE_SIGNATURES if data[at : at + len(magic)] == magic), None)
+
+
+def refusal(data: bytes) -> str:
+    """Why bytes that are not PNG or JPEG are refused, in one line that names what they are."""
+    other = other_image_format(data)
+    return f"a {other} image: {ONLY_PNG_JPEG}" if other else f"not a PNG or JPEG image by its content; {ONLY_PNG_JPEG}"
 
 
 class WrongImageSizeError(UnsupportedImageError):
@@ -51,9 +69,7 @@ def decode_rgb(
     """
     image_format = sniff_format(data)
     if image_format is None:
-        raise UnsupportedImageError(
-            "unsupported file: not a PNG or JPEG image by its content (convert it to PNG or JPEG)"
-        )
+        raise UnsupportedImageError(refusal(data))
     try:
         with Image.open(io.BytesIO(data), formats=[image_format]) as image:
             if expected_size is not None and image.size != tuple(expected_size):

@@ -43,8 +43,17 @@ def test_postscript_named_png_never_reaches_a_decoder(monkeypatch):
         raise AssertionError("Ghostscript was started")
 
     monkeypatch.setattr(EpsImagePlugin, "Ghostscript", ghostscript)
-    with pytest.raises(UnsupportedImageError, match="unsupported file"):
+    with pytest.raises(UnsupportedImageError, match="not a PNG or JPEG image by its content"):
         decode_rgb(POSTSCRIPT)
+
+
+@pytest.mark.parametrize("pillow_format, name", [("BMP", "BMP"), ("TIFF", "TIFF"), ("WEBP", "WebP"), ("GIF", "GIF")])
+def test_other_image_formats_are_named_in_the_refusal(pillow_format, name):
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 10, 10)).save(buffer, format=pillow_format)
+    with pytest.raises(UnsupportedImageError) as refused:
+        decode_rgb(buffer.getvalue())
+    assert str(refused.value) == f"a {name} image: only PNG and JPEG are read; convert it to PNG or JPEG"
 
 
 def test_a_png_signature_on_postscript_is_not_decoded_as_postscript():
