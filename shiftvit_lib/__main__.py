@@ -96,8 +96,13 @@ def _parser() -> argparse.ArgumentParser:
     add("train", "--no-jit", "no XLA", dest="jit_compile", action="store_const", const=False, default="auto")
     # NumPy's and Keras' seeds are 32-bit.
     add("train compare", "--seed", type=_whole_number(0, 2**32 - 1), default=42)
-    add("train", "--verbose", "1: a progress bar, 2: a line per epoch (default: 1 on a terminal, else 2)",
-        type=int, choices=(0, 1, 2))
+    add(
+        "train",
+        "--verbose",
+        "1: a progress bar, 2: a line per epoch (default: 1 on a terminal, else 2)",
+        type=int,
+        choices=(0, 1, 2),
+    )
     add("compare", "--scale", "for a smoke test, a 2-core CPU, a GPU", choices=SCALES, default="full")
     add("compare", "--quick", "the same as --scale quick", dest="scale", action="store_const", const="quick")
     add("compare", "--epochs", "default: 5 quick, 10 cpu, 100 full", type=COUNT)
@@ -107,8 +112,12 @@ def _parser() -> argparse.ArgumentParser:
     add("evaluate", "--batch-size", type=BATCH_SIZE, default=256)
     add("evaluate predict", "--model", "a .keras file (loaded in Keras' safe mode)", required=True)
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
-    add("predict", "folder", "folder of PNG or JPEG images (told by content, whatever the name), each at most "
-        "64 MiB and 40 million pixels")
+    add(
+        "predict",
+        "folder",
+        "folder of PNG or JPEG images (told by content, whatever the name), each at most "
+        "64 MiB and 40 million pixels",
+    )
     add("predict", "--top-k", type=_whole_number(1, 10), default=3)  # CIFAR-10's ten classes
     flag("predict", "--json", "print JSON instead of a table")
     return parser
@@ -257,7 +266,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USER_ERROR
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the program's own process: TensorFlow's C++ log off
     from shiftvit_lib.data import DataSourceUnavailableError
-
 
     for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
         # and a file name the terminal cannot encode prints escaped instead of failing

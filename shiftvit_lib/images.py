@@ -16,13 +16,8 @@ from PIL import Image, ImageOps
 
 # What the project reads, recognised by the file's first bytes (its "magic number").
 SIGNATURES = {"PNG": b"\x89PNG\r\n\x1a\n", "JPEG": b"\xff\xd8\xff"}
-# Image formats that are refused, named so that the message says what the file is (first bytes,
-# and for RIFF and ISO media files the bytes that name the format, at offset 8 or 4).
-OTHER_IMAGE_SIGNATURES = (
-    ("BMP", 0, b"BM"), ("GIF", 0, b"GIF8"), ("TIFF", 0, b"II*\x00"), ("TIFF", 0, b"MM\x00*"),
-    ("WebP", 8, b"WEBP"), ("HEIC", 4, b"ftypheic"), ("AVIF", 4, b"ftypavif"), ("ICO", 0, b"\x00\x00\x01\x00"),
-)
-ONLY_PNG_JPEG = "only PNG and JPEG are read; convert it to PNG or JPEG"
+# Image formats refused by name, told by their first bytes (a WebP file by its bytes 8-11).
+REFUSED_FORMATS = {b"BM": "BMP", b"GIF8": "GIF", b"II*\x00": "TIFF", b"MM\x00*": "TIFF"}
 # Refused before decoding: a 20-megapixel photo is fine, a 40,000 x 40,000 PNG of a few kB is not.
 MAX_PIXELS = 40_000_000
 
@@ -36,15 +31,14 @@ def sniff_format(data: bytes) -> str | None:
     return next((name for name, magic in SIGNATURES.items() if data.startswith(magic)), None)
 
 
-def other_image_format(data: bytes) -> str | None:
-    """The name of an image format this project refuses (``"BMP"``, ``"WebP"``...), told by content."""
-    return next((name for name, at, magic in OTHER_IMAGE_SIGNATURES if data[at : at + len(magic)] == magic), None)
-
-
 def refusal(data: bytes) -> str:
-    """Why bytes that are not PNG or JPEG are refused, in one line that names what they are."""
-    other = other_image_format(data)
-    return f"a {other} image: {ONLY_PNG_JPEG}" if other else f"not a PNG or JPEG image by its content; {ONLY_PNG_JPEG}"
+    """Why bytes that are not PNG or JPEG are refused, in one line that names a known image format."""
+    webp = data.startswith(b"RIFF") and data[8:12] == b"WEBP"
+    name = (
+        "WebP" if webp else next((n for magic, n in REFUSED_FORMATS.items() if data.startswith(magic)), None)
+    )
+    what = f"a {name} image" if name else "not a PNG or JPEG image by its content"
+    return f"{what}: only PNG and JPEG are read; convert it to PNG or JPEG"
 
 
 class WrongImageSizeError(UnsupportedImageError):
