@@ -4,27 +4,27 @@
 #   bash run.sh main   set up, execute every lesson on the bundled CIFAR-10 sample (quick mode)
 #                      into build/lessons/ (notebooks + HTML), render the Manim animations into
 #                      build/animations/, and build the website into build/site/ (as `site` does,
-#                      from the lessons' committed outputs); about 14 min on a 2-core CPU after
-#                      set-up (results/timings.json), set-up about 5 min on a fresh machine.
-#                      It writes only under build/ and .venv/
+#                      from the lessons' committed outputs). It writes only under build/ and .venv/
 #   bash run.sh site   set up the virtual environment with the `site` extra, then build the
 #                      lessons' website from the notebooks' stored outputs into build/site/
 #                      (Sphinx, offline, warnings are errors; website/build.py)
 #                      `main` and `site` first refuse a stale Korean edition (build_korean.py --check)
 #   bash run.sh test   set up (Chromium too), then run the library, animation, website (in Chromium)
-#                      and notebook (nbval) tests; about 30 min on a 2-core CPU
+#                      and notebook (nbval) tests
 #   bash run.sh test-fast  the inner loop: ruff (lint, and the library's format), then the library
-#                      tests not marked slow (no notebooks, no renders, no training runs), in about
-#                      2 min on a 2-core CPU; sets up only when $VENV is missing. Extra arguments
-#                      go to pytest (e.g. tests/core/test_data.py)
+#                      tests not marked slow (no notebooks, no renders, no training runs); sets up
+#                      only when $VENV is missing. Extra arguments go to pytest (e.g.
+#                      tests/core/test_data.py)
 #   bash run.sh test-colab  Colab's default runtime in .venv-colab: its preinstalled packages at
 #                      their exact versions (.ci/colab-default-runtime.txt), then this project
 #                      installed as lesson 00 does; fails if that changed a preinstalled package,
 #                      then runs the library tests and every lesson (nbval)
 #   bash run.sh setup  only set up (what `test` needs)
 #
-# Every time stated here is checked against results/timings.json, which
-# `python scripts/run_lessons.py --measure` writes (tests/project/test_run_lessons.py).
+# Times on a 2-core CPU, after set-up: main about 14 min, test about 30 min, test-fast about 2 min.
+# Set-up on a fresh machine adds about 5 min (apt and pip, measured once on a fresh clone). The times
+# come from results/timings.json, which `python scripts/run_lessons.py --measure` writes; a test
+# fails when one stated here, in README.md or in a time card is more than 20 % off it.
 #
 # Set-up: Debian's Pango/Cairo headers for Manim (and, for the tests, Chromium for the website's
 # browser test), installed with apt-get when missing; a virtual environment in .venv that sees
@@ -236,8 +236,7 @@ run_tests() {
 case "${1:-}" in
   setup) setup test ;;
   main)
-    echo "run.sh main: set-up (about 5 min the first time, then seconds), then the 9 lessons in quick" \
-      "mode, the animations and the website, about 14 min on a 2-core CPU; all of it into build/"
+    echo "run.sh main: set-up (about 5 min the first time), then the 9 lessons in quick mode, the animations and the website, about 14 min on a 2-core CPU; all into build/"
     check_korean
     setup main
     main_job ;;

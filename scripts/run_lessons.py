@@ -11,7 +11,8 @@ results/timings.json. That file is the one source of every time the project stat
 lessons' time cards, README.md, run.sh's help, the fast tier's promise);
 tests/project/test_run_lessons.py fails when one of them is more than 20 % off it. After a
 measurement, `--write-cards` copies the lessons' times into their time cards (English and
-Korean), without executing anything.
+Korean) and the commands' times into the places STATED names, without executing anything;
+then rebuild the practice copies (scripts/make_practice.py).
 
 The mode of each lesson comes from SHIFTVIT_QUICK (see shiftvit_lib/notebook/lesson.py): 1 or
 unset runs quick (the lessons' FULL_MODE switch is False as shipped), 0 runs full. The
@@ -175,7 +176,48 @@ def write_cards() -> int:
                 print(f"card   {path.relative_to(NOTEBOOKS.parent)}: {text}")
             else:
                 print(f"note: {path.name} has no time card row {row!r}", file=sys.stderr)
+    write_stated_times(record)
     return 0
+
+
+# Where the project states a command's time, as "about N min": (file, pattern whose group 2 is N,
+# the command). Its time is the sum of TIMED_BY's measurements.
+STATED = (
+    ("README.md", r"(bash run\.sh main +# about )(\d+)( min)", "main"),
+    ("README.md", r"(bash run\.sh test +# about )(\d+)( min)", "test"),
+    ("README.md", r"(`bash run\.sh test-fast`, about )(\d+)( min)", "test-fast"),
+    ("README.md", r"(the whole series in quick mode[^\n]*?about )(\d+)( min in all)", "lessons"),
+    ("README.ko.md", r"(bash run\.sh main +# 약 )(\d+)(분)", "main"),
+    ("README.ko.md", r"(bash run\.sh test +# 약 )(\d+)(분)", "test"),
+    ("run.sh", r"(: main about )(\d+)( min)", "main"),
+    ("run.sh", r"(, test about )(\d+)( min)", "test"),
+    ("run.sh", r"(, test-fast about )(\d+)( min)", "test-fast"),
+    ("run.sh", r"(the animations and the website, about )(\d+)( min)", "main"),
+    ("CONTRIBUTING.md", r"(`bash run\.sh test-fast` is the inner loop[^.]*?in about )(\d+)( min)", "test-fast"),
+)
+TIMED_BY = {
+    "main": ("lessons", "animations", "site"), "lessons": ("lessons",), "test": ("test",), "test-fast": ("test-fast",)
+}
+
+
+def command_seconds(record: dict, command: str) -> float | None:
+    """A command's measured seconds from results/timings.json, None where a part is missing."""
+    parts = [sum(m["seconds"] for m in record["lessons"].values()) if name == "lessons"
+             else record["steps"].get(name, {}).get("seconds") for name in TIMED_BY[command]]
+    return None if None in parts else sum(parts)
+
+
+def write_stated_times(record: dict) -> None:
+    """Put each command's measured minutes where STATED says the project states them."""
+    for name, pattern, command in STATED:
+        path, seconds = NOTEBOOKS.parent / name, command_seconds(record, command)
+        if seconds is None:
+            continue
+        text = path.read_text(encoding="utf-8")
+        new, found = re.subn(pattern, lambda m: f"{m[1]}{max(1, round(seconds / 60))}{m[3]}", text)
+        if not found:
+            print(f"note: {name} no longer states the time of {command!r} where STATED looks", file=sys.stderr)
+        path.write_text(new, encoding="utf-8")
 
 
 def time_steps(names: list[str]) -> dict[str, dict]:

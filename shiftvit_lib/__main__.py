@@ -99,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "train",
         "--verbose",
-        "1: a progress bar, 2: a line per epoch (default: 1 on a terminal, else 2)",
+        "1: a bar, 2: a line per epoch (default: 1 on a terminal)",
         type=int,
         choices=(0, 1, 2),
     )
@@ -112,12 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     add("evaluate", "--batch-size", type=BATCH_SIZE, default=256)
     add("evaluate predict", "--model", "a .keras file (loaded in Keras' safe mode)", required=True)
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
-    add(
-        "predict",
-        "folder",
-        "folder of PNG or JPEG images (told by content, whatever the name), each at most "
-        "64 MiB and 40 million pixels",
-    )
+    add("predict", "folder", "folder of PNG or JPEG images (by content), each <= 64 MiB, 40 megapixels")
     add("predict", "--top-k", type=_whole_number(1, 10), default=3)  # CIFAR-10's ten classes
     flag("predict", "--json", "print JSON instead of a table")
     return parser

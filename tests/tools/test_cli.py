@@ -305,7 +305,12 @@ def test_predict_names_an_image_format_it_does_not_read(capsys, tmp_path):
 def test_help_states_the_formats_and_caps_read(capsys):
     code, out, _ = run_cli(capsys, "predict", "--help")
     assert code == 0
-    assert "PNG or JPEG" in out and "64 MiB" in out and "any size" not in out
+    from shiftvit_lib.images import MAX_PIXELS
+    from shiftvit_lib.tools.inference import MAX_IMAGE_BYTES
+
+    out = " ".join(out.split())
+    assert "PNG or JPEG" in out and "any size" not in out
+    assert f"{MAX_IMAGE_BYTES >> 20} MiB" in out and f"{MAX_PIXELS // 10**6} megapixels" in out
 
 
 def _command_line(*args: str, **run: object) -> subprocess.CompletedProcess:
