@@ -214,7 +214,8 @@ def write_stated_times(record: dict) -> None:
         if seconds is None:
             continue
         text = path.read_text(encoding="utf-8")
-        new, found = re.subn(pattern, lambda m: f"{m[1]}{max(1, round(seconds / 60))}{m[3]}", text)
+        minutes = max(1, round(seconds / 60))
+        new, found = re.subn(pattern, lambda m, n=minutes: f"{m[1]}{n}{m[3]}", text)
         if not found:
             print(f"note: {name} no longer states the time of {command!r} where STATED looks", file=sys.stderr)
         path.write_text(new, encoding="utf-8")
