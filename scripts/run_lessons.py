@@ -10,9 +10,9 @@ timed, with the machine, the date and the load average before and after it, writ
 results/timings.json. That file is the one source of every time the project states (the
 lessons' time cards, README.md, run.sh's help, the fast tier's promise);
 tests/project/test_run_lessons.py fails when one of them is more than 20 % off it. After a
-measurement, `--write-cards` copies the lessons' times into their time cards (English and
-Korean) and the commands' times into the places STATED names, without executing anything;
-then rebuild the practice copies (scripts/make_practice.py).
+measurement, `--write-cards` copies the lessons' times into their time cards and the commands'
+times into the places STATED names, and rebuilds the Korean edition (scripts/build_korean.py),
+without executing anything; then rebuild the practice copies (scripts/make_practice.py).
 
 The mode of each lesson comes from SHIFTVIT_QUICK (see shiftvit_lib/notebook/lesson.py): 1 or
 unset runs quick (the lessons' FULL_MODE switch is False as shipped), 0 runs full. The
@@ -49,7 +49,7 @@ CARD_START = "<!-- time-card:start -->"
 CARD_END = "<!-- time-card:end -->"
 QUICK_ROW = "Quick mode (bundled sample), 2-core CPU"
 FULL_ROW = "Full mode"
-KOREAN_QUICK_ROW = "Quick mode(빠른 모드, 동봉 샘플), 2코어 CPU"
+KOREAN_QUICK_ROW = "Quick mode(빠른 모드, 동봉 샘플), 2코어 CPU"  # build_korean.py fills it from the English
 TIMINGS = NOTEBOOKS.parent / "results" / "timings.json"
 # The other steps whose times the project states, each a command run from the repository root.
 STEPS = {
@@ -110,13 +110,6 @@ def card_text(seconds: float, machine: str, day: datetime.date | str) -> str:
     return f"{seconds / 60:.1f} min, measured by the lesson runner ({machine}, {day})"
 
 
-def korean_card_text(seconds: float, machine: str, day: str) -> str:
-    """The Korean card's words for the same run (as notebooks/ko/ phrases it)."""
-    cores = re.fullmatch(r"(\d+) CPU cores", machine)
-    where = f"CPU 코어 {cores.group(1)}개" if cores else machine
-    return f"{seconds / 60:.1f}분, 레슨 실행기가 측정 ({where}, {day})"
-
-
 def load_average() -> list[float] | None:
     """The 1, 5 and 15 minute load averages (how busy the machine was), None where unknown."""
     try:
@@ -157,27 +150,24 @@ def write_timings(lessons: dict[str, dict], steps: dict[str, dict], machine: str
 
 
 def write_cards() -> int:
-    """Copy each lesson's measured time from results/timings.json into its time cards."""
+    """Copy results/timings.json's times into the lessons' time cards and where STATED says.
+
+    The Korean cards follow the English ones when scripts/build_korean.py rebuilds the Korean
+    edition, which this runs last.
+    """
     import json
 
     record = json.loads(TIMINGS.read_text(encoding="utf-8"))
     machine, day = record["machine"], record["date"]
     for stem, timed in record["lessons"].items():
-        for path, row, text in (
-            (NOTEBOOKS / f"{stem}.ipynb", QUICK_ROW, card_text(timed["seconds"], machine, day)),
-            (NOTEBOOKS / "ko" / f"{stem}.ipynb", KOREAN_QUICK_ROW,
-             korean_card_text(timed["seconds"], machine, day)),
-        ):
-            if not path.exists():
-                continue
-            notebook = nbformat.read(path, as_version=4)
-            if update_time_card(notebook, row, text):
-                nbformat.write(notebook, path)
-                print(f"card   {path.relative_to(NOTEBOOKS.parent)}: {text}")
-            else:
-                print(f"note: {path.name} has no time card row {row!r}", file=sys.stderr)
+        path = NOTEBOOKS / f"{stem}.ipynb"
+        notebook = nbformat.read(path, as_version=4)
+        if update_time_card(notebook, QUICK_ROW, card_text(timed["seconds"], machine, day)):
+            nbformat.write(notebook, path)
+        else:
+            print(f"note: {path.name} has no time card row {QUICK_ROW!r}", file=sys.stderr)
     write_stated_times(record)
-    return 0
+    return subprocess.run([sys.executable, str(Path(__file__).with_name("build_korean.py"))], check=False).returncode
 
 
 # Where the project states a command's time, as "about N min": (file, pattern whose group 2 is N,
