@@ -36,7 +36,6 @@ cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
 VENV=${SHIFTVIT_VENV:-.venv}
 LOG=build/setup.log  # apt's and pip's full output
-mkdir -p build
 # Python's bytecode caches under build/ too, so no __pycache__ appears in the source tree.
 export PYTHONPYCACHEPREFIX="$PWD/build/pycache"
 EXTRAS=dev,anim,jax,site  # the extras installed into $VENV
@@ -51,6 +50,7 @@ quietly() {
   # Run a set-up command with its output in $LOG; on failure, its last lines and the log's name.
   local what=$1
   shift
+  mkdir -p "$(dirname "$LOG")"
   echo "--- $what: $*" >>"$LOG"
   if ! "$@" >>"$LOG" 2>&1; then
     echo "error: $what failed; the last lines of its output (all of it: $LOG):" >&2
@@ -207,7 +207,8 @@ check_korean() {
   # The Korean edition ships only when it is translated from the current English (as the tests
   # require): a stale, missing or number-changed cell, or a variant the glossary rules out, stops
   # `main` and `site` before anything is set up or published. Standard library only.
-  if ! "$PYTHON" scripts/build_korean.py --check; then
+  # Before anything is set up: it writes nothing, not even bytecode (build/ stays unmade).
+  if ! env -u PYTHONPYCACHEPREFIX PYTHONDONTWRITEBYTECODE=1 "$PYTHON" scripts/build_korean.py --check; then
     echo "error: notebooks/ko/ is not in step with the English lessons (above); translate the cells" \
       "named (python scripts/build_korean.py todo), rebuild (python scripts/build_korean.py), then retry" >&2
     exit 1
