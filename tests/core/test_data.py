@@ -1,10 +1,7 @@
-"""Tests for shiftvit_lib.data: the sample, keras.datasets and "auto", the split, the input pipeline."""
+"""shiftvit_lib.data: the sample, the split, the input pipeline, MixUp/CutMix and one-hot targets."""
 
 from __future__ import annotations
 
-import socket
-import time
-import warnings
 import zipfile
 from pathlib import Path
 
@@ -16,19 +13,17 @@ from shiftvit_lib.data import (
     CIFAR10_CLASSES,
     DataSplits,
     NumpyBatches,
-    RawData,
     iterate_batches,
     load_splits,
     make_dataset,
+    mix_batch,
+    one_hot,
 )
-from shiftvit_lib.tools import data_sources
-from shiftvit_lib.tools.data_sources import DataSourceFallbackWarning
 
 
 @pytest.fixture(scope="module")
 def sample_splits() -> DataSplits:
     return load_splits("sample")
-
 
 
 # --------------------------------------------------------------------------
@@ -142,100 +137,6 @@ def test_data_splits_rejects_inconsistent_arrays() -> None:
 
 
 # --------------------------------------------------------------------------
-# "auto": keras.datasets when possible, otherwise the sample, loudly
-# --------------------------------------------------------------------------
-
-
-def fake_keras_raw() -> RawData:
-    x = np.zeros((30, 32, 32, 3), np.uint8)
-    y = np.repeat(np.arange(10), 3).astype(np.int64)
-    return RawData(x, y, x[:10], y[:10], description="fake keras.datasets")
-
-
-def test_auto_falls_back_to_the_sample_when_offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (False, "the test is offline"))
-
-    def must_not_download() -> RawData:
-        raise AssertionError("auto must not try keras.datasets when it is unreachable")
-
-    monkeypatch.setattr(data, "_load_from_keras", must_not_download)
-    with pytest.warns(DataSourceFallbackWarning, match="bundled CIFAR-10 sample.*the test is offline"):
-        splits = data_sources.load_cifar10("auto", limit=5)
-    assert "bundled CIFAR-10 sample" in splits.source
-    assert "fell back to the sample: the test is offline" in splits.source
-
-
-def test_auto_falls_back_when_the_download_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "reachable"))
-
-    def failing_download() -> RawData:
-        raise Exception("URL fetch failure on https://www.cs.toronto.edu: 503")
-
-    monkeypatch.setattr(data, "_load_from_keras", failing_download)
-    with pytest.warns(DataSourceFallbackWarning, match="URL fetch failure"):
-        splits = data_sources.load_cifar10("auto", limit=5)
-    assert "bundled CIFAR-10 sample" in splits.source
-
-
-def test_auto_uses_keras_datasets_when_available(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "cached"))
-    monkeypatch.setattr(data, "_load_from_keras", fake_keras_raw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DataSourceFallbackWarning)
-        splits = data_sources.load_cifar10("auto")
-    assert splits.source == "fake keras.datasets"
-    assert splits.split_sizes() == {"train": 20, "val": 10, "test": 10}
-
-
-def test_explicit_keras_source_explains_a_failed_download(monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing_download() -> RawData:
-        raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
-
-    monkeypatch.setattr(data, "_load_from_keras", failing_download)
-    with pytest.raises(RuntimeError, match="no network.*source='sample'"):
-        load_splits("keras")
-
-
-def test_reachability_check_reports_a_refused_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data_sources, "_keras_cached_files", lambda: [])
-    monkeypatch.setattr(data_sources.urllib.request, "getproxies", lambda: {})
-
-    def refuse(*args: object, **kwargs: object) -> socket.socket:
-        raise ConnectionRefusedError("refused for the test")
-
-    monkeypatch.setattr(data_sources.socket, "create_connection", refuse)
-    available, reason = data_sources.keras_cifar10_available(timeout_s=1.0)
-    assert not available
-    assert "www.cs.toronto.edu:443" in reason and "refused for the test" in reason
-
-
-def test_reachability_check_never_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data_sources, "_keras_cached_files", lambda: [])
-    monkeypatch.setattr(data_sources.urllib.request, "getproxies", lambda: {})
-
-    def silent_host(*args: object, **kwargs: object) -> socket.socket:
-        time.sleep(3)  # like a DNS lookup that hangs; the check must not wait for it
-        raise TimeoutError("too late")
-
-    monkeypatch.setattr(data_sources.socket, "create_connection", silent_host)
-    start = time.monotonic()
-    available, reason = data_sources.keras_cifar10_available(timeout_s=0.2)
-    assert time.monotonic() - start < 2
-    assert not available and "no answer" in reason
-
-
-def test_reachability_check_accepts_a_cached_download(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    cached = tmp_path / "datasets" / "cifar-10-batches-py-target_archive"
-    cached.parent.mkdir()
-    cached.write_bytes(b"x")
-    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
-    available, reason = data_sources.keras_cifar10_available()
-    assert available and "cached" in reason
-
-
-# --------------------------------------------------------------------------
 # make_dataset
 # --------------------------------------------------------------------------
 
@@ -309,10 +210,99 @@ def test_test_split_is_interleaved_not_sorted_by_class(sample_splits) -> None:
     np.testing.assert_array_equal(again.y_test, sample_splits.y_test)  # seeded: same order every time
 
 
-def test_offline_keras_source_is_a_data_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing_download() -> RawData:
-        raise Exception("URL fetch failure: no network")
+def _distinct_images(n: int, side: int = 8) -> np.ndarray:
+    """Image i is filled with the value 10 * i, so every pixel says where it came from."""
+    return np.broadcast_to((10.0 * np.arange(n))[:, None, None, None], (n, side, side, 3)).astype("float32")
 
-    monkeypatch.setattr(data, "_load_from_keras", failing_download)
-    with pytest.raises(data.DataSourceUnavailableError, match="no network"):
-        load_splits("keras")
+
+def test_mixup_blends_images_and_targets_with_one_weight():
+    images, labels = _distinct_images(6), np.array([0, 1, 2, 3, 4, 5])
+    targets = one_hot(labels, 10)
+    mixed, mixed_targets, info = mix_batch(images, targets, np.random.default_rng(0), mixup_alpha=0.8)
+    lam, partner = info["lam"], info["partner"]
+    assert info["kind"] == "mixup" and 0.0 < lam < 1.0 and sorted(partner) == list(range(6))
+    np.testing.assert_allclose(mixed, lam * images + (1 - lam) * images[partner], rtol=1e-6)
+    np.testing.assert_allclose(mixed_targets, lam * targets + (1 - lam) * targets[partner], rtol=1e-6)
+    np.testing.assert_allclose(mixed_targets.sum(axis=1), 1.0, rtol=1e-6)
+
+
+def test_cutmix_pastes_a_box_and_weights_targets_by_its_exact_area():
+    images, labels = _distinct_images(8, side=16), np.arange(8)
+    targets = one_hot(labels, 10)
+    for seed in range(20):
+        mixed, mixed_targets, info = mix_batch(images, targets, np.random.default_rng(seed), cutmix_alpha=1.0)
+        assert info["kind"] == "cutmix"
+        top, bottom, left, right = info["box"]
+        inside = np.zeros((16, 16), bool)
+        inside[top:bottom, left:right] = True
+        partner = info["partner"]
+        for i in range(8):
+            np.testing.assert_array_equal(mixed[i][inside], images[partner[i]][inside])
+            np.testing.assert_array_equal(mixed[i][~inside], images[i][~inside])
+            own_share = (~inside).mean()
+            if partner[i] != i:  # the target's weight on each label is that label's share of pixels
+                assert mixed_targets[i, i] == pytest.approx(own_share)
+                assert mixed_targets[i, partner[i]] == pytest.approx(1 - own_share)
+        assert info["lam"] == pytest.approx((~inside).mean())
+
+
+def test_both_alphas_pick_each_kind_and_zero_alphas_change_nothing():
+    images, targets = _distinct_images(4), one_hot(np.arange(4), 10)
+    kinds = {mix_batch(images, targets, np.random.default_rng(s), mixup_alpha=0.8, cutmix_alpha=1.0)[2]["kind"]
+             for s in range(30)}
+    assert kinds == {"mixup", "cutmix"}
+    same, same_targets, info = mix_batch(images, targets, np.random.default_rng(0))
+    assert info["kind"] == "none"
+    np.testing.assert_array_equal(same, images)
+    np.testing.assert_array_equal(same_targets, targets)
+
+
+def test_mix_batch_and_one_hot_reject_bad_input():
+    with pytest.raises(ValueError, match="one-hot targets"):
+        mix_batch(_distinct_images(4), np.arange(4), np.random.default_rng(0), mixup_alpha=1.0)
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 10\)"):
+        one_hot(np.array([0, 10]), 10)
+
+
+def test_mixed_batches_are_reproducible_whatever_order_they_are_loaded_in():
+    x, y = np.random.default_rng(0).integers(0, 256, (40, 8, 8, 3)).astype("uint8"), np.arange(40) % 10
+    kwargs = dict(shuffle=True, seed=5, num_classes=10, mixup_alpha=0.8, cutmix_alpha=1.0, drop_remainder=True)
+    first, second = NumpyBatches(x, y, 16, **kwargs), NumpyBatches(x, y, 16, **kwargs)
+    forward = [first[i] for i in range(len(first))]
+    backward = [second[i] for i in reversed(range(len(second)))][::-1]
+    assert len(forward) == 2  # 40 // 16: the last, smaller batch is dropped
+    for (a_images, a_targets), (b_images, b_targets) in zip(forward, backward):
+        np.testing.assert_array_equal(a_images, b_images)
+        np.testing.assert_array_equal(a_targets, b_targets)
+        assert a_images.dtype == np.float32 and a_targets.shape == (16, 10)
+        np.testing.assert_allclose(a_targets.sum(axis=1), 1.0, rtol=1e-6)
+    first.on_epoch_end()
+    assert not np.array_equal(first[0][0], forward[0][0])  # a new epoch mixes differently
+
+
+def test_mixed_batches_made_ahead_in_threads_equal_those_made_in_the_loop():
+    # Issue 39: threads make the mixed batches ahead; for a fixed seed every batch of
+    # every epoch must be what the loop itself would have made, in any access order.
+    x, y = np.random.default_rng(1).integers(0, 256, (200, 8, 8, 3)).astype("uint8"), np.arange(200) % 10
+    kwargs = dict(shuffle=True, seed=7, num_classes=10, mixup_alpha=0.8, cutmix_alpha=1.0, drop_remainder=True)
+    threaded, in_loop = NumpyBatches(x, y, 16, **kwargs), NumpyBatches(x, y, 16, **kwargs)
+    in_loop.ahead_threads = 0
+    assert threaded.ahead_threads >= 1
+    for epoch in range(3):
+        order = list(range(len(threaded))) if epoch != 1 else [0, 5, 1, 2, 11, 3, 4, 6, 7, 8, 9, 10]
+        for index in order:
+            (a_images, a_targets), (b_images, b_targets) = threaded[index], in_loop[index]
+            np.testing.assert_array_equal(a_images, b_images)
+            np.testing.assert_array_equal(a_targets, b_targets)
+        threaded.on_epoch_end(), in_loop.on_epoch_end()
+
+
+def test_make_dataset_one_hot_without_mixing_keeps_uint8_and_needs_classes_to_mix():
+    x, y = np.zeros((5, 8, 8, 3), "uint8"), np.array([0, 1, 2, 3, 9])
+    images, targets = make_dataset(x, y, 5, shuffle=False, num_classes=10)[0]
+    assert images.dtype == np.uint8
+    np.testing.assert_array_equal(targets.argmax(axis=1), y)
+    with pytest.raises(ValueError, match="pass num_classes"):
+        make_dataset(x, y, 5, shuffle=False, mixup_alpha=0.5)
+    with pytest.raises(ValueError, match="leaves no batch"):
+        NumpyBatches(x, y, 8, shuffle=False, drop_remainder=True)

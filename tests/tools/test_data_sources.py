@@ -1,20 +1,36 @@
-"""Tests for shiftvit_lib.tools.data_sources: class-folder directories and archives, read with care."""
+"""shiftvit_lib.tools.data_sources: "auto" and keras.datasets, class-folder directories and archives
+(read with care: damaged, huge, bombs, named pipes), and the decoded-array cache."""
 
 from __future__ import annotations
 
+import gzip
 import io
+import os
+import socket
+import struct
 import tarfile
+import threading
+import time
+import tracemalloc
+import warnings
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import write_tar_gz, write_tree, write_zip
+from fakes import one_line, png_bytes, write_tar_gz, write_tree, write_zip
 from PIL import Image
 
-from shiftvit_lib.data import CIFAR10_CLASSES
-from shiftvit_lib.tools import data_sources
-from shiftvit_lib.tools.data_sources import load_cifar10
+from shiftvit_lib import data
+from shiftvit_lib.__main__ import main
+from shiftvit_lib.data import (
+    CIFAR10_CLASSES,
+    RawData,
+    load_splits,
+)
+from shiftvit_lib.tools import data_sources, inference
+from shiftvit_lib.tools.data_sources import DataSourceFallbackWarning, load_cifar10
 
 TRAIN_PER_CLASS, TEST_PER_CLASS = 5, 2
 
@@ -322,7 +338,6 @@ def test_the_total_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_links_pipes_and_devices_in_a_data_folder_are_named_not_read(tree: Path) -> None:
-    import os
 
     os.mkfifo(tree / "train" / "cat" / "pipe.png")  # reading it would block forever
     (tree / "test" / "dog" / "link.png").symlink_to(tree / "test" / "dog" / "0000.png")
@@ -371,7 +386,6 @@ def test_a_symlink_entry_of_a_zip_is_named(tmp_path: Path) -> None:
 
 
 def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
 
     real_walk = os.walk
 
@@ -386,7 +400,6 @@ def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest
         load_cifar10(tree)
 
 
-
 def test_one_load_cifar10():
     """``sv.load_cifar10`` is this module's; the core's reader of named sources has another name."""
     import shiftvit_lib as sv
@@ -395,3 +408,302 @@ def test_one_load_cifar10():
 
     assert sv.load_cifar10 is data_sources.load_cifar10
     assert not hasattr(data, "load_cifar10") and callable(data.load_splits)
+
+
+def fake_keras_raw() -> RawData:
+    x = np.zeros((30, 32, 32, 3), np.uint8)
+    y = np.repeat(np.arange(10), 3).astype(np.int64)
+    return RawData(x, y, x[:10], y[:10], description="fake keras.datasets")
+
+
+def test_auto_falls_back_to_the_sample_when_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (False, "the test is offline"))
+
+    def must_not_download() -> RawData:
+        raise AssertionError("auto must not try keras.datasets when it is unreachable")
+
+    monkeypatch.setattr(data, "_load_from_keras", must_not_download)
+    with pytest.warns(DataSourceFallbackWarning, match="bundled CIFAR-10 sample.*the test is offline"):
+        splits = data_sources.load_cifar10("auto", limit=5)
+    assert "bundled CIFAR-10 sample" in splits.source
+    assert "fell back to the sample: the test is offline" in splits.source
+
+
+def test_auto_falls_back_when_the_download_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "reachable"))
+
+    def failing_download() -> RawData:
+        raise Exception("URL fetch failure on https://www.cs.toronto.edu: 503")
+
+    monkeypatch.setattr(data, "_load_from_keras", failing_download)
+    with pytest.warns(DataSourceFallbackWarning, match="URL fetch failure"):
+        splits = data_sources.load_cifar10("auto", limit=5)
+    assert "bundled CIFAR-10 sample" in splits.source
+
+
+def test_auto_uses_keras_datasets_when_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(data_sources, "keras_cifar10_available", lambda: (True, "cached"))
+    monkeypatch.setattr(data, "_load_from_keras", fake_keras_raw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataSourceFallbackWarning)
+        splits = data_sources.load_cifar10("auto")
+    assert splits.source == "fake keras.datasets"
+    assert splits.split_sizes() == {"train": 20, "val": 10, "test": 10}
+
+
+def test_explicit_keras_source_explains_a_failed_download(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_download() -> RawData:
+        raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
+
+    monkeypatch.setattr(data, "_load_from_keras", failing_download)
+    with pytest.raises(RuntimeError, match="no network.*source='sample'"):
+        load_splits("keras")
+
+
+def test_reachability_check_reports_a_refused_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(data_sources, "_keras_cached_files", lambda: [])
+    monkeypatch.setattr(data_sources.urllib.request, "getproxies", lambda: {})
+
+    def refuse(*args: object, **kwargs: object) -> socket.socket:
+        raise ConnectionRefusedError("refused for the test")
+
+    monkeypatch.setattr(data_sources.socket, "create_connection", refuse)
+    available, reason = data_sources.keras_cifar10_available(timeout_s=1.0)
+    assert not available
+    assert "www.cs.toronto.edu:443" in reason and "refused for the test" in reason
+
+
+def test_reachability_check_never_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(data_sources, "_keras_cached_files", lambda: [])
+    monkeypatch.setattr(data_sources.urllib.request, "getproxies", lambda: {})
+
+    def silent_host(*args: object, **kwargs: object) -> socket.socket:
+        time.sleep(3)  # like a DNS lookup that hangs; the check must not wait for it
+        raise TimeoutError("too late")
+
+    monkeypatch.setattr(data_sources.socket, "create_connection", silent_host)
+    start = time.monotonic()
+    available, reason = data_sources.keras_cifar10_available(timeout_s=0.2)
+    assert time.monotonic() - start < 2
+    assert not available and "no answer" in reason
+
+
+def test_reachability_check_accepts_a_cached_download(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cached = tmp_path / "datasets" / "cifar-10-batches-py-target_archive"
+    cached.parent.mkdir()
+    cached.write_bytes(b"x")
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    available, reason = data_sources.keras_cifar10_available()
+    assert available and "cached" in reason
+
+
+def test_offline_keras_source_is_a_data_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_download() -> RawData:
+        raise Exception("URL fetch failure: no network")
+
+    monkeypatch.setattr(data, "_load_from_keras", failing_download)
+    with pytest.raises(data.DataSourceUnavailableError, match="no network"):
+        load_splits("keras")
+
+
+def class_folder_members(per_class: int = 5) -> dict[str, bytes]:
+    from shiftvit_lib.data import CIFAR10_CLASSES
+
+    return {f"{split}/{name}/{i}.png": png_bytes(10 * c + i)
+            for split in ("train", "test") for c, name in enumerate(CIFAR10_CLASSES) for i in range(per_class)}
+
+
+def test_a_flipped_byte_in_a_data_zip_is_one_line(tmp_path):
+    path = tmp_path / "data.zip"
+    members = {name: content * 20 for name, content in class_folder_members().items()}  # compressible
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        first = archive.infolist()[0]
+    data_start = first.header_offset + 30 + len(first.filename.encode())  # after the local header
+    raw[data_start + first.compress_size // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ValueError) as damaged:
+        data_sources.load_cifar10(path)
+    assert "data.zip is not a readable zip archive, damaged or truncated" in one_line(damaged.value)
+
+
+def test_a_truncated_data_tar_gz_is_one_line(tmp_path):
+    path = write_tar_gz(tmp_path / "data.tar.gz", class_folder_members())
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ValueError) as damaged:
+        data_sources.load_cifar10(path)
+    assert "data.tar.gz is not a readable tar archive, damaged or truncated" in one_line(damaged.value)
+
+
+def test_a_small_zip_that_unpacks_to_a_lot_is_refused_early(tmp_path, monkeypatch):
+    # 300 entries of 0.9 MiB zeros: under the per-file cap each, 270 MiB in all, about 0.3 MB as a zip.
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for i in range(300):
+            archive.writestr(f"train/cat/{i}.png", bytes(900 * 1024))
+    assert path.stat().st_size < 2**20
+    read = []
+    original_open = zipfile.ZipFile.open
+
+    def counting_open(self, name, *args, **kwargs):
+        read.append(name)
+        return original_open(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", counting_open)
+    with pytest.raises(ValueError) as refused:
+        data_sources.load_cifar10(path)
+    assert "looks like a decompression bomb" in one_line(refused.value)
+    assert len(read) < 30  # stopped after reading about 16 MiB, not 270
+
+
+def png_header_claiming(width: int, height: int) -> bytes:
+    """A tiny PNG whose header claims ``width`` x ``height`` pixels (a real decoder would allocate them)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 100))
+            + chunk(b"IEND", b""))
+
+
+def test_a_small_png_claiming_a_huge_size_is_refused_before_decoding(tmp_path, monkeypatch):
+    folder = write_tree(tmp_path / "cifar",
+                        {**class_folder_members(1), "train/dog/huge.png": png_header_claiming(9_000, 9_000)})
+
+    from PIL import ImageFile
+
+    def must_not_decode(self, *args, **kwargs):
+        if self.size[0] > 32:
+            raise AssertionError("the 9,000-pixel-wide image was decoded")
+        return original_load(self, *args, **kwargs)
+
+    original_load = ImageFile.ImageFile.load
+    monkeypatch.setattr(ImageFile.ImageFile, "load", must_not_decode)
+    with pytest.raises(ValueError) as refused:
+        data_sources.load_cifar10(folder)
+    assert "huge.png is 9000x9000 pixels, but CIFAR-10 images are 32x32" in one_line(refused.value)
+
+
+@pytest.fixture()
+def archive_and_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHIFTVIT_CACHE", str(tmp_path / "cache"))
+    return write_zip(tmp_path / "data.zip", class_folder_members()), tmp_path / "cache"
+
+
+def cache_file(cache: Path) -> Path:
+    (npz,) = cache.glob("cifar10-*.npz")
+    return npz
+
+
+def test_a_truncated_or_altered_cache_is_rebuilt_not_trusted(archive_and_cache):
+    path, cache = archive_and_cache
+    first = data_sources.load_cifar10(path, seed=1)
+    npz = cache_file(cache)
+    for damage in ("truncate", "alter"):
+        content = bytearray(npz.read_bytes())
+        if damage == "truncate":
+            content = content[: len(content) // 2]
+        else:  # same size, other pixels: the zip's CRC-32 of the array catches it
+            index = content.find(b"x_train.npy") + 400
+            content[index] ^= 0xFF
+        npz.write_bytes(bytes(content))
+        again = data_sources.load_cifar10(path, seed=1)
+        np.testing.assert_array_equal(again.x_train, first.x_train)
+        np.testing.assert_array_equal(again.y_test, first.y_test)
+        assert npz.stat().st_size == len(npz.read_bytes()) and data_sources._read_cache(npz) is not None
+
+
+def test_a_cache_write_that_fails_leaves_no_partial_file(archive_and_cache, monkeypatch):
+    path, cache = archive_and_cache
+    cache.mkdir()
+    (cache / "cifar10-abc.999999999.tmp.npz").write_bytes(b"left by a killed process")
+
+    def disk_full(file, **arrays):
+        Path(file).write_bytes(b"half an npz")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(data_sources.np, "savez", disk_full)
+    data = data_sources.load_cifar10(path)
+    assert len(data.y_test) == 50  # the data is still there, decoded
+    assert sorted(p.name for p in cache.iterdir()) == []  # no partial file, the dead one removed too
+
+
+def test_training_sees_the_pixels_predict_sees_for_16_bit_and_transparent_pngs(tmp_path):
+    sixteen = io.BytesIO()
+    Image.fromarray(np.full((32, 32), 1000, np.uint16)).save(sixteen, "PNG")  # 1000/65535: nearly black
+    rgba = np.zeros((32, 32, 4), np.uint8)
+    rgba[..., 0] = 255  # red, hidden under full transparency
+    transparent = io.BytesIO()
+    Image.fromarray(rgba, "RGBA").save(transparent, "PNG")
+    members = {name: content for name, content in class_folder_members().items() if "/airplane/" not in name}
+    members.update({f"{split}/airplane/{i}.png": (sixteen if i % 2 else transparent).getvalue()
+                    for split in ("train", "test") for i in range(5)})
+    folder = write_tree(tmp_path / "cifar", members)
+    loaded = data_sources.load_cifar10(folder, val_fraction=0.2)
+    airplanes = loaded.x_test[loaded.y_test == 0]
+    from_predict = {inference.load_image(folder / f"test/airplane/{i}.png", 32).tobytes() for i in range(5)}
+    assert {image.tobytes() for image in airplanes} == from_predict
+    assert {int(image.max()) for image in airplanes} == {4, 255}  # 1000/257 rounds to 4; white, not red
+    assert all((image == image[0, 0]).all() for image in airplanes)
+
+
+@pytest.mark.parametrize("name", ["x.tar.gz", "x.zip", "x.tar"])
+def test_data_naming_a_fifo_is_refused_without_opening_it(tmp_path, name, capsys):
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    outcome: dict[str, BaseException] = {}
+
+    def load() -> None:
+        try:
+            data_sources.load_cifar10(str(fifo))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            outcome["error"] = error
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    if reader.is_alive():  # opening the pipe blocks until a writer comes: let it end
+        with open(fifo, "wb"):
+            pass
+        pytest.fail(f"load_cifar10 hung on a named pipe called {name}")
+    assert isinstance(outcome.get("error"), ValueError), outcome
+    assert "named pipe" in one_line(str(outcome["error"])) and name in str(outcome["error"])
+    code = main(["train", "--data", str(fifo), "--out", str(tmp_path / "run"), "--limit", "2"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "named pipe" in one_line(err) and name in err
+
+
+def test_a_tar_long_name_header_is_capped_before_it_is_read(tmp_path):
+    # A GNU long-name header claiming 32 MiB (zeros: a tiny .tar.gz); tarfile read it whole.
+    claimed = 32 * 2**20
+    header = tarfile.TarInfo("././@LongLink")
+    header.type, header.size = tarfile.GNUTYPE_LONGNAME, claimed
+    raw = io.BytesIO()
+    raw.write(header.tobuf(format=tarfile.GNU_FORMAT))
+    raw.write(b"train/cat/" + b"a" * (claimed - 10))
+    raw.write(b"\0" * (-claimed % 512) + b"\0" * 1024)
+    archive = tmp_path / "bomb.tar.gz"
+    archive.write_bytes(gzip.compress(raw.getvalue(), compresslevel=1))
+    assert archive.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="header claims") as refused:
+            data_sources.load_cifar10(str(archive), limit=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "bomb.tar.gz" in one_line(str(refused.value))
+    assert peak < 8 * 2**20, f"{peak / 2**20:.0f} MiB held while reading the headers"
+
+
+def test_a_cache_folder_that_is_a_file_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "cache").write_text("not a folder")
+    monkeypatch.setenv("SHIFTVIT_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match="point SHIFTVIT_CACHE at a folder") as refused:
+        data_sources.array_cache_dir()
+    assert str(tmp_path / "cache") in one_line(str(refused.value))

@@ -3,6 +3,7 @@ anything is written to disk; finished and mismatched run folders are refused."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -13,12 +14,15 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+from fakes import one_line, png_bytes, tiny_splits
 from PIL import Image
 
 from shiftvit_lib import data as data_module
 from shiftvit_lib.__main__ import in_flags, main
-from shiftvit_lib.tools import data_sources
+from shiftvit_lib.config import preset
+from shiftvit_lib.tools import data_sources, inference
 from shiftvit_lib.tools.inference import save_model
+from shiftvit_lib.tools.runs import run_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -143,9 +147,7 @@ def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_
 
 
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
-    from shiftvit_lib.config import preset
     from shiftvit_lib.data import load_splits
-    from shiftvit_lib.tools.runs import run_spec
 
     out = tmp_path / "run"
     out.mkdir()
@@ -242,7 +244,6 @@ def test_ctrl_c_stops_with_one_line_saying_how_to_resume(monkeypatch, capsys, tm
 
 
 def test_evaluate_with_tta_reports_it_beside_the_plain_figure(capsys, tmp_path, monkeypatch):
-    from fakes import tiny_splits
 
     from shiftvit_lib.recipe import evaluate
 
@@ -341,3 +342,31 @@ def test_a_reader_that_leaves_early_ends_the_program_quietly(tmp_path):
     reader.stdin.close()
     reader.wait()
     assert done.stderr.decode() == ""
+
+
+def test_the_command_line_refuses_a_seed_past_32_bits_in_one_line(tmp_path):
+    from shiftvit_lib.__main__ import main
+
+    code = main(["train", "--data", "sample", "--seed", str(2**40), "--out", str(tmp_path / "run")])
+    assert code == 2 and not (tmp_path / "run").exists()
+
+
+def test_a_non_utf8_file_name_does_not_fail_a_strict_terminal(tmp_path, monkeypatch):
+    from shiftvit_lib.__main__ import main
+
+    model = inference.save_model(tiny_classifier(), tmp_path / "m.keras")
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    odd = os.fsdecode(b"caf\xe9.png")  # Latin-1 bytes: not UTF-8, so Python holds a lone surrogate
+    (folder / odd).write_bytes(png_bytes(100))
+    strict = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", strict)
+    assert main(["predict", "--model", str(model), str(folder)]) == 0
+    strict.flush()
+    assert b"caf\\udce9.png" in strict.buffer.getvalue()
+
+
+def test_a_batch_size_past_any_memory_is_refused_in_one_line(tmp_path, capsys):
+    code = main(["evaluate", "--model", str(tmp_path / "m.keras"), "--batch-size", str(10**23)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--batch-size" in one_line(err) and "at most" in err
