@@ -104,10 +104,11 @@ def update_time_card(notebook: nbformat.NotebookNode, row: str, text: str) -> bo
     return True
 
 
-def card_text(seconds: float, machine: str, day: datetime.date | str) -> str:
-    """What the time card says about one measured run."""
+def card_text(seconds: float, machine: str, day: datetime.date | str, load: float | None = None) -> str:
+    """What the time card says about one measured run (with the load average when it was known)."""
     day = day if isinstance(day, str) else day.isoformat()
-    return f"{seconds / 60:.1f} min, measured by the lesson runner ({machine}, {day})"
+    shown = "" if load is None else f", load {load:.1f}"
+    return f"{seconds / 60:.1f} min, measured by the lesson runner ({machine}, {day}{shown})"
 
 
 def load_average() -> list[float] | None:
@@ -162,7 +163,8 @@ def write_cards() -> int:
     for stem, timed in record["lessons"].items():
         path = NOTEBOOKS / f"{stem}.ipynb"
         notebook = nbformat.read(path, as_version=4)
-        if update_time_card(notebook, QUICK_ROW, card_text(timed["seconds"], machine, day)):
+        load = (timed.get("load_before") or [None])[0]
+        if update_time_card(notebook, QUICK_ROW, card_text(timed["seconds"], machine, day, load)):
             nbformat.write(notebook, path)
         else:
             print(f"note: {path.name} has no time card row {QUICK_ROW!r}", file=sys.stderr)
