@@ -163,8 +163,8 @@ def write_cards() -> int:
     for stem, timed in record["lessons"].items():
         path = NOTEBOOKS / f"{stem}.ipynb"
         notebook = nbformat.read(path, as_version=4)
-        load = (timed.get("load_before") or [None])[0]
-        if update_time_card(notebook, QUICK_ROW, card_text(timed["seconds"], machine, day, load)):
+        # The card stays short (the lessons' word budget); the load is in results/timings.json.
+        if update_time_card(notebook, QUICK_ROW, card_text(timed["seconds"], machine, day)):
             nbformat.write(notebook, path)
         else:
             print(f"note: {path.name} has no time card row {QUICK_ROW!r}", file=sys.stderr)
