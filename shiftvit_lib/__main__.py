@@ -21,7 +21,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from shiftvit_lib._startup import backend_problem
 from shiftvit_lib.config import InputError, check_whole_number
@@ -231,9 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not _interrupted(error):
             raise
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut this message
-        resume = "" if args is None or args.command != "train" else (
-            f"; run the same command again to resume {escape_name(args.out)} from its last finished epoch"
-        )
+        hint = f"; run the same command again to resume {escape_name(getattr(args, 'out', ''))} from its last finished epoch"
+        resume = hint if getattr(args, "command", None) == "train" else ""
         print(f"stopped (Ctrl-C){resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
 

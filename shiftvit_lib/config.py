@@ -47,7 +47,9 @@ def check_whole_number(value: Any, name: str, low: int = 1, high: float = math.i
     return int(value)
 
 
-def bounded(default: Any, low: float, high: float = math.inf, *, closed: bool = False, above: bool = False) -> Any:
+def bounded(
+    default: Any, low: float, high: float = math.inf, *, closed: bool = False, above: bool = False
+) -> Any:
     """A config field that must lie in ``[low, high)`` (``[low, high]`` if ``closed``, ``(low, ...`` if
     ``above``: an epsilon is > 0); None passes."""
     return dataclasses.field(default=default, metadata={"range": (low, high, closed, above)})

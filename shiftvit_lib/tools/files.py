@@ -168,24 +168,27 @@ def read_json(path: PathLike, what: str = "JSON file", limit: int = 64 * 2**20) 
 
 
 # --------------------------------------------------------------------------- own files only
-def _own_kind(info: os.stat_result, folder: bool = False) -> str | None:
+def _own_kind(info: os.stat_result, folder: bool = False, reading: bool = False) -> str | None:
     kind = mode_kind(info.st_mode)
     if folder:
         return None if kind == "a folder" else kind or "a file"
-    return f"a hard link (one of {info.st_nlink} names of a file)" if not kind and info.st_nlink > 1 else kind
+    hard_link = not (kind or reading) and info.st_nlink > 1
+    return f"a hard link (one of {info.st_nlink} names of a file)" if hard_link else kind
 
 
-def check_own(path: PathLike, *, folder: bool = False) -> Path:
+def check_own(path: PathLike, *, folder: bool = False, reading: bool = False) -> Path:
     """``path`` if it is missing or a regular file (``folder``: a folder) that is no link.
 
     A run folder or an output folder holds only what the project made there: a symbolic link
     (it would be followed out of the folder), a hard link (writing it rewrites the user's
     file it shares), a pipe (reading it blocks forever), a device or a socket is refused in
     one line naming it, before anything reads or writes it (:class:`UnsafeFileError`).
+    ``reading``: a hard link passes (reading it changes nothing; installers such as uv
+    install a package's files as hard links).
     """
     path = Path(path)
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        if kind := _own_kind(os.lstat(path), folder):
+        if kind := _own_kind(os.lstat(path), folder, reading):
             raise UnsafeFileError(
                 f"{escape_name(path)} is {kind}, not {'a folder' if folder else 'a file'} the project made; move it away "
                 "(what it points to is left as it is) and run again",
@@ -207,9 +210,11 @@ def check_name_length(path: PathLike) -> Path:
 
 def read_own_text(path: PathLike, limit: int = 64 * 2**20) -> str:
     """The text of a file the project wrote (:func:`check_own`), ``""`` if there is none; bounded."""
-    if not check_own(path).exists():
+    if not check_own(path, reading=True).exists():
         return ""
-    return read_bounded(path, limit, escape_name(Path(path).name), follow_links=False).decode("utf-8", "replace")
+    return read_bounded(path, limit, escape_name(Path(path).name), follow_links=False).decode(
+        "utf-8", "replace"
+    )
 
 
 def append_text(path: PathLike, text: str, header: str = "") -> Path:

@@ -3,10 +3,12 @@
 A run folder holds ``run_spec.json`` (what the run *is*, written when it starts),
 ``history.csv`` and ``best.keras`` (written while it trains), ``backup/`` (the training
 state after each epoch, :class:`RunBackup`, removed once the record is written) and
-``run.json`` (the record written when it ends). Every file but the appended history is
-written through a temporary name and renamed (:mod:`shiftvit_lib.tools.files`), so a crash
-never leaves half a file; a file damaged otherwise is set aside by name and the run
-resumes from the last readable state.
+``run.json`` (the record written when it ends). Every file, the history too, is written
+through a temporary name and renamed (:mod:`shiftvit_lib.tools.files`), so a crash never
+leaves half a file; a file damaged otherwise is set aside by name and the run resumes from
+the last readable state. A member that is a link (symbolic or hard) or a special file is
+refused before the run reads or writes it (:func:`check_members`): a run writes only
+files it made, never through a link out of its folder.
 
 A run takes its folder with :func:`claim` (the folder checked once, :func:`check_run_folder`,
 then its lock held), starts it or resumes the interrupted run in it only with the same
@@ -170,7 +172,7 @@ def read_run_file(folder: str | os.PathLike[str], name: str = RUN_SPEC) -> dict[
     path = Path(folder) / name
     if not path.exists() and not path.is_symlink():
         return None
-    files.check_own(path)
+    files.check_own(path, reading=True)
     try:
         if isinstance(found := read_json(path, name), dict):
             return found
@@ -199,7 +201,9 @@ def check_location(out_dir: str | os.PathLike[str]) -> Path:
             f"cannot use the output folder {escape_name(out)}: {escape_name(existing)} is a file; choose another folder"
         )
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise RunFolderError(f"cannot write to {escape_name(existing)} (permission denied); choose another output folder")
+        raise RunFolderError(
+            f"cannot write to {escape_name(existing)} (permission denied); choose another output folder"
+        )
     return out
 
 
@@ -351,7 +355,7 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
 def _keep_history_rows(path: Path, before_epoch: int) -> None:
     """Drop the rows of epochs >= ``before_epoch`` (they will be trained again) and rows cut short.
 
-    Keras' CSVLogger writes the epoch first and numbers only, so a row is split on commas.
+    :class:`HistoryLog` writes the epoch first and numbers only, so a row is split on commas.
     """
     header, *rows = files.read_own_text(path).splitlines(keepends=True) or [""]
     kept = [
@@ -411,7 +415,7 @@ def _resume_point(out: Path, damaged: list[str], epochs: int) -> tuple[int, Path
     """
     backup = files.check_own(out / BACKUP_DIR, folder=True)
     try:
-        recorded = read_json(files.check_own(backup / BACKUP_METADATA))["epoch"]
+        recorded = read_json(files.check_own(backup / BACKUP_METADATA, reading=True))["epoch"]
     except (OSError, ValueError, KeyError, TypeError):
         recorded = None
     if type(recorded) is not int or not 1 <= recorded <= epochs:
