@@ -54,7 +54,7 @@ setup_system() {
   include=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   [ -f "$include/Python.h" ] || missing+=(python3-dev)
   fc-list 2>/dev/null | grep -qi "DejaVu Sans" || missing+=(fonts-dejavu-core)
-  # tests/test_site.py drives Debian's headless Chromium (a browser test of the website).
+  # tests/project/test_site.py drives Debian's headless Chromium (a browser test of the website).
   command -v chromium >/dev/null || missing+=(chromium)
   if [ ${#missing[@]} -gt 0 ]; then
     command -v apt-get >/dev/null || { echo "error: please install: ${missing[*]}" >&2; exit 1; }

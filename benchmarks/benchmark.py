@@ -52,10 +52,13 @@ import numpy as np  # noqa: E402
 
 import shiftvit_lib as sv  # noqa: E402  (first: it loads the backend quietly)
 from shiftvit_lib.data import DataSplits  # noqa: E402
-from shiftvit_lib.recipe import training_datasets  # noqa: E402
+from shiftvit_lib.recipe import (
+    ThroughputMeter,  # noqa: E402
+    training_datasets,  # noqa: E402
+)
 from shiftvit_lib.shift import keras_io_shift, shift_channels, shift_channels_roll  # noqa: E402
 from shiftvit_lib.tools.devices import describe_machine, precision_policy  # noqa: E402
-from shiftvit_lib.tools.runs import ThroughputMeter, build_for_training, train  # noqa: E402
+from shiftvit_lib.tools.runs import build_for_training, train  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

@@ -97,7 +97,7 @@ GPUS = (
 # ../shared/gpu-runs/2026-11-26-h200/ (README.md, seed_history.csv, strong_history.csv), JAX 0.11.2,
 # Keras 3.15.1, mixed_bfloat16 and XLA (the CLI's defaults), full CIFAR-10 JPEG q75, batch 256.
 # Per preset: the first epoch (compilation included), then the median and range of epochs 2-67.
-# tests/test_roofline.py re-reads them from those files where that folder is present.
+# tests/project/test_roofline.py re-reads them from those files where that folder is present.
 MEASURED_H200 = {
     "seed": dict(first_epoch=42.56, median_epoch=1.30, fastest_epoch=1.06, slowest_epoch=1.59,
                  median_images_per_second=33_588),

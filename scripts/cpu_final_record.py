@@ -31,7 +31,7 @@ from shiftvit_lib.tools.files import write_json  # noqa: E402
 from shiftvit_lib.tools.inference import load_model  # noqa: E402
 
 sys.path.insert(0, str(REPO / "scripts"))
-import test_split_log  # noqa: E402
+import guard_test_split  # noqa: E402
 
 RUN_FILES = ("run.json", "history.csv", "best.keras")
 
@@ -53,7 +53,7 @@ def final_record(search_record: dict, model, data) -> dict:
     }
 
 
-def main(argv: list[str] | None = None, log: Path = test_split_log.LOG) -> int:
+def main(argv: list[str] | None = None, log: Path = guard_test_split.LOG) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="the chosen candidate's finished training folder")
     parser.add_argument("--data", required=True, help="the CIFAR-10 archive or class-folder directory")
@@ -67,12 +67,12 @@ def main(argv: list[str] | None = None, log: Path = test_split_log.LOG) -> int:
         parser.error(f"{args.out / 'run.json'} exists: the test set was read for it already; "
                      "choose another --out")
 
-    sha256 = test_split_log.model_sha256(args.run / "best.keras")
-    test_split_log.refuse_a_second_read(sha256, log)
+    sha256 = guard_test_split.model_sha256(args.run / "best.keras")
+    guard_test_split.refuse_a_second_read(sha256, log)
     data = load_cifar10(args.data, seed=args.seed)
     record = final_record(json.loads((args.run / "run.json").read_text()),
                           load_model(args.run / "best.keras"), data)
-    test_split_log.log_read("scripts/cpu_final_record.py", str(args.run / "best.keras"), sha256,
+    guard_test_split.log_read("scripts/cpu_final_record.py", str(args.run / "best.keras"), sha256,
                             {"test_top1": record["test"]["accuracy"],
                              "test_top1_flip_tta": record["test_flip_tta"]["accuracy"],
                              "images": record["test"]["images"], "out": str(args.out)}, log)

@@ -15,7 +15,7 @@
 # goes to $OUT/gpu_log.txt. Only these two files are written under $OUT.
 #
 # Needs in the git-ignored .devcarry/: the wheels of ../shared/device-wheels/ and
-# ../shared/data/cifar10-jpeg.tar.gz. A CPU smoke test (tests/test_gpu_runs_script.py):
+# ../shared/data/cifar10-jpeg.tar.gz. A CPU smoke test (tests/project/test_gpu_runs.py):
 #   GPU_RUNS_TINY=1 GPU_RUNS_NO_INSTALL=1 PYTHON=.venv/bin/python OUT=/tmp/x bash scripts/gpu_runs.sh
 # (tiny: the `quick` preset for every stage, the bundled sample, --limit 10, one epoch).
 if [ -z "${GPU_RUNS_NO_INSTALL:-}" ]; then

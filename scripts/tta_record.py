@@ -6,7 +6,7 @@
 The plain figure must reproduce ``results/cpu_full/run.json``; the TTA figure is reported beside
 it, never instead of it (``evaluate(..., tta=True)``: the mean of each image's logits and its
 mirror image's). The read is appended to ``results/test_split_reads.jsonl``, and refused when
-the log holds a read of the same weights already (``scripts/test_split_log.py``).
+the log holds a read of the same weights already (``scripts/guard_test_split.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from shiftvit_lib.recipe import evaluate  # noqa: E402
 from shiftvit_lib.tools.files import write_json  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import test_split_log  # noqa: E402
+import guard_test_split  # noqa: E402
 
 
 def main() -> int:
@@ -33,7 +33,7 @@ def main() -> int:
     parser.add_argument("--out", default="results/cpu_full_tta.json")
     args = parser.parse_args()
     weights_sha256 = sv.pretrained_info("cpu")["sha256"]
-    test_split_log.refuse_a_second_read(weights_sha256)
+    guard_test_split.refuse_a_second_read(weights_sha256)
     data = sv.load_cifar10(args.data)
     model = sv.pretrained("cpu")
     record = {
@@ -45,7 +45,7 @@ def main() -> int:
         "measured_at": time.strftime("%Y-%m-%d"),
     }
     write_json(Path(args.out), record)  # atomic: a crash never leaves half a record
-    test_split_log.log_read("scripts/tta_record.py", 'sv.pretrained("cpu")', weights_sha256,
+    guard_test_split.log_read("scripts/tta_record.py", 'sv.pretrained("cpu")', weights_sha256,
                             {"test_top1": record["plain"]["accuracy"],
                              "test_top1_flip_tta": record["flip_tta"]["accuracy"], "out": args.out})
     print(json.dumps(record, indent=2))

@@ -20,7 +20,7 @@ and archive data sources, inference and .keras files (lesson 06), experiments (l
 the published weights and records. ``shiftvit_lib.notebook`` holds what only the lessons
 use (set-up, plots, the exercises' checks and solutions, analysis, the learner's runtime).
 This facade, its start-up (``_startup``) and the command line (``__main__``) sit above all
-three; ``tests/test_import_graph.py`` reads each module's layer from its folder and keeps it so.
+three; ``tests/project/test_import_graph.py`` reads each module's layer from its folder and keeps it so.
 
 ``import shiftvit_lib`` loads the core only (no tooling, no matplotlib), and changes nothing
 outside the package but what ``_startup``'s docstring lists. The names below (``_EXPORTS``)

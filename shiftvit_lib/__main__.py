@@ -250,10 +250,14 @@ def _interrupted(error: BaseException | None) -> bool:
 def _command(args: argparse.Namespace) -> int:
     """Run the command; what the project raises about the user's input, files and data is one line."""
     from shiftvit_lib.tools.data_sources import DataSourceUnavailableError
+    from shiftvit_lib.tools.files import RunFolderInUseError, UnsafeFileError
 
     try:
         return globals()[f"_{args.command}"](args)
-    except (InputError, OSError, DataSourceUnavailableError) as error:  # anything else is a bug: a traceback
+    # What the project raises about the user's input, files and data (files.py defines its own, to
+    # stay importable without the package), and the system's refusals: one line. Anything else
+    # is a bug and shows its traceback.
+    except (InputError, UnsafeFileError, RunFolderInUseError, OSError, DataSourceUnavailableError) as error:
         if _interrupted(error):
             raise
         print(f"error: {_one_line(error)}", file=sys.stderr)

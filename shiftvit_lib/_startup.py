@@ -15,7 +15,7 @@ them, never exits the process, and does only this (``import_backend_quietly``):
   and prints one line saying so: that runtime has no TensorFlow for its TPU. Set
   ``KERAS_BACKEND`` yourself to choose otherwise.
 
-``tests/test_import_graph.py`` checks the first sentence.
+``tests/project/test_import_graph.py`` checks the first sentence.
 """
 
 import importlib.util

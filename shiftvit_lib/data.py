@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import hashlib
 import math
 import os
 from collections.abc import Iterable
@@ -49,6 +50,16 @@ class DataSplits:
         for split in SPLITS:
             x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
             _check_images_and_labels(x, y, len(self.class_names), where=f"{split} split")
+
+    def digest(self) -> str:
+        """A short hash of every image and label: the data's identity (a run folder stores it)."""
+        digest = hashlib.blake2b(digest_size=12)
+        for split in SPLITS:
+            for array in (getattr(self, f"x_{split}"), getattr(self, f"y_{split}")):
+                array = np.ascontiguousarray(array)
+                digest.update(f"{split}{array.dtype.str}{array.shape}".encode())
+                digest.update(array.data)
+        return digest.hexdigest()
 
     def split_sizes(self) -> dict[str, int]:
         """Number of images per split, e.g. ``{"train": 40000, ...}``."""

@@ -40,3 +40,12 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.random_order(disabled=True))
+
+
+@pytest.fixture
+def mixed_bfloat16():
+    """Keras' dtype policy is mixed_bfloat16 while the test builds (as on an A100 or H100), then restored."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    yield
+    keras.config.set_dtype_policy(previous)

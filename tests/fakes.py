@@ -1,11 +1,13 @@
-"""Small fake data shared by the core and tooling tests."""
+"""Small fakes and checks shared by the tests: data, image files, models, the one-line error."""
 
 import io
 import tarfile
 import zipfile
 from pathlib import Path
 
+import keras
 import numpy as np
+from PIL import Image
 
 from shiftvit_lib.data import DataSplits
 
@@ -46,3 +48,32 @@ def write_tar_gz(path: Path, files: dict[str, bytes]) -> Path:
             info.size = len(content)
             archive.addfile(info, io.BytesIO(content))
     return path
+
+
+def left_right_sensitive_model() -> keras.Model:
+    """Logits that change when an image is mirrored: a dense layer on the raw pixels."""
+    inputs = keras.Input((32, 32, 3))
+    outputs = keras.layers.Dense(10, kernel_initializer=keras.initializers.RandomNormal(seed=3))(
+        keras.layers.Flatten()(keras.layers.Rescaling(1 / 255)(inputs)))
+    return keras.Model(inputs, outputs)
+
+
+def tiny_classifier() -> keras.Model:
+    """A 10-class model on 32x32 RGB images, quick to build and save."""
+    inputs = keras.Input((32, 32, 3))
+    pooled = keras.layers.GlobalAveragePooling2D()(keras.layers.Rescaling(1 / 255)(inputs))
+    return keras.Model(inputs, keras.layers.Dense(10)(pooled))
+
+
+def png_bytes(value: int, side: int = 32) -> bytes:
+    """A PNG of one grey ``value``."""
+    buffer = io.BytesIO()
+    Image.fromarray(np.full((side, side, 3), value, np.uint8)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def one_line(error: BaseException | str) -> str:
+    """An error's text, asserted to be one line (a user error says what was wrong in one line)."""
+    text = str(error)
+    assert "\n" not in text.strip(), f"not one line: {text!r}"
+    return text

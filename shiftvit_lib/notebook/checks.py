@@ -9,7 +9,7 @@ read by one helper (``_diagnose``). ``try_yours`` is what a blank's checking cel
 (``NotImplementedError``), says so and checks and returns the library's version, so the lesson
 runs on. ``exercise`` is what an exercise's checking cell calls (lessons 00-07).
 
-``tests/lessons/test_checks.py`` injects a catalogue of plausible mistakes into every
+``tests/notebook/test_checks.py`` injects a catalogue of plausible mistakes into every
 piece and asserts that each check fails on every one of them and passes each lesson's solution.
 This is a lesson helper: it imports the core; the core never imports it.
 """

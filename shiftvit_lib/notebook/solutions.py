@@ -6,7 +6,7 @@ to the library's own piece (``sv.shift_channels``, ``sv.MLP``, ``sv.DropPath``,
 ``sv.ShiftViTBlock``, ``sv.PatchMerging``, ``sv.build_shiftvit``, ``sv.WarmUpCosine``),
 so a notebook with every blank left empty still runs top to bottom. The library trains
 with ``model.fit``, so lesson 05's ``GradientTape`` step, shown in the lesson's collapsed
-"Solution", lives here. ``tests/lessons/test_checks.py`` runs every lesson's "Solution"
+"Solution", lives here. ``tests/notebook/test_checks.py`` runs every lesson's "Solution"
 through its check.
 
 This is a lesson helper: the core never imports it.

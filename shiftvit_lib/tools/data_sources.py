@@ -84,25 +84,22 @@ class DataSourceUnavailableError(RuntimeError):
 def read_keras(limit: int | None, rng: np.random.Generator) -> RawData:
     """The original release via ``keras.datasets`` (downloads 170 MB on first use)."""
     try:
-        (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
+        downloaded = keras.datasets.cifar10.load_data()  # ((x_train, y_train), (x_test, y_test))
     except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
         raise DataSourceUnavailableError(
             f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
             "source='sample', a local copy (directory or archive), or source='auto', "
             "which falls back to the sample by itself."
         ) from error
-    if x_train.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
-        x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
-    y_train, y_test = y_train.reshape(-1).astype(np.int64), y_test.reshape(-1).astype(np.int64)
-    train, test = cap_per_class(y_train, limit, rng), cap_per_class(y_test, limit, rng)
-    description = f"CIFAR-10 via keras.datasets.cifar10 (original release): {len(train):,} train / {len(test):,} test images"
-    return RawData(
-        np.ascontiguousarray(x_train[train]),
-        y_train[train],
-        np.ascontiguousarray(x_test[test]),
-        y_test[test],
-        description,
-    )
+    arrays = []
+    for images, labels in downloaded:
+        if images.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
+            images = images.transpose(0, 2, 3, 1)
+        labels = labels.reshape(-1).astype(np.int64)
+        keep = cap_per_class(labels, limit, rng)
+        arrays += [np.ascontiguousarray(images[keep]), labels[keep]]
+    sizes = f"{len(arrays[1]):,} train / {len(arrays[3]):,} test images"
+    return RawData(*arrays, f"CIFAR-10 via keras.datasets.cifar10 (original release): {sizes}")
 
 
 def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
@@ -125,10 +122,9 @@ def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
             keep = cap_per_class(labels, limit, rng)
             images = [np.asarray(decode_rgb(archive.read(found[i]))[0]) for i in keep]
             arrays += [np.stack(images).astype(np.uint8), labels[keep]]
-    sizes = f"{len(arrays[1]):,} train / {len(arrays[3]):,} test images"
+    sizes = f"{len(arrays[1]):,} train / {len(arrays[3]):,} test images, JPEG q75"
     description = (
-        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}, JPEG q75; pixels differ slightly from the "
-        "original release"
+        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; pixels differ slightly from the original"
     )
     return RawData(*arrays, description=description, image_formats="JPEG")
 

@@ -45,8 +45,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from shiftvit_lib.config import InputError
-
 try:
     import fcntl
 except ImportError:  # Windows
@@ -56,7 +54,7 @@ PathLike = str | os.PathLike[str]
 _NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"))
 
 
-class UnsafeFileError(InputError):
+class UnsafeFileError(ValueError):
     """A path that is not what the project may read or write there; the message names it.
 
     ``reason`` is the message without the path, for a table that lists the files apart.
@@ -161,7 +159,7 @@ def read_json(path: PathLike, what: str = "JSON file", limit: int = 64 * 2**20) 
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         cut = getattr(error, "pos", -1) >= len(data.rstrip()) or "Unterminated string" in str(error)
         said = "it nests too deeply to read" if isinstance(error, RecursionError) else error
-        raise InputError(
+        raise UnsafeFileError(
             f"{escape_name(path)} is not valid UTF-8 JSON{' (cut short?)' if cut else ''} ({said}); is it the "
             "right file? Restore it from version control or write it again"
         ) from None
@@ -272,8 +270,8 @@ def write_json(path: PathLike, payload: Any) -> Path:
     return atomic_write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
-# The temporary files of atomic_output, and the archive cache's of earlier versions: group 1 or 2 is the pid.
-_PARTIAL = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.partial(?:\..*)?|cifar10-[0-9a-f]+\.(\d+)\.tmp\..*")
+# The temporary files of atomic_output: group 1 is the pid.
+_PARTIAL = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.partial(?:\..*)?")
 
 
 def process_alive(pid: int) -> bool:
@@ -290,13 +288,13 @@ def process_alive(pid: int) -> bool:
 def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path]:
     """Remove the temporary files, matching ``pattern``, of processes that died while writing.
 
-    Only names :func:`atomic_output` makes count (and the cache's of earlier versions); a pid
+    Only names :func:`atomic_output` makes count; a pid
     no system gives out (a forged or damaged name) belongs to no live process.
     """
     removed = []
     for leftover in Path(folder).glob(pattern):
         match = _PARTIAL.fullmatch(leftover.name)
-        dead = match is not None and not process_alive(int(match.group(1) or match.group(2)))
+        dead = match is not None and not process_alive(int(match.group(1)))
         if dead and special_file_kind(leftover) is None:
             leftover.unlink(missing_ok=True)
             removed.append(leftover)
@@ -307,7 +305,7 @@ def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path
 LOCK_FILE = ".lock"
 
 
-class RunFolderInUseError(InputError):
+class RunFolderInUseError(ValueError):
     """Another process is training in this run folder."""
 
 
@@ -374,7 +372,7 @@ def check_keras_archive(path: PathLike) -> None:
             f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
         )
     if problem:
-        raise InputError(f"{escape_name(path)} {problem}")
+        raise UnsafeFileError(f"{escape_name(path)} {problem}")
 
 
 def _keras_archive_problem(archive: zipfile.ZipFile) -> str | None:

@@ -12,7 +12,6 @@ report confidences apply the softmax themselves.
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 import zipfile
 from pathlib import Path
@@ -318,11 +317,6 @@ def load_model(path: str | Path) -> keras.Model:
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except failures as error:
-        if "Could not locate class" in str(error):
-            # A training set-up this version no longer has (runs before issue 34 saved their own
-            # smoothed loss): the model itself still loads, uncompiled, and predicts the same.
-            with contextlib.suppress(*failures):
-                return keras.saving.load_model(path, safe_mode=True, compile=False)
         raise ModelLoadError(path, _load_failure_hint(str(error).lower()), error) from error
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from shiftvit_lib.config import FAMILIES, ModelFamily
 from shiftvit_lib.tools.files import read_bounded
-from shiftvit_lib.tools.run_folder import read_history_csv
+from shiftvit_lib.tools.run_folder import load_run
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 RECORDS = ASSETS / "records"
@@ -125,7 +125,7 @@ def load_record(name: str) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """
     folder, single = RECORDS / name, RECORDS / f"{name}.json"
     if (folder / "run.json").is_file():
-        return json.loads((folder / "run.json").read_text()), read_history_csv(folder / "history.csv")
+        return load_run(folder)
     if single.is_file():
         return json.loads(single.read_text()), {}
     raise KeyError(f"no shipped record {name!r}; choose one of {list_records()}")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import hashlib
 import json
 import os
 import re
@@ -97,17 +96,6 @@ def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
     return history
 
 
-def data_digest(data: DataSplits) -> str:
-    """A short hash of every image and label of ``data`` (its identity in ``run_spec.json``)."""
-    digest = hashlib.blake2b(digest_size=12)
-    for split in ("train", "val", "test"):
-        for array in (getattr(data, f"x_{split}"), getattr(data, f"y_{split}")):
-            array = np.ascontiguousarray(array)
-            digest.update(f"{split}{array.dtype.str}{array.shape}".encode())
-            digest.update(array.data)
-    return digest.hexdigest()
-
-
 def run_spec(
     config: TrainingRecipe,
     data: DataSplits,
@@ -129,7 +117,7 @@ def run_spec(
         "config": config.to_dict(),
         "data_source": data.source,
         "split_sizes": data.split_sizes(),
-        "data_digest": data_digest(data),
+        "data_digest": data.digest(),
         "epochs": int(epochs if epochs is not None else config.epochs),
         "batch_size": int(config.batch_size),
         "seed": int(seed),
@@ -193,9 +181,8 @@ def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) ->
 # --------------------------------------------------------------------------- claiming the folder
 def check_location(out_dir: str | os.PathLike[str]) -> Path:
     """``out_dir`` as a Path if a folder can be made or written there; a :class:`RunFolderError` if not."""
-    out = existing = files.check_name_length(out_dir)
-    while not existing.exists():  # the nearest folder that exists (``out`` itself, if it does)
-        existing = existing.parent
+    out = files.check_name_length(out_dir)
+    existing = next(path for path in (out, *out.parents) if path.exists())  # the nearest
     if not existing.is_dir():
         raise RunFolderError(
             f"cannot use the output folder {escape_name(out)}: {escape_name(existing)} is a file; choose another folder"
@@ -250,28 +237,28 @@ class Claim:
 
 
 @contextlib.contextmanager
-def claim(out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Iterator[Claim]:
+def claim(out_dir: str | os.PathLike[str] | Claim, *, overwrite: bool = False) -> Iterator[Claim]:
     """Check ``out_dir`` once (:func:`check_run_folder`) and hold its lock for the ``with`` block.
 
     The lock is taken right after the check, so a second process stops before it reads its
     data. A folder the claim made is removed again if the block fails before a run wrote
     anything there (data that would not load): a refused command leaves the disk as it was.
+    A :class:`Claim` already held is given back as it is.
     """
-    out, made = Path(out_dir), Path(out_dir)
+    if isinstance(out_dir, Claim):
+        yield out_dir
+        return
+    out = Path(out_dir)
     state = check_run_folder(out, overwrite=overwrite)
-    while not made.parent.exists():  # the first folder the lock's mkdir will make
-        made = made.parent
-    fresh = not made.exists()
+    made = [folder for folder in (out, *out.parents) if not folder.exists()]  # by the lock's mkdir
     try:
         with run_folder_lock(out):
             yield Claim(out, state)
     except BaseException:
-        if fresh and out.is_dir() and [path.name for path in out.iterdir()] == [LOCK_FILE]:
+        if made and out.is_dir() and [path.name for path in out.iterdir()] == [LOCK_FILE]:
             (out / LOCK_FILE).unlink()
-            for folder in (out, *out.parents):
+            for folder in made:
                 folder.rmdir()
-                if folder == made:
-                    break
         raise
 
 
@@ -322,19 +309,22 @@ def open_run_folder(folder: Claim, spec: dict[str, Any], config: TrainingRecipe)
 def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolder:
     """The interrupted run in ``out`` if it has ``spec``: where it resumes; damaged files set aside."""
     saved = read_run_file(out) or {}
-    if differences := spec_differences(saved, spec, config):
+    differences = spec_differences(saved, spec, config)
+    if differences:
         raise RunFolderError(
             f"{out} holds an interrupted run with other settings; it differs in {'; '.join(differences)}. "
             f"Resume it with the same settings, or {_AFRESH}"
         )
-    run, best = RunFolder(out, saved, fit_finished=bool(saved.get("fit_finished_at"))), out / BEST_MODEL
-    if problem := (file_problem(best) if best.exists() or best.is_symlink() else None):
+    run = RunFolder(out, {**saved, **spec}, fit_finished=bool(saved.get("fit_finished_at")))
+    best = out / BEST_MODEL
+    problem = file_problem(best) if best.exists() or best.is_symlink() else None
+    if problem:
         run.recovered.append(
             set_aside_damaged(best, problem, "training resumes from the last readable state")
         )
     # Unfinished, or finished without a readable best.keras: from the last backup (record.recovered says so).
     if not (run.fit_finished and best.exists()):
-        run.resumed_from, run.restore_from = _resume_point(out, run.recovered, int(saved.get("epochs", 0)))
+        run.resumed_from, run.restore_from = _resume_point(out, run.recovered, int(spec["epochs"]))
         if run.fit_finished and run.restore_from is None:
             what = f"is damaged (kept as {BEST_MODEL}.damaged)" if problem else "is missing"
             raise RunFolderError(
@@ -471,54 +461,33 @@ class HistoryLog(keras.callbacks.Callback):
 
 # --------------------------------------------------------------------------- the record
 def run_record(
-    folder: RunFolder,
-    config: TrainingRecipe,
-    data: DataSplits,
-    model: keras.Model,
-    test: dict[str, Any],
-    *,
-    epochs: int,
-    seconds: float,
-    **precision: Any,
+    folder: RunFolder, data: DataSplits, model: keras.Model, test: dict[str, Any], **session: Any
 ) -> dict[str, Any]:
-    """``run.json``: the config, the epochs, what ``history.csv`` says, the ``test`` metrics
-    (of the best checkpoint), this session's ``seconds``, the model's size and ``precision``
-    (``jit_compile``, ``mixed_precision``), the data and the machine."""
+    """``run.json``: the run's config and epochs (its spec), what ``history.csv`` says, the ``test``
+    metrics (of the best checkpoint), the model's size, the ``session``'s facts (time, XLA), the
+    data and the machine."""
     history = read_history_csv(folder.path / HISTORY_CSV)
     speeds = history.get("images_per_second", [])
     record = {
-        "config": config.to_dict(),
-        "epochs_requested": epochs,
+        "config": folder.spec["config"],
+        "epochs_requested": folder.spec["epochs"],
         "epochs_run": len(history.get("epoch", [])),
         "resumed_from_epoch": folder.resumed_from,
         "best_val_accuracy": max(history.get("val_accuracy", [float("nan")])),
         "test": test,
-        "wall_seconds_this_session": round(seconds, 2),
         # Over all sessions of a resumed run: every epoch's time, validation included.
         "train_seconds": round(float(sum(history.get("epoch_seconds", []))), 2),
         # The first epoch includes compilation, so it is left out when possible (and so in
         # benchmarks/benchmark.py, which reports its figure by the same rule).
         "train_images_per_second": round(float(np.median(speeds[1:] or speeds)), 1) if speeds else None,
         "parameters": int(model.count_params()),
-        **precision,
+        **session,
+        "mixed_precision": folder.spec["mixed_precision"],
         **provenance(data),
     }
     if folder.recovered:  # damaged files set aside on the way: the record says so
         record["recovered"] = folder.recovered
     return record
-
-
-def claimed(out_dir: str | os.PathLike[str] | Claim, *, overwrite: bool = False) -> Any:
-    """A context giving ``out_dir``'s :class:`Claim`: the one passed, or a new :func:`claim`."""
-    if isinstance(out_dir, Claim):
-        return contextlib.nullcontext(out_dir)
-    return claim(out_dir, overwrite=overwrite)
-
-
-def best_model(folder: RunFolder, model: keras.Model) -> keras.Model:
-    """``best.keras`` read back; the model as trained if no epoch had a finite validation accuracy."""
-    path = folder.path / BEST_MODEL
-    return load_model(path) if path.exists() else model
 
 
 def mark_fit_finished(folder: RunFolder) -> None:
@@ -557,19 +526,22 @@ def describe_run(record: dict[str, Any]) -> str:
     """A few lines on a run record: data, epochs, test accuracy, time, speed and machine."""
     test, machine, config = record["test"], record.get("machine", {}), record.get("config", {})
     versions = "".join(f", {name} {version}" for name, version in machine.get("backend_versions", {}).items())
-    minutes, tta = record.get("train_seconds"), record.get("test_flip_tta")  # TTA: beside the plain figure
     lines = [
         f"preset {config.get('name', '?')!r} on {record['data_source']}",
         f"split sizes {record.get('split_sizes')}",
         f"epochs run {record['epochs_run']} of {record['epochs_requested']}; best validation top-1 "
         f"{record['best_val_accuracy']:.2%}",
         f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
-        *(
-            [f"training time (sum of epochs, validation included) {minutes / 60:.1f} min"]
-            if minutes is not None
-            else []
-        ),
-        *([f"with flip test-time augmentation: test top-1 {tta['accuracy']:.2%}"] if tta else []),
+    ]
+    if record.get("train_seconds") is not None:
+        lines.append(
+            f"training time (sum of epochs, validation included) {record['train_seconds'] / 60:.1f} min"
+        )
+    if record.get("test_flip_tta"):  # beside the plain figure, never instead of it
+        lines.append(
+            f"with flip test-time augmentation: test top-1 {record['test_flip_tta']['accuracy']:.2%}"
+        )
+    lines += [
         f"training images/s (median epoch) {record.get('train_images_per_second')}, "
         f"mixed precision {record.get('mixed_precision')}, XLA {record.get('jit_compile')}",
         f"machine: backend {machine.get('backend')}, Keras {machine.get('keras')}{versions}, "

@@ -1,6 +1,6 @@
 """The resumable training run: :func:`train` reads top to bottom; its folder is :mod:`.run_folder`.
 
-:func:`train` checks its inputs (:func:`check_training_inputs`), claims the run folder
+:func:`train` checks its inputs (:func:`~shiftvit_lib.recipe.check_training_inputs`), claims the run folder
 (checked once, then locked: :func:`~shiftvit_lib.tools.run_folder.claim`), starts it or
 resumes the interrupted run in it, builds and compiles the model in the asked precision
 (:func:`build_for_training`, under a ``keras.distribution`` a lesson has set), runs
@@ -21,15 +21,9 @@ from typing import Any
 import keras
 import numpy as np
 
+from shiftvit_lib import recipe
 from shiftvit_lib.config import TrainingRecipe, check_whole_number, family_of
 from shiftvit_lib.data import DataSplits
-from shiftvit_lib.recipe import (
-    ThroughputMeter,
-    check_training_inputs,
-    compile_for_training,
-    evaluate,
-    training_datasets,
-)
 from shiftvit_lib.tools import devices, files
 from shiftvit_lib.tools import run_folder as rf
 from shiftvit_lib.tools.inference import load_model
@@ -62,7 +56,7 @@ def run_callbacks(
     that epoch; early stopping (if the recipe has it) comes after the backup.
     """
     callbacks = {
-        "throughput": ThroughputMeter(images_per_epoch),
+        "throughput": recipe.ThroughputMeter(images_per_epoch),
         "history": rf.HistoryLog(folder.path / rf.HISTORY_CSV),
         # After a resume, only an epoch better than any seen before replaces best.keras.
         "best_model": BestModelCheckpoint(folder.path / rf.BEST_MODEL, folder.best_val_accuracy),
@@ -73,14 +67,6 @@ def run_callbacks(
             "val_accuracy", patience=config.early_stopping_patience, mode="max", restore_best_weights=True
         )
     return callbacks
-
-
-def restore_backup(model: keras.Model, folder: rf.RunFolder) -> None:
-    """Load the backup a resumed run starts from: weights and optimizer state, as Keras' own backup does."""
-    if folder.restore_from is not None:
-        if not model.optimizer.built:
-            model.optimizer.build(model.trainable_variables)
-        model.load_weights(folder.restore_from)
 
 
 def build_for_training(
@@ -95,7 +81,7 @@ def build_for_training(
     """Build the model in the asked precision (a dtype policy) and compile it with the recipe."""
     with devices.precision_policy(mixed_precision):
         model = builder(config)
-        compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
+        recipe.compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
     return model
 
 
@@ -115,35 +101,30 @@ class TrainingRun:
 
 
 def fit_remaining(
-    model: keras.Model,
-    folder: rf.RunFolder,
-    datasets: tuple[Any, Any],
-    epochs: int,
-    callbacks: list[keras.callbacks.Callback],
-    verbose: int | str,
+    model: keras.Model, folder: rf.RunFolder, train_ds: Any, val_ds: Any, **options: Any
 ) -> None:
-    """Fit the epochs ``folder`` has not trained, from its backup; then note that fitting ended."""
-    restore_backup(model, folder)
-    if folder.resumed_from < epochs:  # the datasets shuffle themselves (seeded): fit must not
-        train_ds, val_ds = datasets
+    """Fit the epochs ``folder`` has not trained (``options``: Keras' fit's), starting from its
+    backup (weights and optimizer state, as Keras' own backup does); then note that fitting ended."""
+    if folder.restore_from is not None:
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        model.load_weights(folder.restore_from)
+    if folder.resumed_from < options["epochs"]:  # the datasets shuffle themselves (seeded): fit must not
         model.fit(
-            train_ds,
-            validation_data=val_ds,
-            epochs=epochs,
-            initial_epoch=folder.resumed_from,
-            callbacks=callbacks,
-            verbose=verbose,
-            shuffle=False,
+            train_ds, validation_data=val_ds, initial_epoch=folder.resumed_from, shuffle=False, **options
         )
     rf.mark_fit_finished(folder)
 
 
-def reused_run(out: Path, config: TrainingRecipe, spec: dict[str, Any]) -> TrainingRun | None:
+def reused_run(
+    out_dir: str | os.PathLike[str], config: TrainingRecipe, spec: dict[str, Any]
+) -> TrainingRun | None:
     """The finished run in ``out`` with exactly ``spec``, read back; else ``None``.
 
     A finished run whose ``best.keras`` cannot be loaded is set aside (kept, reported by path)
     and its files cleared, so it is trained again.
     """
+    out = Path(out_dir)
     record = rf.finished_run(out, config, spec)
     if record is None:
         return None
@@ -185,28 +166,34 @@ def train(
     """
     family = family_of(config)  # a TypeError for anything but a model config
     epochs = check_whole_number(epochs if epochs is not None else config.epochs, "epochs")
-    check_training_inputs(config, data, seed=seed)
+    recipe.check_training_inputs(config, data, seed=seed)
     if mixed_precision == "auto":
         mixed_precision = devices.recommended_mixed_precision()
     precision = dict(jit_compile=jit_compile, mixed_precision=mixed_precision)
     spec = rf.run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision)
     if reuse and not overwrite and not isinstance(out_dir, rf.Claim):
-        if (reused := reused_run(Path(out_dir), config, spec)) is not None:
+        reused = reused_run(out_dir, config, spec)
+        if reused is not None:
             return reused
-    with rf.claimed(out_dir, overwrite=overwrite) as claim:  # a second process stops here
+    with rf.claim(out_dir, overwrite=overwrite) as claim:  # a second process stops here
         folder = rf.open_run_folder(claim, spec, config)
         keras.utils.set_random_seed(seed)
-        train_ds, val_ds, steps_per_epoch = training_datasets(config, data, seed)
+        train_ds, val_ds, steps_per_epoch = recipe.training_datasets(config, data, seed)
         builder = functools.partial(family.build, seed=seed)
         model = build_for_training(config, builder, steps_per_epoch, epochs, **precision)
         started = time.perf_counter()
         if not folder.fit_finished:
             images_per_epoch = min(steps_per_epoch * config.batch_size, len(data.y_train))
             callbacks = [*run_callbacks(config, folder, images_per_epoch).values(), *extra_callbacks]
-            fit_remaining(model, folder, (train_ds, val_ds), epochs, callbacks, verbose)
-        seconds = time.perf_counter() - started
-        best = rf.best_model(folder, model)
-        test = evaluate(best, data, batch_size=config.batch_size)
-        record = rf.run_record(folder, config, data, model, test, epochs=epochs, seconds=seconds, **precision)
+            fit_remaining(
+                model, folder, train_ds, val_ds, epochs=epochs, callbacks=callbacks, verbose=verbose
+            )
+        seconds = round(time.perf_counter() - started, 2)
+        # No best.keras if no epoch had a finite validation accuracy: the model as trained.
+        best = load_model(claim.path / rf.BEST_MODEL) if (claim.path / rf.BEST_MODEL).exists() else model
+        test = recipe.evaluate(best, data, batch_size=config.batch_size)
+        record = rf.run_record(
+            folder, data, model, test, wall_seconds_this_session=seconds, jit_compile=jit_compile
+        )
         rf.write_record(folder, record)
     return TrainingRun(best, rf.read_history_csv(claim.path / rf.HISTORY_CSV), claim.path, record)

@@ -3,6 +3,7 @@
 import json
 import re
 
+import numpy as np
 import pytest
 
 from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset
@@ -123,6 +124,28 @@ def test_every_numeric_field_is_checked_for_its_range(name, change, message):
 
 
 def test_numpy_integers_are_whole_numbers():
-    import numpy as np
 
     assert preset("quick", num_div=np.int64(8)).num_div == 8
+
+
+def test_strong_preset_keeps_the_seed_architecture_and_turns_the_regularisers_on():
+    strong, seed = preset("strong"), preset("seed")
+    assert (strong.depths, strong.projected_dim, strong.image_size) == (seed.depths, seed.projected_dim, seed.image_size)
+    assert strong.one_hot_targets and not seed.one_hot_targets
+    assert strong.rand_augment_ops == 2 and strong.random_erasing > 0 and strong.label_smoothing > 0
+    assert strong.init == "spach" and strong.early_stopping_patience is None
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(mixup_alpha=-1.0), "mixup_alpha must be >= 0"),
+        (dict(random_erasing=1.5), r"random_erasing must lie in \[0, 1\], got 1.5"),
+        (dict(rand_augment_ops=-1), "rand_augment_ops must be >= 0"),
+        (dict(label_smoothing=1.0), "label_smoothing must lie in"),
+        (dict(init="xavier"), "init must be 'keras' or 'spach'"),
+    ],
+)
+def test_bad_recipe_fields_are_named(changes, message):
+    with pytest.raises(ValueError, match=message):
+        preset("strong", **changes)

@@ -1,4 +1,4 @@
-"""Tests for shiftvit_lib.data: the split of a source's arrays, and the input pipeline."""
+"""shiftvit_lib.data: the split of a source's arrays, the input pipeline, MixUp/CutMix and one-hot targets."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from shiftvit_lib.data import (
     iterate_batches,
     make_dataset,
     make_splits,
+    mix_batch,
+    one_hot,
 )
 
 
@@ -171,3 +173,99 @@ def test_make_dataset_rejects_bad_input() -> None:
         make_dataset(x, y[:3], 2, shuffle=False)
 
 
+def _distinct_images(n: int, side: int = 8) -> np.ndarray:
+    """Image i is filled with the value 10 * i, so every pixel says where it came from."""
+    return np.broadcast_to((10.0 * np.arange(n))[:, None, None, None], (n, side, side, 3)).astype("float32")
+
+
+def test_mixup_blends_images_and_targets_with_one_weight():
+    images, labels = _distinct_images(6), np.array([0, 1, 2, 3, 4, 5])
+    targets = one_hot(labels, 10)
+    mixed, mixed_targets, info = mix_batch(images, targets, np.random.default_rng(0), mixup_alpha=0.8)
+    lam, partner = info["lam"], info["partner"]
+    assert info["kind"] == "mixup" and 0.0 < lam < 1.0 and sorted(partner) == list(range(6))
+    np.testing.assert_allclose(mixed, lam * images + (1 - lam) * images[partner], rtol=1e-6)
+    np.testing.assert_allclose(mixed_targets, lam * targets + (1 - lam) * targets[partner], rtol=1e-6)
+    np.testing.assert_allclose(mixed_targets.sum(axis=1), 1.0, rtol=1e-6)
+
+
+def test_cutmix_pastes_a_box_and_weights_targets_by_its_exact_area():
+    images, labels = _distinct_images(8, side=16), np.arange(8)
+    targets = one_hot(labels, 10)
+    for seed in range(20):
+        mixed, mixed_targets, info = mix_batch(images, targets, np.random.default_rng(seed), cutmix_alpha=1.0)
+        assert info["kind"] == "cutmix"
+        top, bottom, left, right = info["box"]
+        inside = np.zeros((16, 16), bool)
+        inside[top:bottom, left:right] = True
+        partner = info["partner"]
+        for i in range(8):
+            np.testing.assert_array_equal(mixed[i][inside], images[partner[i]][inside])
+            np.testing.assert_array_equal(mixed[i][~inside], images[i][~inside])
+            own_share = (~inside).mean()
+            if partner[i] != i:  # the target's weight on each label is that label's share of pixels
+                assert mixed_targets[i, i] == pytest.approx(own_share)
+                assert mixed_targets[i, partner[i]] == pytest.approx(1 - own_share)
+        assert info["lam"] == pytest.approx((~inside).mean())
+
+
+def test_both_alphas_pick_each_kind_and_zero_alphas_change_nothing():
+    images, targets = _distinct_images(4), one_hot(np.arange(4), 10)
+    kinds = {mix_batch(images, targets, np.random.default_rng(s), mixup_alpha=0.8, cutmix_alpha=1.0)[2]["kind"]
+             for s in range(30)}
+    assert kinds == {"mixup", "cutmix"}
+    same, same_targets, info = mix_batch(images, targets, np.random.default_rng(0))
+    assert info["kind"] == "none"
+    np.testing.assert_array_equal(same, images)
+    np.testing.assert_array_equal(same_targets, targets)
+
+
+def test_mix_batch_and_one_hot_reject_bad_input():
+    with pytest.raises(ValueError, match="one-hot targets"):
+        mix_batch(_distinct_images(4), np.arange(4), np.random.default_rng(0), mixup_alpha=1.0)
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 10\)"):
+        one_hot(np.array([0, 10]), 10)
+
+
+def test_mixed_batches_are_reproducible_whatever_order_they_are_loaded_in():
+    x, y = np.random.default_rng(0).integers(0, 256, (40, 8, 8, 3)).astype("uint8"), np.arange(40) % 10
+    kwargs = dict(shuffle=True, seed=5, num_classes=10, mixup_alpha=0.8, cutmix_alpha=1.0, drop_remainder=True)
+    first, second = NumpyBatches(x, y, 16, **kwargs), NumpyBatches(x, y, 16, **kwargs)
+    forward = [first[i] for i in range(len(first))]
+    backward = [second[i] for i in reversed(range(len(second)))][::-1]
+    assert len(forward) == 2  # 40 // 16: the last, smaller batch is dropped
+    for (a_images, a_targets), (b_images, b_targets) in zip(forward, backward):
+        np.testing.assert_array_equal(a_images, b_images)
+        np.testing.assert_array_equal(a_targets, b_targets)
+        assert a_images.dtype == np.float32 and a_targets.shape == (16, 10)
+        np.testing.assert_allclose(a_targets.sum(axis=1), 1.0, rtol=1e-6)
+    first.on_epoch_end()
+    assert not np.array_equal(first[0][0], forward[0][0])  # a new epoch mixes differently
+
+
+def test_mixed_batches_made_ahead_in_threads_equal_those_made_in_the_loop():
+    # Issue 39: threads make the mixed batches ahead; for a fixed seed every batch of
+    # every epoch must be what the loop itself would have made, in any access order.
+    x, y = np.random.default_rng(1).integers(0, 256, (200, 8, 8, 3)).astype("uint8"), np.arange(200) % 10
+    kwargs = dict(shuffle=True, seed=7, num_classes=10, mixup_alpha=0.8, cutmix_alpha=1.0, drop_remainder=True)
+    threaded, in_loop = NumpyBatches(x, y, 16, **kwargs), NumpyBatches(x, y, 16, **kwargs)
+    in_loop.ahead_threads = 0
+    assert threaded.ahead_threads >= 1
+    for epoch in range(3):
+        order = list(range(len(threaded))) if epoch != 1 else [0, 5, 1, 2, 11, 3, 4, 6, 7, 8, 9, 10]
+        for index in order:
+            (a_images, a_targets), (b_images, b_targets) = threaded[index], in_loop[index]
+            np.testing.assert_array_equal(a_images, b_images)
+            np.testing.assert_array_equal(a_targets, b_targets)
+        threaded.on_epoch_end(), in_loop.on_epoch_end()
+
+
+def test_make_dataset_one_hot_without_mixing_keeps_uint8_and_needs_classes_to_mix():
+    x, y = np.zeros((5, 8, 8, 3), "uint8"), np.array([0, 1, 2, 3, 9])
+    images, targets = make_dataset(x, y, 5, shuffle=False, num_classes=10)[0]
+    assert images.dtype == np.uint8
+    np.testing.assert_array_equal(targets.argmax(axis=1), y)
+    with pytest.raises(ValueError, match="pass num_classes"):
+        make_dataset(x, y, 5, shuffle=False, mixup_alpha=0.5)
+    with pytest.raises(ValueError, match="leaves no batch"):
+        NumpyBatches(x, y, 8, shuffle=False, drop_remainder=True)

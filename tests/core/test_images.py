@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import random
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -97,3 +98,23 @@ def test_fuzzed_images_decode_or_fail_with_the_projects_error():
         except UnsupportedImageError:
             outcomes["refused"] += 1
     assert outcomes["decoded"] and outcomes["refused"]
+
+
+def test_a_16_bit_png_is_converted_without_a_wide_copy():
+    # Case 6: a 16-bit PNG was converted through a float64 copy of every pixel (8 bytes a
+    # pixel, and as much again for each step): 1 GB for an image under the pixel cap.
+    height, width = 1500, 2000
+    ramp = (np.arange(height * width, dtype=np.uint32) % 65_536).astype(np.uint16).reshape(height, width)
+    buffer = io.BytesIO()
+    Image.fromarray(ramp).save(buffer, format="PNG")
+    tracemalloc.start()
+    try:
+        rgb, image_format = decode_rgb(buffer.getvalue())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert image_format == "PNG" and rgb.size == (width, height)
+    pixels = height * width
+    assert peak < 4 * pixels, f"{peak / pixels:.1f} bytes per pixel held by NumPy while converting"
+    grey = np.asarray(rgb)[..., 0]
+    assert np.array_equal(grey, np.round(ramp / 257.0).astype(np.uint8))  # the same values as before

@@ -8,9 +8,10 @@ import textwrap
 import keras
 import numpy as np
 import pytest
+from keras import ops
 
 from shiftvit_lib import build_shiftvit, count_macs, preset
-from shiftvit_lib.model import stage_table
+from shiftvit_lib.model import initialise_like_spach, stage_table
 
 
 def test_seed_preset_matches_the_keras_io_parameter_count():
@@ -157,3 +158,41 @@ def test_roll_implementation_gives_the_same_model_output():
     roll_model.set_weights(slice_model.get_weights())
     images = np.random.default_rng(3).integers(0, 256, (2, 32, 32, 3)).astype("uint8")
     np.testing.assert_allclose(roll_model.predict(images, verbose=0), slice_model.predict(images, verbose=0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow  # builds the full-size model (about 4 s): in the full suite, not the inner loop
+def test_spach_init_draws_kernels_with_std_0_02_and_zeroes_biases():
+    model = build_shiftvit(preset("seed", init="spach"), seed=3)
+    kernels = [v for v in model.trainable_variables if v.path.endswith("/kernel")]
+    biases = [v for v in model.trainable_variables if v.path.endswith("/bias")]
+    gammas = [v for v in model.trainable_variables if v.path.endswith("/gamma")]
+    assert len(kernels) > 30 and len(biases) > 30 and gammas  # merging convs have no bias
+    big = np.concatenate([ops.convert_to_numpy(k).ravel() for k in kernels])
+    assert np.std(big) == pytest.approx(0.02, rel=0.02) and abs(np.mean(big)) < 1e-4
+    assert all(not np.any(ops.convert_to_numpy(b)) for b in biases)
+    assert all(np.all(ops.convert_to_numpy(g) == 1.0) for g in gammas)
+    # One generator for all kernels: two kernels of the same shape must differ.
+    expand, project = (ops.convert_to_numpy(k) for k in kernels[1:3])
+    assert expand.size == project.size and not np.allclose(np.sort(expand.ravel()), np.sort(project.ravel()))
+    keras_default = build_shiftvit(preset("seed"), seed=3)
+    glorot = ops.convert_to_numpy(keras_default.get_layer("classifier").kernel)
+    assert np.std(glorot) > 2 * 0.02  # the default really is different
+
+
+def test_initialise_like_spach_is_seeded():
+    a = initialise_like_spach(build_shiftvit(preset("quick")), seed=7)
+    b = initialise_like_spach(build_shiftvit(preset("quick")), seed=7)
+    for va, vb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(va, vb)
+
+
+@pytest.mark.slow
+@pytest.mark.colab  # ran in the Colab environment before it was marked slow
+def test_strong_model_round_trips_and_predicts_deterministically(tmp_path):
+    model = build_shiftvit(preset("strong"), seed=0)
+    images = np.random.default_rng(1).integers(0, 256, (3, 32, 32, 3)).astype("uint8")
+    before = model.predict(images, verbose=0)
+    np.testing.assert_array_equal(before, model.predict(images, verbose=0))
+    model.save(tmp_path / "strong.keras")
+    again = keras.saving.load_model(tmp_path / "strong.keras", safe_mode=True)
+    np.testing.assert_array_equal(before, again.predict(images, verbose=0))

@@ -130,3 +130,11 @@ def test_shift_matches_reference_on_other_backends(backend):
     env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": os.pathsep.join([tests_dir, os.path.dirname(tests_dir)])}
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "OK" in result.stdout, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("arguments", [dict(num_div=4.0), dict(num_div=True), dict(shift_pixel=1.5)])
+def test_the_shift_refuses_counts_that_are_not_whole_numbers(arguments):
+    x = np.zeros((1, 4, 4, 8), "float32")
+    with pytest.raises(ValueError, match="must be a whole number") as refused:
+        shift_channels(x, **{"num_div": 4, **arguments})
+    assert "\n" not in str(refused.value)

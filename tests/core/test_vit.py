@@ -19,12 +19,14 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+from fakes import tiny_splits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shiftvit_lib
 from shiftvit_lib import vit
 from shiftvit_lib.config import preset
+from shiftvit_lib.recipe import training_datasets
 from shiftvit_lib.vit import (
     DIAGONAL_DIRECTIONS,
     VIT_PRESETS,
@@ -691,7 +693,8 @@ def test_forward_pass_on_other_backends(backend):
         """
         import os
         import numpy as np, keras
-        from shiftvit_lib.vit import build_vit, vit_preset
+        from shiftvit_lib import preset
+        from shiftvit_lib.vit import build_vit
         assert keras.backend.backend() == os.environ["KERAS_BACKEND"]
         model = build_vit(preset("vit_spt_lsa_quick"))
         x = np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3)).astype("uint8")
@@ -716,3 +719,29 @@ def test_module_is_documented_for_the_lesson():
         if callable(obj) and getattr(obj, "__module__", None) == vit.__name__:
             name = obj.__name__
             assert obj.__doc__ and len(obj.__doc__.strip()) > 30, name
+
+
+def test_the_vit_is_built_and_trained_with_the_whole_recipe():
+    plain = build_vit(preset("vit_quick"))
+    strong = build_vit(preset("vit_quick", rand_augment_ops=2, random_erasing=0.25, init="spach"), seed=1)
+    assert plain.get_layer("preprocessing").rand_augment is None
+    preprocessing = strong.get_layer("preprocessing")
+    assert preprocessing.rand_augment is not None and preprocessing.eraser is not None
+    # SPACH's initialisation: kernels from N(0, 0.02^2), biases zero (Glorot would give ~0.2 here).
+    kernel, bias = (np.asarray(v) for v in strong.get_layer("block_0").attention.query_dense.weights)
+    assert abs(kernel.std() - 0.02) < 0.004 and not bias.any()
+    assert abs(np.asarray(plain.get_layer("block_0").attention.query_dense.kernel).std() - 0.02) > 0.05
+    # MixUp/CutMix: the ViT's training targets are mixed one-hot rows, as ShiftViT's.
+    train_ds, _, _ = training_datasets(preset("vit_quick", batch_size=8, mixup_alpha=0.8), tiny_splits(32, 32, 32), 0)
+    _, targets = train_ds[0]
+    assert targets.shape == (8, 10) and np.allclose(targets.sum(axis=1), 1.0)
+
+
+def test_unknown_fields_and_bad_values_are_one_line_errors():
+    with pytest.raises(TypeError, match=r"Unknown config field\(s\): \['colour'\]"):
+        preset("vit_quick", colour="red")
+    with pytest.raises(ValueError, match="Invalid ViTConfig 'vit_quick': mixup_alpha must be >= 0"):
+        preset("vit_quick", mixup_alpha=-1.0)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        preset("quick", batch_size=0)
+    assert preset("quick", batch_size=np.int64(8)).batch_size == 8

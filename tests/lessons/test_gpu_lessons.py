@@ -1,6 +1,6 @@
 """Lessons 05-07 on the learner's runtime (issue 23): what their sources must hold.
 
-Their behaviour is tested in test_runtime.py (runs root, model choice, re-runs, estimates);
+Their behaviour is tested in tests/notebook/test_runtime.py (runs root, model choice, re-runs, estimates);
 these checks keep the lessons wired to it.
 """
 

@@ -185,7 +185,7 @@ def test_key_terms_carry_the_english_on_first_use(stem):
     assert text
 
 
-# --- the website's Korean pages, without Sphinx (the built site: tests/test_site.py, website/check_site.py)
+# --- the website's Korean pages, without Sphinx (the built site: tests/project/test_site.py, website/check_site.py)
 
 
 def _site_modules():

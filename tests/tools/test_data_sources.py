@@ -1,23 +1,31 @@
-"""Tests for shiftvit_lib.tools.data_sources: class-folder directories and archives, read with care."""
+"""shiftvit_lib.tools.data_sources: "auto" and keras.datasets, class-folder directories and archives
+(read with care: damaged, huge, bombs, named pipes), and the decoded-array cache."""
 
 from __future__ import annotations
 
+import gzip
 import io
+import os
 import socket
+import struct
 import tarfile
+import threading
 import time
+import tracemalloc
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
-from fakes import write_tar_gz, write_tree, write_zip
+from fakes import one_line, png_bytes, write_tar_gz, write_tree, write_zip
 from PIL import Image
 
-from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits
-from shiftvit_lib.tools import data_sources
+from shiftvit_lib.__main__ import main
+from shiftvit_lib.data import CIFAR10_CLASSES
+from shiftvit_lib.tools import data_sources, inference
 from shiftvit_lib.tools.data_sources import DataSourceFallbackWarning, load_cifar10
 
 TRAIN_PER_CLASS, TEST_PER_CLASS = 5, 2
@@ -349,7 +357,6 @@ def test_the_total_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_links_pipes_and_devices_in_a_data_folder_are_named_not_read(tree: Path) -> None:
-    import os
 
     os.mkfifo(tree / "train" / "cat" / "pipe.png")  # reading it would block forever
     (tree / "test" / "dog" / "link.png").symlink_to(tree / "test" / "dog" / "0000.png")
@@ -398,7 +405,6 @@ def test_a_symlink_entry_of_a_zip_is_named(tmp_path: Path) -> None:
 
 
 def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
 
     real_walk = os.walk
 
@@ -411,7 +417,6 @@ def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest
     monkeypatch.setattr(data_sources.os, "walk", walk)
     with pytest.raises(PermissionError, match=r"cannot read the folder .*test \(Permission denied\); check"):
         load_cifar10(tree)
-
 
 
 def test_one_load_cifar10():
@@ -437,9 +442,11 @@ def test_every_source_is_named_and_read_here_and_the_core_data_module_names_none
         assert reader not in core, reader
 
 
-# --------------------------------------------------------------------------
-# The named sources: the bundled sample, keras.datasets and "auto"
-# --------------------------------------------------------------------------
+def fake_keras_download():
+    """What keras.datasets.cifar10.load_data returns, for 30 + 10 blank images."""
+    x = np.zeros((30, 32, 32, 3), np.uint8)
+    y = np.repeat(np.arange(10), 3).astype(np.uint8).reshape(-1, 1)
+    return (x, y), (x[:10], y[:10])
 
 
 @pytest.fixture(scope="module")
@@ -447,7 +454,7 @@ def sample_splits():
     return load_cifar10("sample")
 
 
-def test_sample_has_the_documented_sizes_and_class_balance(sample_splits: DataSplits) -> None:
+def test_sample_has_the_documented_sizes_and_class_balance(sample_splits) -> None:
     assert sample_splits.split_sizes() == {"train": 1600, "val": 400, "test": 500}
     counts = sample_splits.class_counts()
     assert counts["train"].tolist() == [160] * 10
@@ -477,13 +484,6 @@ def test_limit_caps_images_per_class_and_is_recorded_in_the_source() -> None:
     assert splits.class_counts()["val"].tolist() == [2] * 10
     assert splits.class_counts()["test"].tolist() == [10] * 10
     assert "at most 10 images per class" in splits.source
-
-
-def fake_keras_download():
-    """What keras.datasets.cifar10.load_data returns, for 30 + 10 blank images."""
-    x = np.zeros((30, 32, 32, 3), np.uint8)
-    y = np.repeat(np.arange(10), 3).astype(np.uint8).reshape(-1, 1)
-    return (x, y), (x[:10], y[:10])
 
 
 def test_auto_falls_back_to_the_sample_when_offline(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -569,3 +569,211 @@ def test_reachability_check_accepts_a_cached_download(
     assert available and "cached" in reason
 
 
+def test_offline_keras_source_is_a_data_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_download():
+        raise Exception("URL fetch failure: no network")
+
+    monkeypatch.setattr(keras.datasets.cifar10, "load_data", failing_download)
+    with pytest.raises(data_sources.DataSourceUnavailableError, match="no network"):
+        load_cifar10("keras")
+
+
+def class_folder_members(per_class: int = 5) -> dict[str, bytes]:
+    from shiftvit_lib.data import CIFAR10_CLASSES
+
+    return {f"{split}/{name}/{i}.png": png_bytes(10 * c + i)
+            for split in ("train", "test") for c, name in enumerate(CIFAR10_CLASSES) for i in range(per_class)}
+
+
+def test_a_flipped_byte_in_a_data_zip_is_one_line(tmp_path):
+    path = tmp_path / "data.zip"
+    members = {name: content * 20 for name, content in class_folder_members().items()}  # compressible
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        first = archive.infolist()[0]
+    data_start = first.header_offset + 30 + len(first.filename.encode())  # after the local header
+    raw[data_start + first.compress_size // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ValueError) as damaged:
+        data_sources.load_cifar10(path)
+    assert "data.zip is not a readable zip archive, damaged or truncated" in one_line(damaged.value)
+
+
+def test_a_truncated_data_tar_gz_is_one_line(tmp_path):
+    path = write_tar_gz(tmp_path / "data.tar.gz", class_folder_members())
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ValueError) as damaged:
+        data_sources.load_cifar10(path)
+    assert "data.tar.gz is not a readable tar archive, damaged or truncated" in one_line(damaged.value)
+
+
+def test_a_small_zip_that_unpacks_to_a_lot_is_refused_early(tmp_path, monkeypatch):
+    # 300 entries of 0.9 MiB zeros: under the per-file cap each, 270 MiB in all, about 0.3 MB as a zip.
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for i in range(300):
+            archive.writestr(f"train/cat/{i}.png", bytes(900 * 1024))
+    assert path.stat().st_size < 2**20
+    read = []
+    original_open = zipfile.ZipFile.open
+
+    def counting_open(self, name, *args, **kwargs):
+        read.append(name)
+        return original_open(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", counting_open)
+    with pytest.raises(ValueError) as refused:
+        data_sources.load_cifar10(path)
+    assert "looks like a decompression bomb" in one_line(refused.value)
+    assert len(read) < 30  # stopped after reading about 16 MiB, not 270
+
+
+def png_header_claiming(width: int, height: int) -> bytes:
+    """A tiny PNG whose header claims ``width`` x ``height`` pixels (a real decoder would allocate them)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 100))
+            + chunk(b"IEND", b""))
+
+
+def test_a_small_png_claiming_a_huge_size_is_refused_before_decoding(tmp_path, monkeypatch):
+    folder = write_tree(tmp_path / "cifar",
+                        {**class_folder_members(1), "train/dog/huge.png": png_header_claiming(9_000, 9_000)})
+
+    from PIL import ImageFile
+
+    def must_not_decode(self, *args, **kwargs):
+        if self.size[0] > 32:
+            raise AssertionError("the 9,000-pixel-wide image was decoded")
+        return original_load(self, *args, **kwargs)
+
+    original_load = ImageFile.ImageFile.load
+    monkeypatch.setattr(ImageFile.ImageFile, "load", must_not_decode)
+    with pytest.raises(ValueError) as refused:
+        data_sources.load_cifar10(folder)
+    assert "huge.png is 9000x9000 pixels, but CIFAR-10 images are 32x32" in one_line(refused.value)
+
+
+@pytest.fixture()
+def archive_and_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHIFTVIT_CACHE", str(tmp_path / "cache"))
+    return write_zip(tmp_path / "data.zip", class_folder_members()), tmp_path / "cache"
+
+
+def cache_file(cache: Path) -> Path:
+    (npz,) = cache.glob("cifar10-*.npz")
+    return npz
+
+
+def test_a_truncated_or_altered_cache_is_rebuilt_not_trusted(archive_and_cache):
+    path, cache = archive_and_cache
+    first = data_sources.load_cifar10(path, seed=1)
+    npz = cache_file(cache)
+    for damage in ("truncate", "alter"):
+        content = bytearray(npz.read_bytes())
+        if damage == "truncate":
+            content = content[: len(content) // 2]
+        else:  # same size, other pixels: the zip's CRC-32 of the array catches it
+            index = content.find(b"x_train.npy") + 400
+            content[index] ^= 0xFF
+        npz.write_bytes(bytes(content))
+        again = data_sources.load_cifar10(path, seed=1)
+        np.testing.assert_array_equal(again.x_train, first.x_train)
+        np.testing.assert_array_equal(again.y_test, first.y_test)
+        assert npz.stat().st_size == len(npz.read_bytes()) and data_sources._read_cache(npz) is not None
+
+
+def test_a_cache_write_that_fails_leaves_no_partial_file(archive_and_cache, monkeypatch):
+    path, cache = archive_and_cache
+    cache.mkdir()
+    (cache / ".cifar10-abc.npz.999999999.deadbeef.partial.npz").write_bytes(b"left by a killed process")
+
+    def disk_full(file, **arrays):
+        Path(file).write_bytes(b"half an npz")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(data_sources.np, "savez", disk_full)
+    data = data_sources.load_cifar10(path)
+    assert len(data.y_test) == 50  # the data is still there, decoded
+    assert sorted(p.name for p in cache.iterdir()) == []  # no partial file, the dead one removed too
+
+
+def test_training_sees_the_pixels_predict_sees_for_16_bit_and_transparent_pngs(tmp_path):
+    sixteen = io.BytesIO()
+    Image.fromarray(np.full((32, 32), 1000, np.uint16)).save(sixteen, "PNG")  # 1000/65535: nearly black
+    rgba = np.zeros((32, 32, 4), np.uint8)
+    rgba[..., 0] = 255  # red, hidden under full transparency
+    transparent = io.BytesIO()
+    Image.fromarray(rgba, "RGBA").save(transparent, "PNG")
+    members = {name: content for name, content in class_folder_members().items() if "/airplane/" not in name}
+    members.update({f"{split}/airplane/{i}.png": (sixteen if i % 2 else transparent).getvalue()
+                    for split in ("train", "test") for i in range(5)})
+    folder = write_tree(tmp_path / "cifar", members)
+    loaded = data_sources.load_cifar10(folder, val_fraction=0.2)
+    airplanes = loaded.x_test[loaded.y_test == 0]
+    from_predict = {inference.load_image(folder / f"test/airplane/{i}.png", 32).tobytes() for i in range(5)}
+    assert {image.tobytes() for image in airplanes} == from_predict
+    assert {int(image.max()) for image in airplanes} == {4, 255}  # 1000/257 rounds to 4; white, not red
+    assert all((image == image[0, 0]).all() for image in airplanes)
+
+
+@pytest.mark.parametrize("name", ["x.tar.gz", "x.zip", "x.tar"])
+def test_data_naming_a_fifo_is_refused_without_opening_it(tmp_path, name, capsys):
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    outcome: dict[str, BaseException] = {}
+
+    def load() -> None:
+        try:
+            data_sources.load_cifar10(str(fifo))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            outcome["error"] = error
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    if reader.is_alive():  # opening the pipe blocks until a writer comes: let it end
+        with open(fifo, "wb"):
+            pass
+        pytest.fail(f"load_cifar10 hung on a named pipe called {name}")
+    assert isinstance(outcome.get("error"), ValueError), outcome
+    assert "named pipe" in one_line(str(outcome["error"])) and name in str(outcome["error"])
+    code = main(["train", "--data", str(fifo), "--out", str(tmp_path / "run"), "--limit", "2"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "named pipe" in one_line(err) and name in err
+
+
+def test_a_tar_long_name_header_is_capped_before_it_is_read(tmp_path):
+    # A GNU long-name header claiming 32 MiB (zeros: a tiny .tar.gz); tarfile read it whole.
+    claimed = 32 * 2**20
+    header = tarfile.TarInfo("././@LongLink")
+    header.type, header.size = tarfile.GNUTYPE_LONGNAME, claimed
+    raw = io.BytesIO()
+    raw.write(header.tobuf(format=tarfile.GNU_FORMAT))
+    raw.write(b"train/cat/" + b"a" * (claimed - 10))
+    raw.write(b"\0" * (-claimed % 512) + b"\0" * 1024)
+    archive = tmp_path / "bomb.tar.gz"
+    archive.write_bytes(gzip.compress(raw.getvalue(), compresslevel=1))
+    assert archive.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="header claims") as refused:
+            data_sources.load_cifar10(str(archive), limit=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "bomb.tar.gz" in one_line(str(refused.value))
+    assert peak < 8 * 2**20, f"{peak / 2**20:.0f} MiB held while reading the headers"
+
+
+def test_a_cache_folder_that_is_a_file_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "cache").write_text("not a folder")
+    monkeypatch.setenv("SHIFTVIT_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match="point SHIFTVIT_CACHE at a folder") as refused:
+        data_sources.array_cache_dir()
+    assert str(tmp_path / "cache") in one_line(str(refused.value))

@@ -1,29 +1,24 @@
-"""Issue 35: file safety in one place (shiftvit_lib/tools/files.py), tried against hostile files.
-
-Each test names the numbered case of the issue it reproduces. The tests of the training run
-(the lock, torn backups, the crash test) are in ``test_crash_resume.py``; those of the
-data, model and command-line inputs in ``test_hostile_round2.py``.
-"""
+"""File safety in one place (shiftvit_lib/tools/files.py), tried against hostile files: atomic
+writes, safe reads, the run-folder lock (one training per folder), the .keras archive check."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
+from fakes import one_line
 
-from shiftvit_lib.tools import files
+from shiftvit_lib.tools import files, inference
+from shiftvit_lib.tools.files import LOCK_FILE, RunFolderInUseError, run_folder_lock
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def one_line(error: BaseException) -> str:
-    text = str(error)
-    assert "\n" not in text, f"not one line: {text!r}"
-    return text
 
 
 # --------------------------------------------------------------------------- kinds and reads
@@ -176,16 +171,17 @@ def test_a_lock_that_is_a_fifo_is_named_in_one_line(tmp_path):
 # --------------------------------------------------------------------------- partial files (case 7)
 def test_a_partial_named_with_a_huge_pid_is_cleaned_without_overflow(tmp_path):
     # Case 7: os.kill(10**30, 0) raises OverflowError; such a file belongs to no process.
-    huge = tmp_path / f"cifar10-abc.{10**30}.tmp.npz"
+    huge = tmp_path / f".cifar10-abc.npz.{10**30}.deadbeef.partial.npz"
     new_style = tmp_path / f".cifar10-abc.npz.{2**40}.deadbeef.partial.npz"
+    old_cache_name = tmp_path / f"cifar10-abc.{2**40}.tmp.npz"  # not a name this version writes: kept
     mine = tmp_path / f".cifar10-def.npz.{os.getpid()}.deadbeef.partial.npz"
     users = [tmp_path / "cifar10-notes.123.tmp.txt.bak", tmp_path / ".cifar10-notes.partial"]
-    for path in (huge, new_style, mine, *users):
+    for path in (huge, new_style, mine, old_cache_name, *users):
         path.write_bytes(b"left over")
     assert not files.process_alive(10**30) and not files.process_alive(-1) and files.process_alive(os.getpid())
     removed = files.remove_abandoned_partials(tmp_path, "*cifar10-*")
     assert sorted(removed) == sorted([huge, new_style])
-    assert mine.exists() and all(path.exists() for path in users)  # a live write, the user's files: kept
+    assert mine.exists() and old_cache_name.exists() and all(path.exists() for path in users)
 
 
 # --------------------------------------------------------------------------- printed names (case 8)
@@ -302,3 +298,90 @@ def test_build_korean_import_on_a_full_disk_leaves_the_catalogue_valid(tmp_path,
         korean_catalog.save_catalog({"lesson": "00_x", "cells": {"a": {"en_sha256": "1", "ko": "나" * 10_000}}})
     assert (tmp_path / "00_x.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["00_x.json"]
+
+
+# ---- one training per run folder: the second process stops at once, the first finishes clean
+
+
+HOLD = "import sys, time; from shiftvit_lib.tools.files import run_folder_lock\n" \
+       "with run_folder_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)\n"
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}
+
+
+@pytest.mark.slow  # a second Python process holds the lock (about 3 s): in the full suite, not the inner loop
+def test_a_second_holder_is_refused_naming_the_first(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              env=_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunFolderInUseError, match=f"in use by pid {holder.pid} on "):
+            with run_folder_lock(tmp_path):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with run_folder_lock(tmp_path):  # a dead holder's lock is gone with it
+        assert f"pid {os.getpid()} " in (tmp_path / LOCK_FILE).read_text()
+
+
+def test_the_lock_is_released_after_the_block_and_after_an_error(tmp_path):
+    with pytest.raises(KeyError):
+        with run_folder_lock(tmp_path):
+            raise KeyError("training failed")
+    with run_folder_lock(tmp_path):
+        pass
+
+
+@pytest.mark.slow
+def test_two_trainings_on_one_out_folder(tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "shiftvit_lib", "train", "--preset", "quick", "--data", "sample",
+               "--epochs", "3", "--verbose", "0", "--out", str(out)]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    deadline = time.monotonic() + 120
+    while not (out / LOCK_FILE).exists() or f"pid {first.pid} " not in (out / LOCK_FILE).read_text():
+        assert first.poll() is None and time.monotonic() < deadline, "the first training never took the lock"
+        time.sleep(0.2)
+    started = time.monotonic()
+    second = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=120)
+    assert second.returncode != 0
+    error_lines = [line for line in second.stderr.splitlines() if line.strip()]
+    assert len(error_lines) == 1 and f"in use by pid {first.pid}" in error_lines[0], second.stderr
+    assert time.monotonic() - started < 60  # at once: before loading data or building a model
+    out_text, err_text = first.communicate(timeout=600)
+    assert first.returncode == 0, err_text
+    with open(out / "history.csv", newline="") as file:
+        epochs = [int(row["epoch"]) for row in csv.DictReader(file)]
+    assert epochs == [0, 1, 2]
+
+
+def test_a_real_keras_file_passes_the_bomb_check(tmp_path):
+    model = inference.keras.Sequential([inference.keras.Input((4,)), inference.keras.layers.Dense(300)])
+    model.save(tmp_path / "small.keras")
+    files.check_keras_archive(tmp_path / "small.keras")  # weights barely compress: accepted
+
+
+def test_a_lock_that_is_a_link_never_overwrites_its_target(tmp_path):
+    precious = tmp_path / "thesis.tex"
+    precious.write_text("work")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / ".lock").symlink_to(precious)
+    with pytest.raises(ValueError, match="symbolic link") as refused, run_folder_lock(run):
+        pass
+    assert ".lock" in one_line(str(refused.value))
+    assert precious.read_text() == "work"
+
+
+def test_a_lock_that_is_a_fifo_is_named_by_the_command_line(tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    run.mkdir()
+    os.mkfifo(run / ".lock")
+    (run / "run_spec.json").write_text("{}")  # not needed: the lock is taken before the folder is read
+    with pytest.raises(ValueError, match="named pipe") as refused, run_folder_lock(run):
+        pass
+    message = one_line(str(refused.value))
+    assert str(run / ".lock") in message and "Invalid argument" not in message

@@ -1,18 +1,27 @@
-"""Tests for shiftvit_lib.inference: image reading, predictions, metrics, saving."""
+"""shiftvit_lib.tools.inference: image reading, predictions, metrics, saving and loading models."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import threading
 import zipfile
 from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
+from fakes import (
+    left_right_sensitive_model,
+    one_line,
+    tiny_classifier,
+    tiny_splits,
+)
 from PIL import Image
 
 import shiftvit_lib
+from shiftvit_lib import build_shiftvit, preset
 from shiftvit_lib.data import CIFAR10_CLASSES
 from shiftvit_lib.tools import inference
 from shiftvit_lib.tools.inference import (
@@ -336,8 +345,6 @@ def test_check_classifier_names_what_is_wrong() -> None:
 def test_predict_folder_reports_links_and_pipes_without_opening_them(
     model: keras.Model, tmp_path: Path
 ) -> None:
-    import os
-    import threading
 
     folder = tmp_path / "images"
     folder.mkdir()
@@ -369,7 +376,6 @@ def test_an_image_file_over_the_cap_is_refused_unread(tmp_path: Path, monkeypatc
 
 
 def test_load_model_refuses_a_pipe_named_like_a_model(tmp_path: Path) -> None:
-    import os
 
     os.mkfifo(tmp_path / "pipe.keras")
     with pytest.raises(ValueError, match="not a regular file"):
@@ -407,3 +413,101 @@ def test_nan_pixels_are_an_error_not_a_prediction(model) -> None:
     images[1, 0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="1 of 2 images hold NaN or infinite pixel values"):
         predict_probabilities(model, images)
+
+
+def test_a_model_saved_with_a_loss_this_version_lacks_still_loads(tmp_path):
+    # Runs before issue 34 saved best.keras with the library's own smoothed loss, since removed.
+    from shiftvit_lib.tools.inference import load_model
+
+    @keras.saving.register_keras_serializable(package="shiftvit_test")
+    class RetiredLoss(keras.losses.Loss):
+        def call(self, y_true, y_pred):
+            return keras.ops.mean(y_pred)
+
+    model = build_shiftvit(preset("quick"), seed=0)
+    model.compile(optimizer="adam", loss=RetiredLoss())
+    model.save(tmp_path / "old.keras")
+    del keras.saving.get_custom_objects()["shiftvit_test>RetiredLoss"]
+    loaded = load_model(tmp_path / "old.keras")
+    images = np.zeros((2, 32, 32, 3), "uint8")
+    np.testing.assert_allclose(loaded.predict(images, verbose=0), model.predict(images, verbose=0), atol=1e-6)
+
+
+def test_predict_with_tta_is_the_softmax_of_the_mean_logits():
+    from shiftvit_lib.tools.inference import predict_probabilities
+
+    model = left_right_sensitive_model()
+    x = tiny_splits().x_test[:5]
+    mean_logits = (model.predict(x, verbose=0) + model.predict(x[:, :, ::-1], verbose=0)) / 2
+    expected = np.exp(mean_logits) / np.exp(mean_logits).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(predict_probabilities(model, x, tta=True), expected, atol=1e-5)
+
+
+def test_a_keras_file_that_would_unpack_to_far_more_than_it_stores_is_refused_unread(tmp_path, monkeypatch):
+    bomb = tmp_path / "bomb.keras"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("metadata.json", "{}")
+        archive.writestr("config.json", "{}")
+        archive.writestr("model.weights.h5", bytes(64 * 2**20))  # 64 MiB of zeros, stored in 64 kB
+    assert bomb.stat().st_size < 2**20
+
+    def must_not_load(*args, **kwargs):
+        raise AssertionError("Keras was asked to unpack the bomb")
+
+    monkeypatch.setattr(inference.keras.saving, "load_model", must_not_load)
+    with pytest.raises(ValueError) as refused:
+        inference.load_model(bomb)
+    assert "model.weights.h5 would unpack from" in one_line(refused.value)
+    assert "decompression bomb" in str(refused.value)
+
+
+def test_a_keras_file_with_a_deeply_nested_config_is_one_line(tmp_path):
+    path = tmp_path / "deep.keras"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("config.json", "[" * 200_000 + "]" * 200_000)
+        archive.writestr("metadata.json", '{"keras_version": "3.0.0"}')
+        archive.writestr("model.weights.h5", b"")
+    with pytest.raises(ValueError) as refused:
+        inference.load_model(path)
+    assert str(path) in one_line(str(refused.value))
+
+
+def test_a_weight_mismatch_does_not_dump_the_weights(tmp_path):
+    keras_message = "Layer 'dense' expected 2 variables, but received 0: " + repr(np.arange(5000.0))
+    error = inference.ModelLoadError(tmp_path / "m.keras", "Is it a complete .keras file?",
+                                     ValueError(keras_message))
+    assert len(one_line(str(error))) < 600 and "m.keras" in str(error)
+
+
+def test_predict_probabilities_refuses_a_negative_batch_size():
+    images = np.zeros((2, 32, 32, 3), np.uint8)
+    with pytest.raises(ValueError, match="batch_size") as refused:
+        inference.predict_probabilities(tiny_classifier(), images, batch_size=-1)
+    one_line(str(refused.value))
+
+
+def test_printed_file_names_cannot_forge_rows_or_reach_the_terminal(tmp_path):
+    forged = "cat.png\n  evil.png  airplane 100.0%"
+    escape = "\x1b]0;owned\x07\x1b[2Jdog.png"
+    scores = (inference.ClassScore("cat", 3, 0.9),)
+    result = inference.FolderPredictions(
+        tmp_path, (inference.FilePrediction(tmp_path / forged, scores),
+                   inference.FilePrediction(tmp_path / escape, scores)),
+        (inference.ImageReadError(tmp_path / "x\ny.png", "not an image"),))
+    table = result.format()
+    assert len(table.splitlines()) == 1 + 2 + 1 + 1  # title, two rows, the failures' title, one failure
+    assert "\x1b" not in table and "\x07" not in table
+    assert "cat.png\\n  evil.png" in table and "x\\ny.png" in table
+
+
+def test_16_bit_pixels_and_grey_batches_are_refused_with_a_hint():
+    model = tiny_classifier()
+    wide = np.full((2, 32, 32, 3), 65_535, np.uint16)
+    with pytest.raises(ValueError, match="divide by 257") as refused:
+        inference.predict_probabilities(model, wide)
+    one_line(str(refused.value))
+    grey = np.zeros((4, 32, 32), np.uint8)
+    with pytest.raises(ValueError, match="grey") as refused:
+        inference.predict_probabilities(model, grey)
+    assert "np.repeat" in one_line(str(refused.value))
+    assert inference.predict_probabilities(model, np.full((1, 32, 32, 3), 255, np.uint16)).shape == (1, 10)

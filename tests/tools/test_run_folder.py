@@ -1,9 +1,12 @@
-"""The run folder (tools/run_folder.py): only its own files, numbers checked, damaged records named.
+"""shiftvit_lib.tools.run_folder: a folder is claimed once (checked, then locked), and a claim
+that fails before a run writes anything leaves the disk as it was. The folder's life with a
+training in it (resume, backups, damaged files, the record) is tested through train in test_runs.py.
 
-Every file a run writes there is planted as a link (symbolic and hard) to a file outside:
-the run refuses in one line naming it, before it reads or writes, and the outside file is
-unchanged. Numbers read back (the backup's epoch, history.csv) are checked; a bad one is
-named, or the run recovers from the newest readable backup without deleting any.
+Only its own files (issue 48): every file a run writes there is planted as a link (symbolic
+and hard) to a file outside; the run refuses in one line naming it, before it reads or
+writes, and the outside file is unchanged. Numbers read back (the backup's epoch,
+history.csv) are checked; a bad one is named, or the run recovers from the newest readable
+backup without deleting any.
 """
 
 from __future__ import annotations
@@ -19,10 +22,40 @@ from fakes import tiny_splits
 
 from shiftvit_lib import preset
 from shiftvit_lib.config import InputError
-from shiftvit_lib.tools import files
+from shiftvit_lib.tools import files, run_folder
 from shiftvit_lib.tools import run_folder as rf
+from shiftvit_lib.tools.files import LOCK_FILE
+from shiftvit_lib.tools.run_folder import Claim, RunFolderError, claim, open_run_folder, run_spec
 from shiftvit_lib.tools.runs import BestModelCheckpoint, run_callbacks, train
 
+
+def test_a_failed_claim_removes_only_the_folders_it_made(tmp_path):
+    with pytest.raises(KeyError), claim(tmp_path / "runs" / "new"):  # e.g. data that would not load
+        assert (tmp_path / "runs" / "new" / LOCK_FILE).exists()
+        raise KeyError("the data would not load")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(KeyError), claim(tmp_path / "kept"):
+        raise KeyError("again")
+    assert [path.name for path in (tmp_path / "kept").iterdir()] == [LOCK_FILE]  # not made by the claim
+
+
+def test_a_claim_checks_once_and_a_held_claim_is_not_checked_again(tmp_path, monkeypatch):
+    checked = []
+    check = run_folder.check_run_folder
+    monkeypatch.setattr(run_folder, "check_run_folder", lambda out, **kw: checked.append(out) or check(out, **kw))
+    with claim(tmp_path / "run") as held:
+        assert held == Claim(tmp_path / "run", "new")
+        with claim(held) as again:
+            assert again is held
+        config, data = preset("quick"), tiny_splits()
+        folder = open_run_folder(held, run_spec(config, data, epochs=1), config)
+    assert checked == [tmp_path / "run"] and folder.spec["epochs"] == 1
+    with pytest.raises(RunFolderError, match="is a file"):
+        claim(tmp_path / "run" / "run_spec.json" / "below").__enter__()
+
+
+# --------------------------------------------------------------------------- only its own files (issue 48)
 OUTSIDE_TEXT = "the user's own file\n"
 # Every member a run writes (or reads back) in its folder.
 MEMBERS = [".lock", "run_spec.json", "history.csv", "best.keras", "run.json", "backup",
@@ -64,7 +97,7 @@ def test_training_refuses_a_link_planted_in_place_of_any_run_file(tmp_path, memb
         pytest.skip("a folder cannot be hard-linked")
     outside, run = outside_file(tmp_path), tmp_path / "run"
     plant(run, member, how, outside)
-    with pytest.raises(InputError) as refused:
+    with pytest.raises(ValueError) as refused:  # files.UnsafeFileError, or a RunFolderError
         train(preset("quick", batch_size=8), tiny_splits(16, 8, 8), run, epochs=1, verbose=0, jit_compile=False)
     assert escape(run / member) in one_line(refused.value)
     assert outside.read_text() == OUTSIDE_TEXT and sorted(os.listdir(outside.parent)) in (

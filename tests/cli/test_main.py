@@ -3,18 +3,23 @@ anything is written to disk; finished and mismatched run folders are refused."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
+from fakes import one_line, png_bytes, tiny_splits
 from PIL import Image
 
 from shiftvit_lib.__main__ import main
-from shiftvit_lib.tools import data_sources
+from shiftvit_lib.config import preset
+from shiftvit_lib.tools import data_sources, inference
 from shiftvit_lib.tools.inference import save_model
+from shiftvit_lib.tools.run_folder import run_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -138,8 +143,6 @@ def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_
 
 
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
-    from shiftvit_lib.config import preset
-    from shiftvit_lib.tools.run_folder import run_spec
 
     out = tmp_path / "run"
     out.mkdir()
@@ -236,7 +239,6 @@ def test_ctrl_c_stops_with_one_line_saying_how_to_resume(monkeypatch, capsys, tm
 
 
 def test_evaluate_with_tta_reports_it_beside_the_plain_figure(capsys, tmp_path, monkeypatch):
-    from fakes import tiny_splits
 
     from shiftvit_lib.recipe import evaluate
 
@@ -289,3 +291,75 @@ def test_ctrl_c_names_the_out_folder_escaped_on_one_line(tmp_path, capsys, monke
     assert code == 130 and len(err.strip().splitlines()) == 1, err
     assert err.startswith("stopped (Ctrl-C); run the same command again to resume") and "\\nerror: forged" in err
 
+
+def test_the_command_line_refuses_a_seed_past_32_bits_in_one_line(tmp_path):
+    from shiftvit_lib.__main__ import main
+
+    code = main(["train", "--data", "sample", "--seed", str(2**40), "--out", str(tmp_path / "run")])
+    assert code == 2 and not (tmp_path / "run").exists()
+
+
+def test_a_non_utf8_file_name_does_not_fail_a_strict_terminal(tmp_path, monkeypatch):
+    from shiftvit_lib.__main__ import main
+
+    model = inference.save_model(tiny_classifier(), tmp_path / "m.keras")
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    odd = os.fsdecode(b"caf\xe9.png")  # Latin-1 bytes: not UTF-8, so Python holds a lone surrogate
+    (folder / odd).write_bytes(png_bytes(100))
+    strict = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", strict)
+    assert main(["predict", "--model", str(model), str(folder)]) == 0
+    strict.flush()
+    assert b"caf\\udce9.png" in strict.buffer.getvalue()
+
+
+def test_a_batch_size_past_any_memory_is_refused_in_one_line(tmp_path, capsys):
+    code = main(["evaluate", "--model", str(tmp_path / "m.keras"), "--batch-size", str(10**23)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--batch-size" in one_line(err) and "from 1 to 1,048,576" in err
+
+
+# --------------------------------------------------------------------------- one check per folder, errors by kind
+class TrainingStarted(Exception):
+    """Raised where training begins: every check of the run folder has happened by then."""
+
+
+@pytest.mark.parametrize(
+    ("command", "folder"),
+    [
+        (["train", "--data", "sample", "--limit", "20", "--epochs", "1", "--out", "{tmp}/run"], "run"),
+        (["compare", "--quick", "--data", "sample", "--models", "vit", "--runs", "{tmp}/runs",
+          "--out", "{tmp}/compare.json"], "runs/vit"),
+    ],
+)
+def test_each_command_checks_its_run_folder_once(capsys, tmp_path, monkeypatch, command, folder):
+    from shiftvit_lib.tools import run_folder, runs
+
+    checked, check = [], run_folder.check_run_folder
+
+    def counted(out, **options):
+        checked.append(Path(out))
+        return check(out, **options)
+
+    def started(*args, **kwargs):
+        raise TrainingStarted
+
+    monkeypatch.setattr(run_folder, "check_run_folder", counted)
+    monkeypatch.setattr(runs, "training_datasets", started)
+    with pytest.raises(TrainingStarted):  # not a user error: it passes through main
+        main([part.replace("{tmp}", str(tmp_path)) for part in command])
+    assert checked == [tmp_path / folder]
+
+
+def test_a_bad_flag_value_is_one_line_and_an_internal_bug_is_a_traceback(capsys, tmp_path, monkeypatch):
+    code, _, err = run_cli(capsys, "train", "--preset", "gigantic", "--out", tmp_path / "run")
+    assert_user_error(code, err, "Unknown preset 'gigantic'")
+
+    def bug(*args, **kwargs):
+        raise ValueError("an internal bug, not the user's input")
+
+    monkeypatch.setattr(data_sources, "load_cifar10", bug)
+    with pytest.raises(ValueError, match="an internal bug"):
+        main(["train", "--data", "sample", "--out", str(tmp_path / "run")])
+    assert not (tmp_path / "run").exists()  # the claimed folder is given back untouched

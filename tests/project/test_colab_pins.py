@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PINS = REPO / ".ci" / "colab-default-runtime.txt"
 
 spec = importlib.util.spec_from_file_location("colab_pins", REPO / ".ci" / "colab_pins.py")

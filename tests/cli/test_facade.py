@@ -9,7 +9,7 @@ from pathlib import Path
 
 import shiftvit_lib as sv
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _names_used_by_the_lessons() -> set[str]:

@@ -1,10 +1,10 @@
 """The code a GPU runs, run on the CPU: mixed precision, XLA and two-device data parallel.
 
-``tests/test_gpu_path.py`` runs this file in a fresh Python process per backend
+``tests/project/test_gpu_path.py`` runs this file in a fresh Python process per backend
 (``KERAS_BACKEND`` and, for JAX, ``XLA_FLAGS`` must be set before Keras loads) and
 reads the one JSON line it prints. Each check returns plain numbers; the tests judge them.
 
-    KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 python tests/gpu_path_checks.py
+    KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 python tests/project/gpu_path_checks.py
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if BACKEND == "tensorflow":
     _cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 
 from shiftvit_lib import preset
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

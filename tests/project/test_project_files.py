@@ -8,7 +8,7 @@ import pytest
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 yaml = pytest.importorskip("yaml")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_license_is_the_apache_2_text_named_in_pyproject():

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Two devices must reach one device's weights to within this fraction of how far one
 # device moved them in three steps (summation order differs between the two: float32 noise).
 SAME_WEIGHTS = 0.01
@@ -32,7 +32,7 @@ _REPORTS: dict[str, dict] = {}  # one subprocess per backend per session, whatev
 def _run_checks(backend: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
            "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    result = subprocess.run([sys.executable, str(REPO / "tests" / "gpu_path_checks.py")], env=env,
+    result = subprocess.run([sys.executable, str(Path(__file__).with_name("gpu_path_checks.py"))], env=env,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     line = next(line for line in result.stdout.splitlines() if line.startswith("REPORT "))

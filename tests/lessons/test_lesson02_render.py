@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "02_shift_operation.ipynb"
 GIF_PARAMETERS = {"CHANNELS": 6, "NUM_DIV": 6, "SHIFT_PIXEL": 1, "MAP_SIZE": 5}  # the committed GIF's
 

@@ -34,7 +34,7 @@ from website.check_site import (
     korean_lessons,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
 

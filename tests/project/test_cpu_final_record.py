@@ -75,7 +75,7 @@ def test_every_read_is_logged_and_a_second_read_of_the_same_model_refused(tmp_pa
     assert final_script.main([str(run), "--data", "x", "--out", str(tmp_path / "first")], log=log) == 0
     (entry,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert entry["test_top1"] == 1.0 and entry["script"] == "scripts/cpu_final_record.py"
-    assert entry["model_sha256"] == final_script.test_split_log.model_sha256(run / "best.keras")
+    assert entry["model_sha256"] == final_script.guard_test_split.model_sha256(run / "best.keras")
     assert {"time", "commit", "model"} <= set(entry)
     with pytest.raises(SystemExit, match="read for this model already"):  # another --out: still refused
         final_script.main([str(run), "--data", "x", "--out", str(tmp_path / "second")], log=log)
@@ -83,6 +83,6 @@ def test_every_read_is_logged_and_a_second_read_of_the_same_model_refused(tmp_pa
 
 
 def test_the_repository_log_records_the_reads_so_far():
-    reads = final_script.test_split_log.reads()
+    reads = final_script.guard_test_split.reads()
     assert reads, "results/test_split_reads.jsonl is missing"
     assert all({"time", "commit", "script", "model", "test_top1"} <= set(read) for read in reads)

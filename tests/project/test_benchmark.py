@@ -9,7 +9,7 @@ import pytest
 
 import shiftvit_lib as sv
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _load_benchmark_module():

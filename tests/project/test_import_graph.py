@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Code lines per layer, and for the whole library (issue 34's targets). On 2026-11-26 the library
 # held core 1,394 / tools 1,384 / notebook 947 / library 4,002 (cut from 1,838 / 2,401 / 1,620 / 6,386).
 BUDGETS = {"core": 1400, "tools": 1400, "notebook": 950, "library": 4050}

@@ -13,9 +13,9 @@ import functools
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
-import exercise_solutions as ex  # the exercises' solutions, as the lessons' folds show them
 import keras
 import numpy as np
 import pytest
@@ -24,6 +24,12 @@ from keras import layers, ops
 import shiftvit_lib as sv
 from shiftvit_lib.notebook import checks, solutions
 from shiftvit_lib.shift import keras_io_shift
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lessons"))
+import exercise_solutions as ex  # noqa: E402  the exercises' solutions, as the lessons' folds show them
+
+from shiftvit_lib.layers import DropPath
+from shiftvit_lib.shift import shift_channels
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -833,3 +839,24 @@ def test_no_exercise_check_only_prints():
             if blank:
                 here_or_next = text + "".join(cells[index + 1]["source"]) if index + 1 < len(cells) else text
                 assert "checks.exercise(checks.check_" in here_or_next, f"{path.name}: {text[:60]!r}"
+
+
+def test_try_yours_with_the_check_second_says_the_order():
+    with pytest.raises(TypeError, match=r"takes the check first: try_yours\(check_drop_path") as refused:
+        checks.try_yours(DropPath, checks.check_drop_path, DropPath)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_layer_instead_of_its_class_is_named():
+    with pytest.raises(TypeError, match=r"pass the class itself \(DropPath\), not a layer") as refused:
+        checks.check_drop_path(DropPath(0.1))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_function_without_return_is_told_about_the_return():
+    def my_shift(x, num_div=12, s=1):
+        np.zeros(1)  # the work, but no `return`
+
+    with pytest.raises(AssertionError, match="returned None: did you forget its `return` line"):
+        checks.check_shift(my_shift)
+    checks.check_shift(shift_channels)  # a written one passes
