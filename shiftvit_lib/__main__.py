@@ -238,13 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _interrupted(error: BaseException | None) -> bool:
     """Whether ``error`` is a Ctrl-C, or was raised while one unwound (TensorFlow may wrap it)."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        seen.add(id(error))
+    while error is not None and not isinstance(error, KeyboardInterrupt):
         error = error.__cause__ or error.__context__
-    return False
+    return error is not None
 
 
 def _command(args: argparse.Namespace) -> int:

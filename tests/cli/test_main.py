@@ -334,7 +334,8 @@ class TrainingStarted(Exception):
     ],
 )
 def test_each_command_checks_its_run_folder_once(capsys, tmp_path, monkeypatch, command, folder):
-    from shiftvit_lib.tools import run_folder, runs
+    from shiftvit_lib import recipe
+    from shiftvit_lib.tools import run_folder
 
     checked, check = [], run_folder.check_run_folder
 
@@ -346,7 +347,7 @@ def test_each_command_checks_its_run_folder_once(capsys, tmp_path, monkeypatch, 
         raise TrainingStarted
 
     monkeypatch.setattr(run_folder, "check_run_folder", counted)
-    monkeypatch.setattr(runs, "training_datasets", started)
+    monkeypatch.setattr(recipe, "training_datasets", started)
     with pytest.raises(TrainingStarted):  # not a user error: it passes through main
         main([part.replace("{tmp}", str(tmp_path)) for part in command])
     assert checked == [tmp_path / folder]

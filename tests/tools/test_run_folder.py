@@ -209,6 +209,6 @@ def test_a_damaged_run_record_read_by_load_run_is_one_line_naming_it(tmp_path, t
 
 # --------------------------------------------------------------------------- names
 def test_an_out_name_too_long_for_the_file_system_is_refused_before_any_work(tmp_path):
-    with pytest.raises(InputError, match="more than the 255 a file system allows"):
+    with pytest.raises(ValueError, match="more than the 255 a file system allows"):
         rf.check_run_folder(tmp_path / ("r" * 256))
     assert rf.check_run_folder(tmp_path / ("r" * 255)) == "new"
