@@ -415,9 +415,10 @@ def test_nan_pixels_are_an_error_not_a_prediction(model) -> None:
         predict_probabilities(model, images)
 
 
-def test_a_model_saved_with_a_loss_this_version_lacks_still_loads(tmp_path):
-    # Runs before issue 34 saved best.keras with the library's own smoothed loss, since removed.
-    from shiftvit_lib.tools.inference import load_model
+def test_a_model_saved_with_a_class_this_version_lacks_is_one_line_naming_it(tmp_path):
+    # No retry without compiling (the compatibility path for runs before issue 34 is gone): the
+    # file is refused in one line that names the missing class and the fix.
+    from shiftvit_lib.tools.inference import ModelLoadError, load_model
 
     @keras.saving.register_keras_serializable(package="shiftvit_test")
     class RetiredLoss(keras.losses.Loss):
@@ -428,9 +429,9 @@ def test_a_model_saved_with_a_loss_this_version_lacks_still_loads(tmp_path):
     model.compile(optimizer="adam", loss=RetiredLoss())
     model.save(tmp_path / "old.keras")
     del keras.saving.get_custom_objects()["shiftvit_test>RetiredLoss"]
-    loaded = load_model(tmp_path / "old.keras")
-    images = np.zeros((2, 32, 32, 3), "uint8")
-    np.testing.assert_allclose(loaded.predict(images, verbose=0), model.predict(images, verbose=0), atol=1e-6)
+    with pytest.raises(ModelLoadError, match="RetiredLoss.*import the module that defines it") as refused:
+        load_model(tmp_path / "old.keras")
+    assert "\n" not in str(refused.value)
 
 
 def test_predict_with_tta_is_the_softmax_of_the_mean_logits():
