@@ -641,9 +641,11 @@ SIGINT_TRIES = int(os.environ.get("SHIFTVIT_SIGINT_TRIES", "20"))
 # which the test interrupts with SIGINT at a random moment.
 SIGINT_STEP = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     from shiftvit_lib.__main__ import main
 
+    # A shell's background job starts with Ctrl-C ignored, and Python keeps that: as at a terminal, it raises.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     resume, out, arguments = sys.argv[1], sys.argv[2], {arguments!r}
     if resume != "-":
         print(f"=== RESUMED {{main([*arguments, '--out', resume])}}", file=sys.stderr, flush=True)
