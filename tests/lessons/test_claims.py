@@ -33,7 +33,7 @@ def load_records() -> dict:
         "cpu": run("cpu_full"), "cpu_history": history("cpu_full"),
         "v1": run("cpu_full_v1"), "v1_history": history("cpu_full_v1"),
         "seed43": run("cpu_full_seed43"), "seed44": run("cpu_full_seed44"),
-        "gpu": run(GPU_RECORD), "gpu_source": json.loads((RESULTS / GPU_RECORD / "source.json").read_text()),
+        "gpu": run(GPU_RECORD), "gpu_history": history(GPU_RECORD), "gpu_source": json.loads((RESULTS / GPU_RECORD / "source.json").read_text()),
         "comparison": {row["name"]: row for row in comparison["rows"]},
     }
 
@@ -44,6 +44,15 @@ def _pct(value: float) -> str:
 
 def _first_epoch_at(history: list, target: float = 0.8) -> int:
     return next(int(row["epoch"]) + 1 for row in history if float(row["val_accuracy"]) >= target)
+
+
+def _overfitting(history: list) -> str:
+    """Lesson 05's reading of the GPU curve: where validation loss bottoms out, and the last epoch."""
+    lowest, last = min(history, key=lambda row: float(row["val_loss"])), history[-1]
+    return (f"validation loss is lowest at epoch {int(lowest['epoch']) + 1} ({float(lowest['val_loss']):.2f}) "
+            f"and rises to {float(last['val_loss']):.2f} by epoch {int(last['epoch']) + 1} while training loss "
+            f"keeps falling; training top-1 ends at {100 * float(last['accuracy']):.1f} %, validation at "
+            f"{100 * float(last['val_accuracy']):.1f} %")
 
 
 def claims(records: dict) -> list[tuple[str, str]]:
@@ -62,6 +71,7 @@ def claims(records: dict) -> list[tuple[str, str]]:
         ("05_training", f"{_pct(records['seed43']['test']['accuracy'])} and "
                         f"{_pct(records['seed44']['test']['accuracy'])}"),
         ("05_training", f"against {_pct(cpu['best_val_accuracy'])} and {_pct(cpu['test']['accuracy'])}"),
+        ("05_training", _overfitting(records["gpu_history"])),
         ("05_training", f"{source['date']}, with {source['versions'].split(' (')[0]} and Keras {gpu['machine']['keras']}"),
         ("06_inference", f"scores {_pct(cpu['test']['accuracy'])} plain and "
                          f"{_pct(cpu['test_flip_tta']['accuracy'])} with flip TTA"),
@@ -105,6 +115,9 @@ def test_a_changed_record_breaks_a_claim(korean):
     changed = copy.deepcopy(records)
     changed["gpu"]["train_seconds"] *= 1.5
     assert missing_claims(changed, korean)
+    changed = copy.deepcopy(records)
+    changed["gpu_history"][-1]["val_loss"] = "1.01"  # the curve's last validation loss
+    assert any("1.01" in line for line in missing_claims(changed, korean))
 
 
 def test_the_readme_quotes_the_gpu_record():

@@ -6,6 +6,7 @@ these checks keep the lessons wired to it.
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,32 @@ def test_lesson05_data_parallel_child_does_not_preallocate_the_gpu(monkeypatch):
         env = seen["env"]
         assert env["KERAS_BACKEND"] == "jax" and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
         assert ("xla_force_host_platform_device_count=2" in env.get("XLA_FLAGS", "")) is not accelerator
+
+
+def _before_tensorflow_loads(name):
+    """The lesson's code up to the first statement that imports keras, tensorflow or shiftvit_lib
+    (which loads TensorFlow), with IPython's %magic lines left out."""
+    import ast
+
+    code = "\n".join(_code(name))
+    code = "\n".join(re.sub(r"^(\s*)%.*", r"\1pass", line) for line in code.splitlines())
+    loads = ("keras", "tensorflow", "shiftvit_lib")
+    kept = []
+    for statement in ast.parse(code).body:
+        modules = [alias.name for alias in getattr(statement, "names", [])] + [getattr(statement, "module", None)]
+        if isinstance(statement, ast.Import | ast.ImportFrom) and any(
+                str(module).split(".")[0] in loads for module in modules):
+            break
+        kept.append(statement)
+    return ast.unparse(ast.Module(body=kept, type_ignores=[]))
+
+
+def test_lesson05_lets_tensorflow_grow_its_gpu_memory_before_it_loads(monkeypatch):
+    """TensorFlow takes the whole GPU by default; lesson 05's DataParallel child needs some of it. The
+    lesson sets TF_FORCE_GPU_ALLOW_GROWTH=true (read when TensorFlow first uses a GPU; ignored on a CPU
+    and by the other backends) before anything loads TensorFlow, over a value set before (Colab may set one)."""
+    import os
+
+    monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false")
+    exec(_before_tensorflow_loads("05_training"), {"RECIPE": "quick"})
+    assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
