@@ -98,16 +98,9 @@ def _hint_of(name: str, error: BaseException) -> str:
     cause = next(
         (why for words, why in CAUSES.items() if re.search(words, said[:150])), "check the line it names"
     )
-    library = str(
-        Path(__file__).resolve().parents[1]
-    )  # the learner's frames are neither ours nor a package's
-    frames = [
-        f
-        for f in traceback.extract_tb(error.__traceback__)
-        if not f.filename.startswith(library)
-        and "-packages" not in f.filename
-        and "/lib/python" not in f.filename
-    ]
+    # the learner's frames are neither ours nor a package's
+    foreign = re.compile(f"^{re.escape(str(Path(__file__).resolve().parents[1]))}|-packages|/lib/python")
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not foreign.search(f.filename)]
     if not frames:
         return f"the check could not use what {name} gave ({said[:150]}): {cause}"
     where = (
@@ -168,10 +161,8 @@ def _copy_by_role(mine: keras.layers.Layer, library: keras.layers.Layer, hint: s
     """Give ``mine`` the library's weights, matched by role (kernel or bias) and shape, not by the
     order the layers were made in; a weight with no counterpart gets ``hint``."""
     role = lambda weight: (weight.path.split("/")[-1], tuple(weight.shape))  # noqa: E731
-    theirs, got = (
-        {role(w): w for w in library.trainable_weights},
-        sorted(role(w) for w in mine.trainable_weights),
-    )
+    theirs = {role(w): w for w in library.trainable_weights}
+    got = sorted(role(w) for w in mine.trainable_weights)
     assert got == sorted(theirs), f"{hint}: got {', '.join(f'{n} {s}' for n, s in got) or 'no weights'}"
     for weight in mine.trainable_weights:
         weight.assign(_numpy(theirs[role(weight)]))
@@ -236,11 +227,8 @@ def check_mlp(mlp_class: Callable[..., Any]) -> None:
         assert _numpy(mine(x)).shape == x.shape, f"the MLP must give back the C = {channels} channels it got"
         library(x)
         weights = _randomise(library, 9)
-        _copy_by_role(
-            mine,
-            library,
-            f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} units -> C",
-        )
+        hint = f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} units -> C"
+        _copy_by_role(mine, library, hint)
         w1, b1, w2, b2 = weights
         mistakes = {
             "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
