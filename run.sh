@@ -2,33 +2,42 @@
 # ShiftViT, step by step: set up and run the main job or the tests.
 #
 #   bash run.sh main   set up, execute every lesson on the bundled CIFAR-10 sample (quick mode)
-#                      into build/lessons/ (notebooks + HTML), render the Manim animations, and
-#                      build the website (as `site` does)
+#                      into build/lessons/ (notebooks + HTML), render the Manim animations into
+#                      build/animations/, and build the website into build/site/ (as `site` does,
+#                      from the lessons' committed outputs). It writes only under build/ and .venv/
 #   bash run.sh site   set up the virtual environment with the `site` extra, then build the
 #                      lessons' website from the notebooks' stored outputs into build/site/
 #                      (Sphinx, offline, warnings are errors; website/build.py)
 #                      `main` and `site` first refuse a stale Korean edition (build_korean.py --check)
-#   bash run.sh test   set up, then run the library, animation, website (in Chromium) and notebook
-#                      (nbval) tests
-#   bash run.sh test-fast  the inner loop: ruff (lint, and the library's format), then the library tests not marked slow (no notebooks,
-#                      no renders, no training runs), in under 2 minutes on a 2-core CPU; sets up
-#                      only when $VENV is missing. Extra arguments go to pytest (e.g. tests/core/test_data.py)
+#   bash run.sh test   set up (Chromium too), then run the library, animation, website (in Chromium)
+#                      and notebook (nbval) tests
+#   bash run.sh test-fast  the inner loop: ruff (lint, and the library's format), then the library
+#                      tests not marked slow (no notebooks, no renders, no training runs); sets up
+#                      only when $VENV is missing. Extra arguments go to pytest (e.g.
+#                      tests/core/test_data.py)
 #   bash run.sh test-colab  Colab's default runtime in .venv-colab: its preinstalled packages at
 #                      their exact versions (.ci/colab-default-runtime.txt), then this project
 #                      installed as lesson 00 does; fails if that changed a preinstalled package,
 #                      then runs the library tests and every lesson (nbval)
-#   bash run.sh setup  only set up
+#   bash run.sh setup  only set up (what `test` needs)
 #
-# Set-up: Debian's pango/cairo headers for Manim and Chromium for the website's browser test
-# (installed with apt-get when missing),
-# a virtual environment in .venv (it sees packages already installed system-wide, so a
-# machine that has TensorFlow does not download it again; SHIFTVIT_ISOLATED=1 makes it
-# see none), and this project in it.
+# Times on a 2-core CPU, after set-up: main about 62 min, test about 23 min, test-fast about 2 min.
+# Set-up on a fresh machine adds about 5 min (apt and pip, measured once on a fresh clone). The times
+# come from results/timings.json, which `python scripts/run_lessons.py --measure` writes; a test
+# fails when one stated here, in README.md or in a time card is more than 20 % off it.
+#
+# Set-up: Debian's Pango/Cairo headers for Manim (and, for the tests, Chromium for the website's
+# browser test), installed with apt-get when missing; a virtual environment in .venv that sees
+# no package installed system-wide; this project in it. apt's and pip's output goes to
+# build/setup.log, which an error names.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PYTHON=${PYTHON:-python3}
 VENV=${SHIFTVIT_VENV:-.venv}
+LOG=build/setup.log  # apt's and pip's full output
+# Python's bytecode caches under build/ too, so no __pycache__ appears in the source tree.
+export PYTHONPYCACHEPREFIX="$PWD/build/pycache"
 EXTRAS=dev,anim,jax,site  # the extras installed into $VENV
 WITH_TORCH=1
 
@@ -37,14 +46,33 @@ as_root() {
     echo "error: need root (or sudo) to run: $*" >&2; exit 1; fi
 }
 
+quietly() {
+  # Run a set-up command with its output in $LOG; on failure, its last lines and the log's name.
+  local what=$1
+  shift
+  mkdir -p "$(dirname "$LOG")"
+  echo "--- $what: $*" >>"$LOG"
+  if ! "$@" >>"$LOG" 2>&1; then
+    echo "error: $what failed; the last lines of its output (all of it: $LOG):" >&2
+    tail -n 15 "$LOG" | sed 's/^/    /' >&2
+    exit 1
+  fi
+}
+
 apt_install() {
-  echo "==> installing Debian packages: $*"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "$@"
+  echo "==> installing Debian packages: $* (apt's output: $LOG)"
+  quietly "apt-get update" as_root apt-get update -q
+  quietly "apt-get install" as_root env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "$@"
+}
+
+pip_install() {
+  quietly "pip install" "$VENV/bin/python" -m pip install --disable-pip-version-check "$@"
 }
 
 setup_system() {
   # Manim renders text with Pango and draws with Cairo; pycairo and ManimPango build against them.
+  # $1 = test adds Chromium, which only the tests start.
   local missing=()
   command -v pkg-config >/dev/null || missing+=(pkg-config)
   if ! pkg-config --exists pangocairo 2>/dev/null; then missing+=(libpango1.0-dev libcairo2-dev); fi
@@ -55,9 +83,11 @@ setup_system() {
   [ -f "$include/Python.h" ] || missing+=(python3-dev)
   fc-list 2>/dev/null | grep -qi "DejaVu Sans" || missing+=(fonts-dejavu-core)
   # tests/project/test_site.py drives Debian's headless Chromium (a browser test of the website), and
-  # website/check_site.py needs a Korean font to draw the Korean pages (issue 44).
-  command -v chromium >/dev/null || missing+=(chromium)
-  fc-list :lang=ko 2>/dev/null | grep -q . || missing+=(fonts-nanum)
+  # website/check_site.py needs a Korean font to draw the Korean pages: both only for the tests.
+  if [ "${1:-}" = test ]; then
+    command -v chromium >/dev/null || missing+=(chromium)
+    fc-list :lang=ko 2>/dev/null | grep -q . || missing+=(fonts-nanum)
+  fi
   if [ ${#missing[@]} -gt 0 ]; then
     command -v apt-get >/dev/null || { echo "error: please install: ${missing[*]}" >&2; exit 1; }
     apt_install "${missing[@]}"
@@ -67,29 +97,33 @@ setup_system() {
 setup_python() {
   if [ ! -x "$VENV/bin/python" ]; then
     echo "==> creating $VENV"
-    # SHIFTVIT_ISOLATED=1 ignores system-wide packages (a clean install, as on a fresh machine).
-    local site=--system-site-packages
-    [ "${SHIFTVIT_ISOLATED:-0}" = 1 ] && site=
-    if ! "$PYTHON" -m venv $site "$VENV" 2>/dev/null; then
+    # It sees no system-wide package: what the host has installed (and its conflicts) stays out.
+    if ! "$PYTHON" -m venv "$VENV" 2>/dev/null; then
       rm -rf "$VENV"
       apt_install python3-venv  # Debian ships venv's pip bootstrap separately
-      "$PYTHON" -m venv $site "$VENV"
+      "$PYTHON" -m venv "$VENV"
     fi
+  elif grep -qs "include-system-site-packages = true" "$VENV/pyvenv.cfg"; then
+    echo "note: $VENV sees the packages installed system-wide (an older run.sh made it so); pip may" \
+      "report their conflicts. Remove $VENV to start clean."
   fi
-  echo "==> installing shiftvit_lib with its $EXTRAS extras into $VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]"
+  echo "==> installing shiftvit_lib with its $EXTRAS extras into $VENV (pip's output: $LOG)"
+  pip_install -e ".[$EXTRAS]"
+  # setuptools leaves its build metadata beside the source; the installed copy does not read it.
+  rm -rf shiftvit_lib.egg-info
   [ "$WITH_TORCH" = 1 ] || return 0
   # PyTorch, the third Keras backend, only in its CPU build: a plain `pip install torch`
   # would pull several GB of CUDA libraries. Where pip finds no CPU wheel (PyPI has none;
   # a local wheel or PyTorch's CPU index has), the PyTorch-backend tests are skipped.
   if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+    echo "==> PyTorch's CPU build, if one is available (pip's output: $LOG)"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "torch==2.13.0+cpu" \
-      >/dev/null 2>&1 || echo "note: no PyTorch CPU build available; the PyTorch-backend tests will be skipped"
+      >>"$LOG" 2>&1 || echo "note: no PyTorch CPU build available; the PyTorch-backend tests will be skipped"
   fi
 }
 
 setup() {
-  setup_system
+  setup_system "${1:-test}"
   setup_python
 }
 
@@ -134,27 +168,51 @@ PY
     --random-order -p no:cacheprovider "$@"
 }
 
+random_seed() {
+  # pytest-random-order's seed, printed first so that an order-dependent failure can be repeated.
+  local seed=${SHIFTVIT_TEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
+  echo "    test order: --random-order-seed=$seed (add it after the command to repeat this order)" >&2
+  echo "--random-order-seed=$seed"
+}
+
 run_fast_tests() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
   echo "==> ruff (lint: library and tests; format: the library)"
   "$VENV/bin/python" -m ruff check shiftvit_lib tests
   "$VENV/bin/python" -m ruff format --check shiftvit_lib
   echo "==> the fast tier: library tests not marked slow (the full suite: bash run.sh test)"
-  "$VENV/bin/python" -m pytest -m "not slow" -q --random-order -p no:cacheprovider --durations=15 "$@"  # testpaths: tests/
+  local seed
+  seed=$(random_seed)
+  # -q hides pytest-random-order's header, so the seed is printed above; a seed given after the
+  # command comes later on the line and wins.
+  "$VENV/bin/python" -m pytest -m "not slow" -q --random-order "$seed" -p no:cacheprovider --durations=15 "$@"  # testpaths: tests/
 }
 
 main_job() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
+  echo "==> executing the 9 lessons in quick mode into build/lessons/"
   "$VENV/bin/python" scripts/run_lessons.py --out build/lessons
+  echo "==> rendering the animations into build/animations/"
   "$VENV/bin/python" animations/render.py --quality low --mp4-dir build/animations --gif-dir build/animations
+  echo "==> building the website into build/site/"
   build_site
+  cat <<EOF
+==> done in $((SECONDS / 60)) min $((SECONDS % 60)) s. Written:
+    build/lessons/      the executed lessons: NN_*.ipynb and NN_*.html (open the HTML in a browser);
+                        their training runs in build/lessons/notebooks/runs/
+    build/animations/   the animations, MP4 and GIF (low quality)
+    build/site/         the website: open build/site/index.html. It shows the lessons' committed
+                        outputs (notebooks/*.ipynb), not the ones this run produced
+    $LOG    apt's and pip's output;  $VENV/  the virtual environment
+EOF
 }
 
 check_korean() {
   # The Korean edition ships only when it is translated from the current English (as the tests
   # require): a stale, missing or number-changed cell, or a variant the glossary rules out, stops
   # `main` and `site` before anything is set up or published. Standard library only.
-  if ! "$PYTHON" scripts/build_korean.py --check; then
+  # Before anything is set up: it writes nothing, not even bytecode (build/ stays unmade).
+  if ! env -u PYTHONPYCACHEPREFIX PYTHONDONTWRITEBYTECODE=1 "$PYTHON" scripts/build_korean.py --check; then
     echo "error: notebooks/ko/ is not in step with the English lessons (above); translate the cells" \
       "named (python scripts/build_korean.py todo), rebuild (python scripts/build_korean.py), then retry" >&2
     exit 1
@@ -181,16 +239,21 @@ run_tests() {
 }
 
 case "${1:-}" in
-  setup) setup ;;
-  main) check_korean; setup; main_job ;;
+  setup) setup test ;;
+  main)
+    echo "run.sh main: set-up (about 5 min the first time), then the 9 lessons in quick mode, the animations and the website, about 62 min on a 2-core CPU; all into build/"
+    check_korean
+    setup main
+    main_job ;;
   site)
     check_korean
     EXTRAS=site                  # the build needs neither Manim, JAX, PyTorch nor Chromium
     WITH_TORCH=0
+    echo "run.sh site: set-up, then the website from the lessons' committed outputs into build/site/"
     setup_python
     build_site ;;
-  test) shift; setup; run_tests "$@" ;;
-  test-fast) shift; [ -x "$VENV/bin/python" ] || setup; run_fast_tests "$@" ;;
+  test) shift; setup test; run_tests "$@" ;;
+  test-fast) shift; [ -x "$VENV/bin/python" ] || setup test; run_fast_tests "$@" ;;
   test-colab)
     shift
     VENV=${SHIFTVIT_VENV:-.venv-colab}

@@ -15,7 +15,7 @@ of the dataset's size, so only compute and the input pipeline are timed):
 * ``all``     every speed-up above that beat ``plain`` in this run (so the fast path is
               chosen by measurement on each machine).
 
-A training figure is measured the way a training run measures its own (issue 39): the
+A training figure is measured the way a training run measures its own: the
 batches of ``recipe.training_datasets``, the model of ``tools.runs.build_for_training``,
 ``fit`` with the progress log on as the command line trains, the library's
 ``ThroughputMeter`` on every epoch, and the median epoch with the first left out

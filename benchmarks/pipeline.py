@@ -11,7 +11,7 @@ here), from 40,000 random uint8 32x32 images (the size of CIFAR-10's training sp
 
 Two ways of serving them are timed, in the same run:
 
-* ``in_loop``: every batch made on the thread that asks for it (the pipeline before issue 39);
+* ``in_loop``: every batch made on the thread that asks for it (the pipeline of the first benchmarks);
 * ``ahead``: the library's default, mixed batches made ahead in worker threads.
 
 The rate per core is images divided by the *process CPU time* (all threads), because

@@ -173,10 +173,11 @@ def korean_measured(text: str) -> str:
     """The runner's measured text ("0.1 min, measured by the lesson runner (2 CPU cores, 2026-11-24)") in Korean."""
     import re
 
-    match = re.fullmatch(r"(.+?) min, measured by the lesson runner \((\d+) CPU cores?, ([0-9-]+)\)", text)
+    match = re.fullmatch(r"(.+?) min, measured by the lesson runner \((\d+) CPU cores?, ([0-9-]+)(, load [\d.]+)?\)", text)
     if match:
-        minutes, cores, day = match.groups()
-        return f"{minutes}분, 레슨 실행기가 측정 (CPU 코어 {cores}개, {day})"
+        minutes, cores, day, load = match.groups()
+        load = f", 부하 {load.split()[-1]}" if load else ""
+        return f"{minutes}분, 레슨 실행기가 측정 (CPU 코어 {cores}개, {day}{load})"
     match = re.fullmatch(r"(.+?) min(.*)", text)
     if match:
         return f"{match.group(1)}분{match.group(2)}"

@@ -1,4 +1,4 @@
-"""Read the test set once for the recipe the validation split chose (issue 26).
+"""Read the test set once for the recipe the validation split chose.
 
     KERAS_BACKEND=jax python scripts/cpu_final_record.py runs/cpu_search_full/conv_stem_32 \
         --data ../shared/data/cifar10-jpeg.tar.gz --out runs/cpu_final

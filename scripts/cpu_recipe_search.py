@@ -1,4 +1,4 @@
-"""Rank changes to the ``cpu`` recipe on the validation split, never on the test set (issue 26).
+"""Rank changes to the ``cpu`` recipe on the validation split, never on the test set.
 
     KERAS_BACKEND=jax python scripts/cpu_recipe_search.py --data ../shared/data/cifar10-jpeg.tar.gz \
         --epochs 8 --runs runs/cpu_search --out results/cpu_search

@@ -1,7 +1,7 @@
 """The library's device, training, resume and prediction paths on a lent GPU (JAX), in one call.
 
-Written for issue 34's cuts (the device query, the run folder, the lock and the record writer were
-rewritten): it checks the device and precision choice, lesson 05's step-timing table, a run that a
+Written after the library's device query, the run folder, the lock and the record writer were
+rewritten: it checks the device and precision choice, lesson 05's step-timing table, a run that a
 planted disconnect stops half-way and that resumes, the finished run read back (``reuse``), and
 ``predict_folder`` on three test images and one text file. One JSON line per check; the run's
 ``run.json`` and ``history.csv`` are copied to ``$OUT``. Any failed check stops it (non-zero exit).

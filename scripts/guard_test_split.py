@@ -1,4 +1,4 @@
-"""Guarding the test split (issue 36): every read of it by the record scripts is logged, and a second read refused.
+"""Guarding the test split: every read of it by the record scripts is logged, and a second read refused.
 
 ``results/test_split_reads.jsonl`` holds one JSON object per line, appended, never rewritten:
 when the test split was read, at which commit, by which script, for which model (the sha256 of

@@ -1,4 +1,4 @@
-"""Write the practice copy of every lesson: the lesson with its outputs cleared (issue 36).
+"""Write the practice copy of every lesson: the lesson with its outputs cleared.
 
     python scripts/make_practice.py           write notebooks/practice/NN_*.ipynb
     python scripts/make_practice.py --check   exit 1 if a practice copy is missing or out of date

@@ -12,13 +12,19 @@ every option once, for the commands that take it. Errors the project raises abou
 input (:class:`~shiftvit_lib.config.InputError`: an unknown preset, a finished ``--out`` folder,
 a wrong model file...), a file or folder the system refuses, and no network for ``--data keras``
 are printed as one line on stderr, and the exit status is 2; anything else is a bug and shows its
-traceback. Arguments are checked before anything is written to disk.
+traceback. Arguments are checked before anything is written to disk. The command line speaks in
+flags: the library's advice in Python keywords (``overwrite=True``) is shown as the flag that
+does it (:func:`in_flags`), a library warning is one line (``warning: ...``), progress is a line
+per epoch when stdout is not a terminal, and a closed pipe (``--json | head``) ends quietly.
 """
 
 import argparse
 import functools
 import os
+import re
+import signal
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -85,7 +91,13 @@ def _parser() -> argparse.ArgumentParser:
     add("train", "--no-jit", "no XLA", dest="jit_compile", action="store_const", const=False, default="auto")
     # NumPy's and Keras' seeds are 32-bit.
     add("train compare", "--seed", type=_whole_number(0, 2**32 - 1), default=42)
-    add("train", "--verbose", "2: a line per epoch (for logs)", type=int, choices=(0, 1, 2), default=1)
+    add(
+        "train",
+        "--verbose",
+        "1: a bar, 2: a line per epoch (default: 1 on a terminal)",
+        type=int,
+        choices=(0, 1, 2),
+    )
     add("compare", "--scale", "for a smoke test, a 2-core CPU, a GPU", choices=SCALES, default="full")
     add("compare", "--quick", "the same as --scale quick", dest="scale", action="store_const", const="quick")
     add("compare", "--epochs", "default: 5 quick, 10 cpu, 100 full", type=COUNT)
@@ -95,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     add("evaluate", "--batch-size", type=BATCH_SIZE, default=256)
     add("evaluate predict", "--model", "a .keras file (loaded in Keras' safe mode)", required=True)
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
-    add("predict", "folder", "folder of images (jpg, png, ... any size)")
+    add("predict", "folder", "folder of PNG or JPEG images (by content), each <= 64 MiB, 40 megapixels")
     add("predict", "--top-k", type=_whole_number(1, 10), default=3)  # CIFAR-10's ten classes
     flag("predict", "--json", "print JSON instead of a table")
     return parser
@@ -114,6 +126,8 @@ def _train(args: argparse.Namespace) -> int:
 
     config = preset(args.preset, **({"batch_size": args.batch_size} if args.batch_size else {}))
     precision = None if args.mixed_precision == "none" else args.mixed_precision
+    if args.verbose is None:  # a progress bar redrawn with control codes only where a terminal shows it
+        args.verbose = 1 if sys.stdout.isatty() else 2
     options = {name: getattr(args, name) for name in ("epochs", "seed", "verbose", "jit_compile")}
     with claim(args.out, overwrite=args.overwrite) as folder:  # checked once, before the data loads
         data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
@@ -169,7 +183,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     model, data = _classifier(args), load_cifar10(args.data)
     metrics = evaluate(model, data, batch_size=args.batch_size)
-    print(data.source)
+    if "fell back" not in data.source:  # a fallback was said already, as a warning
+        print(data.source)
     print(f"test {_scores(metrics)}  loss {metrics['loss']:.4f}  ({metrics['images']:,} images)")
     if args.tta:  # beside the plain figure, never instead of it
         flipped = evaluate(model, data, batch_size=args.batch_size, tta=True)
@@ -204,13 +219,33 @@ def _presets(_: argparse.Namespace) -> int:
     return 0
 
 
+# The library's advice in Python keywords, and the flag that does the same here.
+KEYWORD_FLAGS = (
+    (r"\boverwrite=True(?: \(--overwrite\))?", "--overwrite"),
+    (r"\bsource=(['\"])(.*?)\1", r"--data \2"),
+    (r"load_cifar10\((['\"])(.*?)\1\)", r"--data \2"),
+)
+
+
+def in_flags(text: str) -> str:
+    """``text`` with the library's keyword advice (``overwrite=True``...) replaced by flags."""
+    for pattern, flag in KEYWORD_FLAGS:
+        text = re.sub(pattern, flag, text)
+    return text
+
+
+def _warn_in_one_line(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001
+    """``warnings.showwarning`` for the command line: ``warning: ...``, no source line."""
+    print(f"warning: {in_flags(' '.join(str(message).split()))}", file=sys.stderr)
+
+
 def _one_line(error: BaseException) -> str:
     """The message of a user error on one line, unprintable characters escaped."""
     text = str(error)
     if isinstance(error, OSError) and error.strerror:
         where = "" if error.filename is None else str(error.filename)
         text = f"{error.strerror}: {where}" if where and where not in error.strerror else error.strerror
-    return escape_name(" ".join(text.split()) or type(error).__name__)
+    return escape_name(in_flags(" ".join(text.split())) or type(error).__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -230,7 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
         return int(stop.code or 0)
     try:
-        return globals()[f"_{args.command}"](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warn_in_one_line
+            return globals()[f"_{args.command}"](args)
     # What the project raises about the user's input, files and data (files.py defines its own, to
     # stay importable without the package), and the system's refusals: one line. Anything else
     # is a bug and shows its traceback.
@@ -244,4 +281,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if hasattr(signal, "SIGPIPE"):  # `... --json | head`: the reader left; stop quietly, as other tools do
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

@@ -6,6 +6,9 @@ them, never exits the process, and does only this (``import_backend_quietly``):
 * It checks, before Keras loads, that Keras can load its backend; if not it raises
   :class:`BackendChoiceError` with a one-line fix. (Under ``python -m shiftvit_lib`` it imports
   nothing instead, and the command line prints that line and exits with status 2.)
+* Under ``python -m shiftvit_lib`` only, the process is the program's own: it sets
+  ``TF_CPP_MIN_LOG_LEVEL=3`` (unless set) before TensorFlow loads, so TensorFlow's C++ log lines
+  (``E0000 ... cuInit``, oneDNN, memory patches), which come later than its import, stay off.
 * While TensorFlow's native libraries load, descriptor 2 points at ``/dev/null``, then back
   at what it was: they write lines such as "Could not find cuda drivers" straight to it,
   which Jupyter would copy into every lesson as a red block. ``SHIFTVIT_SHOW_BACKEND_LOGS=1``
@@ -80,17 +83,25 @@ def choose_backend_for_colab_tpu(environ=None, modules=None, exists=os.path.exis
     return "Colab TPU runtime: Keras runs on JAX here (the runtime has no TensorFlow for its TPU)."
 
 
+def running_command_line(argv=None) -> bool:
+    """Whether this process is ``python -m shiftvit_lib`` (the command line)."""
+    argv = getattr(sys, "orig_argv", []) if argv is None else argv
+    return any(arg == "-m" and argv[i + 1 : i + 2] == ["shiftvit_lib"] for i, arg in enumerate(argv))
+
+
 def import_backend_quietly() -> bool:
     """Load Keras' backend (see the module docstring); False if the command line is to report a problem."""
     note = choose_backend_for_colab_tpu()
     if note:
         print(note)
     problem = backend_problem()
-    argv = getattr(sys, "orig_argv", [])
-    if problem and any(arg == "-m" and argv[i + 1 : i + 2] == ["shiftvit_lib"] for i, arg in enumerate(argv)):
+    command_line = running_command_line()
+    if problem and command_line:
         return False  # under `python -m shiftvit_lib`: __main__.main reports it in one line
     if problem:
         raise BackendChoiceError(problem)
+    if command_line:  # the program's own process (module docstring)
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     quiet = os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") != "1" and "tensorflow" not in sys.modules
     if _configured_backend(os.environ)[0] != "tensorflow" or not quiet:
         return True

@@ -18,6 +18,8 @@ from shiftvit_lib.config import InputError
 
 # What the project reads, recognised by the file's first bytes (its "magic number").
 SIGNATURES = {"PNG": b"\x89PNG\r\n\x1a\n", "JPEG": b"\xff\xd8\xff"}
+# Image formats refused by name, told by their first bytes (a WebP file by its bytes 8-11).
+REFUSED_FORMATS = {b"BM": "BMP", b"GIF8": "GIF", b"II*\x00": "TIFF", b"MM\x00*": "TIFF"}
 # Refused before decoding: a 20-megapixel photo is fine, a 40,000 x 40,000 PNG of a few kB is not.
 MAX_PIXELS = 40_000_000
 
@@ -29,6 +31,16 @@ class UnsupportedImageError(InputError):
 def sniff_format(data: bytes) -> str | None:
     """``"PNG"`` or ``"JPEG"`` from the first bytes, or None for anything else."""
     return next((name for name, magic in SIGNATURES.items() if data.startswith(magic)), None)
+
+
+def refusal(data: bytes) -> str:
+    """Why bytes that are not PNG or JPEG are refused, in one line that names a known image format."""
+    webp = data.startswith(b"RIFF") and data[8:12] == b"WEBP"
+    name = (
+        "WebP" if webp else next((n for magic, n in REFUSED_FORMATS.items() if data.startswith(magic)), None)
+    )
+    what = f"a {name} image" if name else "not a PNG or JPEG image by its content"
+    return f"{what}: only PNG and JPEG are read; convert it to PNG or JPEG"
 
 
 class WrongImageSizeError(UnsupportedImageError):
@@ -53,9 +65,7 @@ def decode_rgb(
     """
     image_format = sniff_format(data)
     if image_format is None:
-        raise UnsupportedImageError(
-            "unsupported file: not a PNG or JPEG image by its content (convert it to PNG or JPEG)"
-        )
+        raise UnsupportedImageError(refusal(data))
     try:
         with Image.open(io.BytesIO(data), formats=[image_format]) as image:
             if expected_size is not None and image.size != tuple(expected_size):

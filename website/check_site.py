@@ -19,7 +19,7 @@ Protocol (a websocket, with websocket-client). For every HTML page of the site i
 - alt-text: an image without meaningful alt text (none, its file name, a hash, or only a number:
   "Figure 2 in 'Results'");
 - code-wraps: at 1280 px a line of a code box (a lesson's cell, a shell block) takes two lines on
-  screen (issue 37: the lessons' lines are at most 88 characters, and the box holds them);
+  screen (the lessons' lines are at most 88 characters, and the box holds them);
 - broken-word: at 1280 or 390 px a word (letters and digits), or a number with its decimals and its
   "%", is split across two lines, anywhere in the article (tables, text, outputs);
 - formula-cut: a display formula wider than its box, in a box that does not scroll to show the rest
@@ -54,13 +54,13 @@ and, for the pages of the lessons (notebooks/<name>.ipynb -> notebooks/<name>.ht
   notebooks/ko/<name>.html, the Korean edition);
 - page-language: a lesson's <html lang> is not its language ("ko" for notebooks/ko/, else "en");
 - navigation-language: a lesson's sidebar, previous / next or title link leads into the other
-  language (issue 38: the Korean site stands on its own);
+  language (the Korean site stands on its own);
 and on the search page:
 - search: a search for "ShiftViT" does not list every lesson whose notebook mentions it, or a search
   for "시프트" every Korean lesson that uses the word, or "ShiftViT" from a Korean page (lang=ko) every
   Korean lesson that mentions it;
-- search-language: a search lists a page of the other language (issue 38); a Korean page's search
-  field does not open the Korean search page, or that page is not Korean (issue 44);
+- search-language: a search lists a page of the other language; a Korean page's search
+  field does not open the Korean search page, or that page is not Korean;
 - search-summary: a result's summary holds the theme's colour-mode menu instead of the page's text.
 
 The expectations come from the notebooks (their names, their stored GIFs, their text), not from the

@@ -1,4 +1,4 @@
-"""Make the site's math font, website/_static/fonts/shiftvit-math.woff2 (issue 37); run by hand.
+"""Make the site's math font, website/_static/fonts/shiftvit-math.woff2 ; run by hand.
 
     python website/make_math_font.py [--font /usr/share/fonts/truetype/dejavu/DejaVuMathTeXGyre.ttf]
 

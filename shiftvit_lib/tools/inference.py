@@ -23,7 +23,7 @@ from PIL import Image
 
 from shiftvit_lib.config import InputError, check_whole_number
 from shiftvit_lib.data import CIFAR10_CLASSES
-from shiftvit_lib.images import UnsupportedImageError, decode_rgb, sniff_format
+from shiftvit_lib.images import UnsupportedImageError, decode_rgb, refusal, sniff_format
 from shiftvit_lib.recipe import flip_tta_logits
 from shiftvit_lib.tools import files
 from shiftvit_lib.tools.files import escape_name, special_file_kind
@@ -99,6 +99,8 @@ def _resize(image: Image.Image, width: int, height: int, fit: Fit) -> Image.Imag
 
 def _unidentified_reason(path: Path, data: bytes) -> str:
     """Say what a file that is neither PNG nor JPEG looks like."""
+    if refusal(data).startswith("a "):  # an image format we do not read, named
+        return refusal(data)
     what = f"not an image despite its {path.suffix} extension" if path.suffix else "not an image"
     text = data[:200].decode("utf-8", "replace").strip()
     if text and "\ufffd" not in text and "".join(text.split()).isprintable():

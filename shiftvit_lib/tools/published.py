@@ -91,24 +91,37 @@ def pretrained(name: str = "cpu") -> keras.Model:
     return model
 
 
-def pretrained_info(name: str = "cpu") -> dict[str, Any]:
+class PretrainedInfo(dict):
+    """:func:`pretrained_info`'s answer: a dict that prints as one line per key, the record aside."""
+
+    def __repr__(self) -> str:
+        rows = [f"{key:13} {value}" for key, value in self.items() if key != "record"]
+        return "\n".join([*rows, "record        the whole run.json: info['record']"])
+
+
+def pretrained_info(name: str = "cpu") -> PretrainedInfo:
     """Where the model ``name`` comes from: its run record and the checks on it.
 
-    Keys: ``name``, ``sha256`` (of its weights), ``data_source``, ``test_top1``,
-    ``test_images``, ``train_minutes``, ``machine``, and ``record`` (the whole ``run.json``).
+    Keys: ``name``, ``sha256`` (of its weights), ``data_source``, ``epochs`` (trained),
+    ``test_top1``, ``test_images``, ``train_minutes``, ``machine``, and ``record`` (the whole
+    ``run.json``). It prints as one line per key.
     """
     _, entry = _entry(name)
     record, _ = load_record(entry["record"])
-    return {
-        "name": name,
-        "sha256": entry["sha256"],
-        "data_source": record["data_source"],
-        "test_top1": record["test"]["accuracy"],
-        "test_images": record["test"]["images"],
-        "train_minutes": round(record["train_seconds"] / 60, 1),
-        "machine": record.get("machine", {}),
-        "record": record,
-    }
+    # The run's config is the one it trained with: an --epochs override is part of it (one figure).
+    record["config"] = {**record["config"], "epochs": record["epochs_run"]}
+    machine = record.get("machine", {})
+    return PretrainedInfo(
+        name=name,
+        sha256=entry["sha256"],
+        data_source=record["data_source"],
+        epochs=record["epochs_run"],
+        test_top1=record["test"]["accuracy"],
+        test_images=record["test"]["images"],
+        train_minutes=round(record["train_seconds"] / 60, 1),
+        machine=", ".join(f"{k} {v}" for k, v in machine.items()) if isinstance(machine, dict) else machine,
+        record=record,
+    )
 
 
 def list_records() -> list[str]:

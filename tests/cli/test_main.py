@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import keras
@@ -15,8 +17,8 @@ import pytest
 from fakes import one_line, png_bytes, tiny_splits
 from PIL import Image
 
-from shiftvit_lib import preset
-from shiftvit_lib.__main__ import main
+from shiftvit_lib.__main__ import in_flags, main
+from shiftvit_lib.config import preset
 from shiftvit_lib.tools import data_sources, inference
 from shiftvit_lib.tools.inference import save_model
 from shiftvit_lib.tools.run_folder import run_spec
@@ -104,7 +106,8 @@ def test_offline_keras_data_is_one_line(capsys, tmp_path, monkeypatch):
 
     monkeypatch.setattr(keras.datasets.cifar10, "load_data", offline)
     code, _, err = run_cli(capsys, "train", "--data", "keras", "--out", tmp_path / "run")
-    assert_user_error(code, err, "no network", "source='sample'")
+    assert_user_error(code, err, "no network", "use --data sample")
+    assert "source=" not in err
     assert not (tmp_path / "run").exists()
 
 
@@ -261,6 +264,88 @@ def test_evaluate_with_tta_reports_it_beside_the_plain_figure(capsys, tmp_path, 
                          f"loss {flipped['loss']:.4f}")
     code, out, _ = run_cli(capsys, "evaluate", "--model", path, "--data", "sample")
     assert code == 0 and "TTA" not in out  # only when asked
+
+
+# --------------------------------------------------------------------------- speaking CLI
+@pytest.mark.parametrize(
+    ("library", "command_line"),
+    [
+        ("Resume it, or pass overwrite=True (--overwrite) to start afresh there", "or pass --overwrite to start"),
+        ("or pass overwrite=True to replace it", "or pass --overwrite to replace it"),
+        ("Without internet use source='sample', a local copy", "Without internet use --data sample, a local"),
+        ("Pass source='keras' once online", "Pass --data keras once online"),
+        ("load_cifar10('auto'): not the full data", "--data auto: not the full data"),
+    ],
+)
+def test_keyword_advice_is_shown_as_flags(library, command_line):
+    assert command_line in in_flags(library)
+
+
+def test_a_library_warning_is_one_line_without_its_source_line(capsys, tmp_path, monkeypatch):
+    from fakes import tiny_splits
+
+    def falls_back(*args: object, **kwargs: object):
+        warnings.warn("load_cifar10('auto'): not the full data. Pass source='keras' once online.", UserWarning,
+                      stacklevel=2)
+        return tiny_splits()
+
+    monkeypatch.setattr(data_sources, "load_cifar10", falls_back)
+    path = save_model(tiny_classifier(), tmp_path / "m.keras")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        code, _, err = run_cli(capsys, "evaluate", "--model", path)
+    assert code == 0, err
+    assert err.splitlines() == ["warning: --data auto: not the full data. Pass --data keras once online."]
+
+
+def test_predict_names_an_image_format_it_does_not_read(capsys, tmp_path):
+    Image.new("RGB", (32, 32)).save(tmp_path / "photo.bmp")
+    Image.new("RGB", (32, 32)).save(tmp_path / "photo.png")
+    path = save_model(tiny_classifier(), tmp_path / "m.keras")
+    code, out, _ = run_cli(capsys, "predict", "--model", path, tmp_path)
+    assert code == 0
+    assert "photo.bmp  a BMP image: only PNG and JPEG are read" in out
+
+
+def test_help_states_the_formats_and_caps_read(capsys):
+    code, out, _ = run_cli(capsys, "predict", "--help")
+    assert code == 0
+    from shiftvit_lib.images import MAX_PIXELS
+    from shiftvit_lib.tools.inference import MAX_IMAGE_BYTES
+
+    out = " ".join(out.split())
+    assert "PNG or JPEG" in out and "any size" not in out
+    assert f"{MAX_IMAGE_BYTES >> 20} MiB" in out and f"{MAX_PIXELS // 10**6} megapixels" in out
+
+
+def _command_line(*args: str, **run: object) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's shell has it
+    return subprocess.run([sys.executable, "-m", "shiftvit_lib", *args], env=environ, check=False, **run)
+
+
+@pytest.mark.slow
+def test_training_through_a_pipe_prints_no_backend_log_and_no_control_codes(tmp_path):
+    done = _command_line("train", "--preset", "quick", "--data", "sample", "--epochs", "1", "--out",
+                         str(tmp_path / "run"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    text = done.stdout.decode()
+    assert done.returncode == 0, text
+    for noise in ("E0000", "cuInit", "oneDNN", "\x1b", "\r"):
+        assert noise not in text, (noise, text[-2000:])
+    assert "test top-1" in text
+
+
+@pytest.mark.slow
+def test_a_reader_that_leaves_early_ends_the_program_quietly(tmp_path):
+    Image.new("RGB", (32, 32)).save(tmp_path / "0.png")
+    for index in range(1, 1200):  # JSON beyond a pipe's buffer
+        (tmp_path / f"{index}.png").write_bytes((tmp_path / "0.png").read_bytes())
+    path = save_model(tiny_classifier(), tmp_path / "m.keras")
+    reader = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(10)"], stdin=subprocess.PIPE)
+    done = _command_line("predict", "--json", "--model", str(path), str(tmp_path), stdout=reader.stdin,
+                         stderr=subprocess.PIPE)
+    reader.stdin.close()
+    reader.wait()
+    assert done.stderr.decode() == ""
 
 
 def test_the_command_line_refuses_a_seed_past_32_bits_in_one_line(tmp_path):

@@ -29,12 +29,13 @@ def test_png_and_jpeg_decode_to_rgb():
     assert fmt == "JPEG" and np.asarray(rgb).shape == (32, 32, 3)
 
 
-@pytest.mark.parametrize("fmt", ["GIF", "BMP", "TIFF"])
-def test_other_formats_are_refused_by_content(fmt):
+@pytest.mark.parametrize(("fmt", "name"), [("GIF", "GIF"), ("BMP", "BMP"), ("TIFF", "TIFF"), ("WEBP", "WebP")])
+def test_other_formats_are_refused_by_content_and_named(fmt, name):
     data = _encoded(Image.new("RGB", (8, 8), (10, 20, 30)), fmt)
     assert sniff_format(data) is None
-    with pytest.raises(UnsupportedImageError, match="not a PNG or JPEG"):
+    with pytest.raises(UnsupportedImageError) as refused:
         decode_rgb(data)
+    assert str(refused.value) == f"a {name} image: only PNG and JPEG are read; convert it to PNG or JPEG"
 
 
 def test_postscript_named_png_never_reaches_a_decoder(monkeypatch):
@@ -44,7 +45,7 @@ def test_postscript_named_png_never_reaches_a_decoder(monkeypatch):
         raise AssertionError("Ghostscript was started")
 
     monkeypatch.setattr(EpsImagePlugin, "Ghostscript", ghostscript)
-    with pytest.raises(UnsupportedImageError, match="unsupported file"):
+    with pytest.raises(UnsupportedImageError, match="not a PNG or JPEG image by its content"):
         decode_rgb(POSTSCRIPT)
 
 

@@ -146,3 +146,14 @@ def test_no_code_imports_what_python_3_13_removed():
         if imported_modules(source) & REMOVED_IN_3_13
     ]
     assert not offenders, f"modules removed in Python 3.13 (Colab's Python): {offenders}"
+
+
+def test_lesson_00_compares_colabs_versions_with_the_pinned_ones():
+    """Lesson 00's Colab cell names the versions CI tested: the pins' (Python: the runtime's)."""
+    cells = json.loads((REPO / "notebooks" / "00_overview.ipynb").read_text())["cells"]
+    source = next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "TESTED = {" in "".join(c["source"]))
+    tested = ast.literal_eval(re.search(r"TESTED = (\{.*?\})", source, re.S).group(1))
+    pins = colab_pins.parse_freeze(PINS.read_text())
+    assert tested.pop("python") == "3.13" and "Python 3.13" in PINS.read_text()
+    assert tested == {name: pins[name] for name in tested} and len(tested) >= 4
+    assert "Runtime version" in source  # the way back to the tested runtime

@@ -31,3 +31,41 @@ def test_keras_floor_is_past_the_known_safe_mode_bypasses():
     dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     floor = next(re.fullmatch(r"keras>=([\d.]+)", d) for d in dependencies if d.startswith("keras"))
     assert tuple(int(part) for part in floor.group(1).split(".")) >= (3, 13, 2)  # CVE-2026-1462
+
+
+ISSUE_NUMBER = re.compile(r"\b(?:issues?|Issue) \d+")
+
+
+def _help_texts() -> dict[str, str]:
+    """What a user reads: each script's docstring that its --help shows, and the READMEs' text."""
+    import ast
+
+    texts = {name: (REPO / name).read_text(encoding="utf-8") for name in ("README.md", "README.ko.md")}
+    for path in sorted(REPO.glob("*/*.py")):
+        source = path.read_text(encoding="utf-8")
+        if "__doc__" in source and "argparse" in source:  # the module docstring is its --help
+            texts[str(path.relative_to(REPO))] = ast.get_docstring(ast.parse(source)) or ""
+    return texts
+
+
+def test_no_issue_numbers_in_what_a_user_reads():
+    found = {name: ISSUE_NUMBER.findall(text) for name, text in _help_texts().items()}
+    assert {name: hits for name, hits in found.items() if hits} == {}
+    assert ISSUE_NUMBER.search("Write the copy (issue 36).")  # the pattern finds one
+
+
+def test_skips_name_only_what_a_user_can_have():
+    """A skip's reason never sends a user to a folder outside the repository (the lent machines' runs)."""
+    tests = [path for path in REPO.glob("tests/**/*.py") if path != Path(__file__)]
+    reasons = [line for path in tests for line in path.read_text().splitlines()
+               if ("skip" in line or "reason=" in line) and ("../" in line or "shared/" in line)]
+    assert reasons == []
+
+
+@pytest.mark.parametrize("tool", ["ruff", "sphinx", "myst-nb", "sphinx-book-theme", "pydata-sphinx-theme",
+                                  "fonttools"])
+def test_linters_and_site_tools_have_an_upper_bound(tool):
+    """A new release of a linter or of the site's tools cannot break CI without a change here."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    spec = next(s for group in extras.values() for s in group if re.match(rf"{re.escape(tool)}\b[=<>!~ ]", s))
+    assert "==" in spec or "<" in spec, spec

@@ -89,6 +89,10 @@ def test_provenance_comes_from_the_run_record():
     assert info["test_images"] == 10_000
     assert "50,000 train / 10,000 test" in info["data_source"]
     assert info["train_minutes"] == round(record["train_seconds"] / 60, 1)
+    # One figure for the epochs, and a printout a reader can read: a line per key, the record aside.
+    assert info["epochs"] == info["record"]["config"]["epochs"] == record["epochs_run"] == 30
+    lines = repr(info).splitlines()
+    assert lines[0] == "name          cpu" and "epochs        30" in lines and len(lines) == len(info)
 
 
 def test_shipped_records_are_the_results_records():

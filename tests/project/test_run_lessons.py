@@ -1,0 +1,138 @@
+"""scripts/run_lessons.py's measurement file, results/timings.json, is the one source of every time
+the project states: each lesson's time card, the commands' times in README.md, README.ko.md,
+CONTRIBUTING.md and run.sh's help. A stated time more than 20 % off the file fails here, and the
+README's first screen holds the two commands with their times."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+import run_lessons  # noqa: E402
+
+TOLERANCE = 0.20
+CARD_MINUTES = re.compile(r"^([\d.]+) ?(?:min|분)")
+
+
+def timings() -> dict:
+    return json.loads(run_lessons.TIMINGS.read_text(encoding="utf-8"))
+
+
+def card_minutes(path: Path, row: str) -> float | None:
+    """The minutes a lesson's time card states in its quick-mode row, None without one."""
+    import nbformat
+
+    source = next(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    found = re.search(r"^\|\s*" + re.escape(row) + r"\s*\|\s*([^|\n]*)\|", source, re.M)
+    minutes = CARD_MINUTES.match(found.group(1).strip()) if found else None
+    return float(minutes.group(1)) if minutes else None
+
+
+def disagreements(record: dict, repo: Path = REPO) -> list[str]:
+    """Every stated time more than TOLERANCE off ``record``, as one line each."""
+    problems = []
+
+    def compare(where: str, stated_min: float, measured_s: float) -> None:
+        # A stated figure is rounded to its last digit, so that rounding is allowed on top.
+        allowed = TOLERANCE * measured_s / 60 + (0.05 if stated_min % 1 else 0.5)
+        if abs(stated_min - measured_s / 60) > allowed:
+            problems.append(f"{where} states {stated_min:g} min, results/timings.json {measured_s / 60:.1f} min")
+
+    for stem, timed in record["lessons"].items():
+        for path, row in ((repo / "notebooks" / f"{stem}.ipynb", run_lessons.QUICK_ROW),
+                          (repo / "notebooks" / "ko" / f"{stem}.ipynb", run_lessons.KOREAN_QUICK_ROW)):
+            minutes = card_minutes(path, row) if path.exists() else None
+            if minutes is None:
+                problems.append(f"{path.relative_to(repo)}: no quick-mode time card row")
+            else:
+                compare(f"{path.relative_to(repo)}'s time card", minutes, timed["seconds"])
+    for name, pattern, command in run_lessons.STATED:
+        found = re.findall(pattern, (repo / name).read_text(encoding="utf-8"))
+        seconds = run_lessons.command_seconds(record, command)
+        if not found:
+            problems.append(f"{name} does not state the time of {command!r} where STATED looks")
+        elif seconds is None:
+            problems.append(f"results/timings.json has no measurement of {command!r}, which {name} states")
+        for match in found:
+            compare(f"{name} ({command})", float(match[1]), seconds or 0.0)
+    return problems
+
+
+def test_every_stated_time_agrees_with_the_measurement_file():
+    assert disagreements(timings()) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "names"),
+    [
+        (lambda r: r["lessons"]["04_shiftvit_model"].update(seconds=r["lessons"]["04_shiftvit_model"]["seconds"] * 9),
+         ["notebooks/04_shiftvit_model.ipynb's time card", "README.md (main)", "README.md (lessons)", "run.sh (main)"]),
+        (lambda r: r["steps"]["test"].update(seconds=r["steps"]["test"]["seconds"] * 1.5), ["README.md (test)"]),
+        (lambda r: r["steps"]["test-fast"].update(seconds=r["steps"]["test-fast"]["seconds"] * 3),
+         ["run.sh (test-fast)", "CONTRIBUTING.md (test-fast)"]),
+        (lambda r: r["steps"].pop("site"), ["no measurement of 'main'"]),
+    ],
+)
+def test_a_changed_measurement_names_each_statement_it_contradicts(change, names):
+    record = copy.deepcopy(timings())
+    change(record)
+    found = disagreements(record)
+    for name in names:
+        assert any(name in line for line in found), (name, found)
+
+
+def test_the_file_says_what_was_measured_where_and_under_what_load():
+    record = timings()
+    assert set(record["lessons"]) == {p.stem for p in run_lessons.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
+    assert record["machine"] and re.fullmatch(r"\d{4}-\d\d-\d\d", record["date"])
+    for timed in [*record["lessons"].values(), *record["steps"].values()]:
+        assert timed["seconds"] > 0 and "load_before" in timed and "load_after" in timed
+
+
+def test_write_cards_puts_the_measured_times_where_they_are_stated(tmp_path, monkeypatch):
+    for name in {name for name, _, _ in run_lessons.STATED}:
+        (tmp_path / name).write_text((REPO / name).read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "notebooks" / "ko").mkdir(parents=True)
+    record = copy.deepcopy(timings())
+    for timed in record["lessons"].values():
+        timed["seconds"] *= 3
+    for timed in record["steps"].values():
+        timed["seconds"] *= 3
+    for stem in record["lessons"]:
+        for folder in ("", "ko"):
+            source = REPO / "notebooks" / folder / f"{stem}.ipynb"
+            (tmp_path / "notebooks" / folder / f"{stem}.ipynb").write_bytes(source.read_bytes())
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "timings.json").write_text(json.dumps(record))
+    monkeypatch.setattr(run_lessons, "NOTEBOOKS", tmp_path / "notebooks")
+    monkeypatch.setattr(run_lessons, "TIMINGS", tmp_path / "results" / "timings.json")
+    korean_rebuilds = []  # build_korean.py works on the repository itself: not run here
+    monkeypatch.setattr(run_lessons.subprocess, "run",
+                        lambda command, **_: korean_rebuilds.append(command) or subprocess.CompletedProcess(command, 0))
+    assert disagreements(record, tmp_path)  # three times slower than stated
+    assert run_lessons.write_cards() == 0
+    assert [line for line in disagreements(record, tmp_path) if "/ko/" not in line] == []
+    assert korean_rebuilds and korean_rebuilds[0][-1].endswith("build_korean.py")
+
+
+def test_the_readme_first_screen_holds_the_two_commands_their_output_and_times():
+    screen = "\n".join((REPO / "README.md").read_text(encoding="utf-8").splitlines()[:60])
+    for command in ("main", "test"):
+        assert re.search(rf"^bash run\.sh {command} +# about \d+ min: ", screen, re.M), command
+    for produced in ("build/lessons/", "build/animations/", "build/site/", "Python 3.11", "Debian"):
+        assert produced in screen, produced
+    assert "## Lessons" in screen and "<!-- results-table -->" in screen
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert re.search(r"^bash run\.sh test\b", readme, re.M) and re.search(r"^bash run\.sh test$", ci, re.M)

@@ -1,0 +1,96 @@
+"""run.sh's set-up, run with fake apt-get, python and pip on PATH: `main` installs what it uses
+(no Chromium), `test` adds Chromium, apt's and pip's output stays in build/setup.log (named when a
+step fails), the venv sees no host package, and `main` says first what it will do."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+FAKE_APT = """#!/bin/bash
+echo "apt-get $*" >> "$CALLS"
+for i in $(seq 200); do echo "Unpacking libexample$i ..."; done
+"""
+# Python and the venv's python: `-c` answers set-up's questions, `-m venv` makes a fake venv,
+# `-m pip` prints what pip prints (and fails when FAIL_PIP is set), scripts are only recorded.
+FAKE_PYTHON = """#!/bin/bash
+echo "python $*" >> "$CALLS"
+case "$1" in
+  -c) case "$2" in *sysconfig*) echo "$INCLUDE";; *torch*) exit 1;; esac;;
+  -m) case "$2" in
+        venv) mkdir -p "$3/bin"; cp "$0" "$3/bin/python";;
+        pip) for i in $(seq 80); do echo "Collecting package$i"; done
+             echo "ERROR: pip's dependency resolver does not currently take into account ..." >&2
+             [ -z "$FAIL_PIP" ];;
+      esac;;
+esac
+"""
+
+
+@pytest.fixture()
+def sandbox(tmp_path: Path) -> dict:
+    """A copy of run.sh beside fake tools; Pango, Cairo, gcc, fonts and Chromium all "missing"."""
+    repo, bin_dir, include = tmp_path / "repo", tmp_path / "bin", tmp_path / "include"
+    repo.mkdir()
+    bin_dir.mkdir()
+    include.mkdir()
+    (include / "Python.h").write_text("")
+    shutil.copy(REPO / "run.sh", repo)
+    tools = {"apt-get": FAKE_APT, "python": FAKE_PYTHON, "pkg-config": "#!/bin/bash\nexit 1\n",
+             "fc-list": "#!/bin/bash\nexit 0\n"}
+    for name, text in tools.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    # Only the fakes and the shell's own tools: no real chromium, gcc or sudo can be found.
+    system = tmp_path / "system"
+    system.mkdir()
+    for tool in ("bash", "env", "mkdir", "cp", "seq", "tail", "sed", "grep", "dirname", "rm", "cat", "id"):
+        found = shutil.which(tool)
+        if found:
+            (system / tool).symlink_to(found)
+    env = {"PATH": f"{bin_dir}:{system}", "PYTHON": str(bin_dir / "python"), "CALLS": str(tmp_path / "calls"),
+           "INCLUDE": str(include), "HOME": str(tmp_path)}
+    return {"repo": repo, "env": env, "calls": tmp_path / "calls"}
+
+
+def run_sh(sandbox: dict, job: str, **extra: str) -> subprocess.CompletedProcess:
+    env = {**sandbox["env"], **extra}
+    return subprocess.run(["bash", "run.sh", job], cwd=sandbox["repo"], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the fake apt-get runs without sudo only as root")
+def test_main_installs_what_it_uses_quietly_and_says_what_it_will_do(sandbox):
+    done = run_sh(sandbox, "main")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = sandbox["calls"].read_text()
+    install = next(line for line in calls.splitlines() if line.startswith("apt-get install"))
+    assert "libpango1.0-dev" in install and "libcairo2-dev" in install and "chromium" not in install
+    assert "python -m venv .venv" in calls and "--system-site-packages" not in calls
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("run.sh main: ") and " min" in lines[0]
+    assert "Unpacking" not in done.stdout and "Collecting" not in done.stdout and "ERROR" not in done.stdout
+    assert "ERROR" not in done.stderr and len(lines) < 25
+    assert "Unpacking libexample200" in (sandbox["repo"] / "build" / "setup.log").read_text()
+    assert "build/site/index.html" in done.stdout and "committed" in done.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the fake apt-get runs without sudo only as root")
+def test_the_tests_set_up_chromium_too(sandbox):
+    run_sh(sandbox, "setup")
+    install = next(line for line in sandbox["calls"].read_text().splitlines() if line.startswith("apt-get install"))
+    assert "chromium" in install
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the fake apt-get runs without sudo only as root")
+def test_a_failing_step_names_its_log_and_shows_its_last_lines(sandbox):
+    done = run_sh(sandbox, "main", FAIL_PIP="1")
+    assert done.returncode == 1
+    assert "error: pip install failed" in done.stderr and "build/setup.log" in done.stderr
+    assert "Collecting package80" in done.stderr and "Collecting package1\n" not in done.stderr
