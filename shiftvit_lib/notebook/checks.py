@@ -220,10 +220,9 @@ def check_mlp(mlp_class: Callable[..., Any]) -> None:
         mine, library, hidden = mlp_class(ratio), MLP(mlp_ratio=ratio, dropout=0.2), int(ratio * channels)
         assert _numpy(mine(x)).shape == x.shape, f"the MLP must give back the C = {channels} channels it got"
         library(x)
-        weights = _randomise(library, 9)
+        w1, b1, w2, b2 = _randomise(library, 9)
         hint = f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} units -> C"
         _copy_by_role(mine, library, hint)
-        w1, b1, w2, b2 = weights
         mistakes = {
             "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
             "GELU goes between the two Dense layers, not after the second": gelu((x @ w1 + b1) @ w2 + b2),
