@@ -26,7 +26,6 @@ import signal
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from shiftvit_lib._startup import backend_problem
 from shiftvit_lib.config import InputError, check_whole_number
@@ -134,7 +133,7 @@ def _train(args: argparse.Namespace) -> int:
         print(data.summary())
         run = train(config, data, folder, mixed_precision=precision, **options)
     epochs, path = run.record["epochs_run"], run.best_model_path
-    print(f"test {_scores(run.record['test'])}  ({epochs} epochs; best model: {path})")
+    print(f"test {_scores(run.record['test'])}  ({epochs} epochs; best model: {escape_name(path)})")
     return 0
 
 
@@ -142,13 +141,10 @@ def _compare(args: argparse.Namespace) -> int:
     """lesson 07's experiment: ViT, ViT+SPT+LSA and three ShiftViT shifts on equal terms"""
     from shiftvit_lib.tools import experiments as ex
     from shiftvit_lib.tools.data_sources import load_cifar10
-    from shiftvit_lib.tools.files import special_file_kind, write_json
+    from shiftvit_lib.tools.files import check_name_length, check_own, write_json
     from shiftvit_lib.tools.run_folder import check_location
 
-    out, scale = Path(args.out), args.scale
-    kind = special_file_kind(out)  # everything is checked before hours of training
-    if kind not in (None, "missing") and not out.is_symlink():
-        raise InputError(f"--out {escape_name(out)} is {kind}; give the path of a .json file")
+    out, scale = check_own(check_name_length(args.out)), args.scale  # checked before hours of training
     for folder in (out.parent, args.runs):  # each exists or can be made, and is writable
         check_location(folder)
     configs = ex.comparison_configs(scale, args.epochs)
@@ -164,7 +160,7 @@ def _compare(args: argparse.Namespace) -> int:
     record = ex.comparison_record(rows, configs, data, epochs=epochs, seed=seed, mode=scale, note=note)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, record)  # atomic: a full disk or a crash never leaves half a record
-    print(ex.format_table(rows), f"saved {out}", sep="\n")
+    print(ex.format_table(rows), f"saved {escape_name(out)}", sep="\n")
     return 0
 
 
@@ -254,16 +250,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_USER_ERROR
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the program's own process: TensorFlow's C++ log off
-    from shiftvit_lib.tools.data_sources import DataSourceUnavailableError
-    from shiftvit_lib.tools.files import RunFolderInUseError, UnsafeFileError
-
     for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
         # and a file name the terminal cannot encode prints escaped instead of failing
         getattr(stream, "reconfigure", lambda **_: None)(errors="backslashreplace", line_buffering=True)
+    args = None
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
-        return int(stop.code or 0)
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
+            return int(stop.code or 0)
+        return _command(args)
+    except BaseException as error:  # Ctrl-C at any moment (importing Keras, in a callback): one line
+        if not _interrupted(error):
+            raise
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut this message
+        hint = f"; run the same command again to resume {escape_name(getattr(args, 'out', ''))} from its last finished epoch"
+        resume = hint if getattr(args, "command", None) == "train" else ""
+        print(f"stopped (Ctrl-C){resume}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _interrupted(error: BaseException | None) -> bool:
+    """Whether ``error`` is a Ctrl-C, or was raised while one unwound (TensorFlow may wrap it)."""
+    while error is not None and not isinstance(error, KeyboardInterrupt):
+        error = error.__cause__ or error.__context__
+    return error is not None
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Run the command; what the project raises about the user's input, files and data is one line."""
+    from shiftvit_lib.tools.data_sources import DataSourceUnavailableError
+    from shiftvit_lib.tools.files import RunFolderInUseError, UnsafeFileError
+
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _warn_in_one_line
@@ -272,12 +290,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # stay importable without the package), and the system's refusals: one line. Anything else
     # is a bug and shows its traceback.
     except (InputError, UnsafeFileError, RunFolderInUseError, OSError, DataSourceUnavailableError) as error:
+        if _interrupted(error):
+            raise
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback through Keras
-        resume = f"; run the same command again to resume {args.out} from its last finished epoch"
-        print(f"stopped (Ctrl-C){resume if args.command == 'train' else ''}", file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -47,9 +47,12 @@ def check_whole_number(value: Any, name: str, low: int = 1, high: float = math.i
     return int(value)
 
 
-def bounded(default: Any, low: float, high: float = math.inf, *, closed: bool = False) -> Any:
-    """A config field that must lie in ``[low, high)`` (``[low, high]`` if ``closed``); None passes."""
-    return dataclasses.field(default=default, metadata={"range": (low, high, closed)})
+def bounded(
+    default: Any, low: float, high: float = math.inf, *, closed: bool = False, above: bool = False
+) -> Any:
+    """A config field that must lie in ``[low, high)`` (``[low, high]`` if ``closed``, ``(low, ...`` if
+    ``above``: an epsilon is > 0); None passes."""
+    return dataclasses.field(default=default, metadata={"range": (low, high, closed, above)})
 
 
 def _check_field_names(cls: type, names: Any) -> None:
@@ -157,6 +160,8 @@ class TrainingRecipe(InputPipeline):
                 problems.append(f"{name} must be a whole number, got {value!r}")
             elif hint is float and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
                 problems.append(f"{name} must be a number, got {value!r}")
+            elif typing.get_origin(hint) is tuple and isinstance(value, tuple) and min(value, default=1) < 1:
+                problems.append(f"{name} must hold whole numbers of at least 1, got {value!r}")
             elif typing.get_origin(hint) is tuple and not isinstance(value, tuple):
                 problems.append(
                     f"{name} must be a list of whole numbers such as (2, 2), got {value!r} "
@@ -167,10 +172,10 @@ class TrainingRecipe(InputPipeline):
                 allowed = " or ".join([", ".join(map(repr, choices[:-1])), repr(choices[-1])])
                 problems.append(f"{name} must be {allowed}, got {value!r}")
             elif "range" in field.metadata and value is not None:
-                low, high, closed = field.metadata["range"]
-                if not (low <= value <= high if closed else low <= value < high):
+                low, high, closed, above = field.metadata["range"]
+                if not (low <= value <= high if closed else low <= value < high) or (above and value == low):
                     limit = (
-                        f"be >= {low:g}"
+                        f"be {'>' if above else '>='} {low:g}"
                         if high == math.inf
                         else f"lie in [{low:g}, {high:g}{']' if closed else ')'}"
                     )
@@ -260,14 +265,14 @@ class ShiftViTConfig(TrainingRecipe):
     # How the official shift is computed: slicing + zero padding, or roll + border
     # mask. Same numbers; benchmarks/ measures which is faster on a device.
     shift_implementation: ShiftImplementation = "slice"
-    mlp_ratio: float = 2.0
+    mlp_ratio: float = bounded(2.0, 0, above=True)
     mlp_dropout: float = bounded(0.2, 0, 1)
     drop_path_rate: float = bounded(0.2, 0, 1)
     # "network": rates rise linearly over all blocks (official SPACH);
     # "per_stage": they restart from 0 in every stage (the keras-io example).
     drop_path_schedule: DropPathSchedule = "network"
     norm: NormKind = "layer"
-    layer_norm_epsilon: float = 1e-5
+    layer_norm_epsilon: float = bounded(1e-5, 0, above=True)
     patch_norm: bool = False
     final_norm: bool = False
     # 0: one linear projection per patch (the paper). > 0: a convolutional stem first,

@@ -132,7 +132,10 @@ def make_splits(raw: RawData, rng: np.random.Generator, *, val_fraction: float =
     """
     if not 0.0 <= val_fraction < 1.0:
         raise InputError(f"val_fraction must be in [0, 1); got {val_fraction}")
-    train_idx, val_idx = stratified_split_indices(raw.y_train, val_fraction, rng)
+    try:
+        train_idx, val_idx = stratified_split_indices(raw.y_train, val_fraction, rng)
+    except InputError as error:  # name the data it is about
+        raise InputError(f"{raw.description}: {error}") from None
     x, y, test_idx = raw.x_train, raw.y_train, rng.permutation(len(raw.y_test))
     return DataSplits(
         x[train_idx],
@@ -168,10 +171,10 @@ def stratified_split_indices(
         # Round half up (Python's round() rounds 2.5 to 2).
         n_val = int(math.floor(len(members) * val_fraction + 0.5))
         if val_fraction > 0 and not 0 < n_val < len(members):
+            name = CIFAR10_CLASSES[class_index] if 0 <= class_index < len(CIFAR10_CLASSES) else class_index
             raise InputError(
-                f"class {class_index} has {len(members)} training images: too few to move "
-                f"{val_fraction:.0%} to validation and keep some for training. "
-                "Use a larger limit or val_fraction=0."
+                f"class {name!r} has {len(members)} training image(s): too few to send {val_fraction:.0%} to "
+                "validation and keep some for training; give it more images (in its train/ folder, or a larger --limit)"
             )
         val_parts.append(members[:n_val])
         train_parts.append(members[n_val:])

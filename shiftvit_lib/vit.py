@@ -306,13 +306,13 @@ class ViTConfig(TrainingRecipe):
     # keras-io uses key_dim = projection_dim; None means projection_dim // num_heads.
     key_dim: int | None = bounded(64, 1)
     depth: int = bounded(8, 1)
-    mlp_ratio: float = 2.0
+    mlp_ratio: float = bounded(2.0, 0, above=True)
     dropout: float = bounded(0.1, 0, 1)
     head_units: tuple[int, ...] = (2048, 1024)
     head_dropout: float = bounded(0.5, 0, 1)
     use_spt: bool = False
     use_lsa: bool = False
-    layer_norm_epsilon: float = 1e-6
+    layer_norm_epsilon: float = bounded(1e-6, 0, above=True)
 
     def combination_problems(self) -> list[str]:
         problems = super().combination_problems()

@@ -73,6 +73,7 @@ def load_cifar10(
         raw = _load_path(_existing_source_path(source), limit, rng)
     if limit is not None:
         raw.description += f" (at most {limit:,} images per class kept, seed {seed})"
+    raw.description = files.escape_name(raw.description)  # it names the user's path: printed, it is one line
     return make_splits(raw, rng, val_fraction=val_fraction)
 
 
@@ -182,7 +183,10 @@ def _existing_source_path(source: Any) -> Path:
     text = os.fspath(source)
     if isinstance(source, str) and not (len(path.parts) > 1 or _is_archive(path) or text.startswith(".")):
         raise InputError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
-    raise FileNotFoundError(f"data source {text!r} does not exist ({path.resolve()}); check the path")
+    loop = " (a symbolic link that leads nowhere: a loop or a missing target)" if path.is_symlink() else ""
+    raise FileNotFoundError(
+        f"data source {text!r} does not exist{loop} ({files.escape_name(os.path.abspath(path))}); check the path"
+    )
 
 
 def _is_archive(path: Path) -> bool:

@@ -13,6 +13,10 @@ Every tool of the project goes through these functions when it touches a file:
   rename it over the target: a reader, a crash or a full disk never leaves half a file. The
   rename replaces a link at the target instead of writing where it points;
   :func:`remove_abandoned_partials` removes what dead processes left.
+* **own files only** -- :func:`check_own` refuses, in a run or output folder, a member the
+  project did not make: a link (symbolic or hard) or anything but a regular file (a folder
+  where a folder belongs); every read and write there goes through it, and
+  :func:`append_text` appends by rewriting atomically, never through a link.
 * **the run lock** -- :func:`run_folder_lock` holds a run folder's ``.lock`` (one training per
   folder), opened without following a link, refusing anything but a regular file.
 * **.keras caps** -- :func:`check_keras_archive` reads a ``.keras`` zip's directory and
@@ -107,13 +111,14 @@ def open_regular(path: PathLike, what: str = "a file", *, follow_links: bool = T
     return os.fdopen(_open_checked(path, os.O_RDONLY | (0 if follow_links else _NOFOLLOW)), "rb")
 
 
-def _open_checked(path: Path, flags: int) -> int:
+def _open_checked(path: Path, flags: int, own: bool = False) -> int:
     """``os.open`` of a path checked to be a regular file (or missing), checked again once open.
 
-    Opened without blocking, so a pipe or a device swapped in since the check is refused, not waited on.
+    Opened without blocking, so a pipe or a device swapped in since the check is refused, not
+    waited on; ``own``: a hard link swapped in is refused too.
     """
     fd = os.open(path, flags | _NONBLOCK | _CLOEXEC, 0o644)
-    kind = mode_kind(os.fstat(fd).st_mode)
+    kind = _own_kind(os.fstat(fd)) if own else mode_kind(os.fstat(fd).st_mode)
     if kind:
         os.close(fd)
         raise UnsafeFileError(f"{escape_name(path)} is {kind}, not a regular file")
@@ -160,6 +165,62 @@ def read_json(path: PathLike, what: str = "JSON file", limit: int = 64 * 2**20) 
         ) from None
 
 
+# --------------------------------------------------------------------------- own files only
+def _own_kind(info: os.stat_result, folder: bool = False, reading: bool = False) -> str | None:
+    kind = mode_kind(info.st_mode)
+    if folder:
+        return None if kind == "a folder" else kind or "a file"
+    hard_link = not (kind or reading) and info.st_nlink > 1
+    return f"a hard link (one of {info.st_nlink} names of a file)" if hard_link else kind
+
+
+def check_own(path: PathLike, *, folder: bool = False, reading: bool = False) -> Path:
+    """``path`` if it is missing or a regular file (``folder``: a folder) that is no link.
+
+    A run folder or an output folder holds only what the project made there: a symbolic link
+    (it would be followed out of the folder), a hard link (writing it rewrites the user's
+    file it shares), a pipe (reading it blocks forever), a device or a socket is refused in
+    one line naming it, before anything reads or writes it (:class:`UnsafeFileError`).
+    ``reading``: a hard link passes (reading it changes nothing; installers such as uv
+    install a package's files as hard links).
+    """
+    path = Path(path)
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        if kind := _own_kind(os.lstat(path), folder, reading):
+            raise UnsafeFileError(
+                f"{escape_name(path)} is {kind}, not {'a folder' if folder else 'a file'} the project made; move it away "
+                "(what it points to is left as it is) and run again",
+                f"{kind}, not made by the project",
+            )
+    return path
+
+
+def check_name_length(path: PathLike) -> Path:
+    """``path`` if each of its names fits a file system (255 bytes); else a one-line error, before any work."""
+    path = Path(path)
+    if long := [name for name in path.parts if len(os.fsencode(name)) > 255]:
+        raise UnsafeFileError(
+            f"the name {escape_name(long[0][:40])}... in {escape_name(path)[:80]}... is {len(os.fsencode(long[0]))} "
+            "bytes, more than the 255 a file system allows; choose a shorter name"
+        )
+    return path
+
+
+def read_own_text(path: PathLike, limit: int = 64 * 2**20) -> str:
+    """The text of a file the project wrote (:func:`check_own`), ``""`` if there is none; bounded."""
+    if not check_own(path, reading=True).exists():
+        return ""
+    return read_bounded(path, limit, escape_name(Path(path).name), follow_links=False).decode(
+        "utf-8", "replace"
+    )
+
+
+def append_text(path: PathLike, text: str, header: str = "") -> Path:
+    """Append ``text`` to a file the project wrote (``header`` first if it is empty), rewriting it atomically."""
+    old = read_own_text(path)
+    return atomic_write_text(path, (old or header) + text)
+
+
 # --------------------------------------------------------------------------- atomic writes
 @contextlib.contextmanager
 def atomic_output(path: PathLike) -> Iterator[Path]:
@@ -168,18 +229,15 @@ def atomic_output(path: PathLike) -> Iterator[Path]:
     The ``with`` block writes the temporary path (hidden, unique to this process and call,
     ending in ``path``'s suffixes, since Keras and NumPy choose the format by the name);
     when the block ends normally it is flushed and renamed over ``path`` (a link there is
-    replaced, never written through), else removed. A folder, pipe or device at ``path``
-    is refused (:class:`UnsafeFileError`) before anything is written.
+    replaced, never written through), else removed. A link (symbolic or hard), folder, pipe
+    or device at ``path`` is refused (:func:`check_own`) before anything is written. The
+    temporary name is cut to fit the file system's 255 bytes, as long as ``path``'s own.
     """
-    path = Path(path)
-    kind = special_file_kind(path)
-    if kind not in (None, "missing", "a symbolic link"):
-        raise UnsafeFileError(
-            f"cannot write {escape_name(path)}: it is {kind}, not a file; move it away or choose another path"
-        )
-    partial = path.with_name(
-        f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.partial{''.join(path.suffixes)}"
-    )
+    path = check_own(path)
+    suffixes = "".join(path.suffixes[-2:])[-40:]
+    tail = f".{os.getpid()}.{os.urandom(4).hex()}.partial{suffixes}"
+    stem = os.fsencode(path.name)[: 254 - len(os.fsencode(tail))]
+    partial = path.with_name(f".{os.fsdecode(stem)}{tail}")
     try:
         yield partial
         _fsync(partial, _NOFOLLOW)  # a link the writer left is refused, not followed
@@ -268,11 +326,7 @@ def run_folder_lock(folder: PathLike) -> Iterator[None]:
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    if (kind := special_file_kind(path)) not in (None, "missing"):
-        raise UnsafeFileError(
-            f"the lock file {escape_name(path)} is {kind}; remove it (training makes a plain file)"
-        )
-    fd = _open_checked(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW)
+    fd = _open_checked(check_own(path), os.O_RDWR | os.O_CREAT | _NOFOLLOW, own=True)
     with os.fdopen(fd, "r+", 1, "utf-8", "replace") as lock:  # line-buffered; closing it releases the lock
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

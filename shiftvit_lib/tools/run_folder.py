@@ -3,10 +3,12 @@
 A run folder holds ``run_spec.json`` (what the run *is*, written when it starts),
 ``history.csv`` and ``best.keras`` (written while it trains), ``backup/`` (the training
 state after each epoch, :class:`RunBackup`, removed once the record is written) and
-``run.json`` (the record written when it ends). Every file but the appended history is
-written through a temporary name and renamed (:mod:`shiftvit_lib.tools.files`), so a crash
-never leaves half a file; a file damaged otherwise is set aside by name and the run
-resumes from the last readable state.
+``run.json`` (the record written when it ends). Every file, the history too, is written
+through a temporary name and renamed (:mod:`shiftvit_lib.tools.files`), so a crash never
+leaves half a file; a file damaged otherwise is set aside by name and the run resumes from
+the last readable state. A member that is a link (symbolic or hard) or a special file is
+refused before the run reads or writes it (:func:`check_members`): a run writes only
+files it made, never through a link out of its folder.
 
 A run takes its folder with :func:`claim` (the folder checked once, :func:`check_run_folder`,
 then its lock held), starts it or resumes the interrupted run in it only with the same
@@ -51,6 +53,7 @@ _BACKUP_WEIGHTS = re.compile(r"epoch-(\d+)\.weights\.h5")
 # source's sentence (an 'auto' fallback names its network error, which may differ between
 # sessions; the data's identity is its hash, data_digest).
 _SPEC_NOT_COMPARED = ("format", "created_at", "fit_finished_at", "data_source")
+_RECORD_KEYS = ("data_source", "test", "epochs_run", "epochs_requested", "best_val_accuracy")
 _AFRESH = "pass overwrite=True (--overwrite) to start afresh there, or choose another folder"
 
 
@@ -75,13 +78,22 @@ def one_line(error: object) -> str:
 
 
 def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
-    """A ``history.csv`` written by training, as ``{metric: [value per epoch]}`` (``{}`` if none)."""
-    path = Path(path)
-    if not path.exists():
-        return {}
-    with path.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    return {key: [float(row[key]) for row in rows] for key in (rows[0] if rows else ())}
+    """A ``history.csv`` written by training, as ``{metric: [value per epoch]}`` (``{}`` if none).
+
+    A value that is not a number (a hand edit) is a :class:`RunFolderError` naming the file and line.
+    """
+    rows = list(csv.DictReader(files.read_own_text(path).splitlines()))
+    history: dict[str, list[float]] = {key: [] for key in (rows[0] if rows else ())}
+    for line, row in enumerate(rows, 2):
+        for key, values in history.items():
+            try:
+                values.append(float(row[key]))
+            except (TypeError, ValueError):
+                raise RunFolderError(
+                    f"{escape_name(path)}, line {line}: {escape_name(key)} is {escape_name(repr(row[key]))}, not a "
+                    "number (training writes numbers only); correct or delete that line"
+                ) from None
+    return history
 
 
 def run_spec(
@@ -148,6 +160,7 @@ def read_run_file(folder: str | os.PathLike[str], name: str = RUN_SPEC) -> dict[
     path = Path(folder) / name
     if not path.exists() and not path.is_symlink():
         return None
+    files.check_own(path, reading=True)
     try:
         if isinstance(found := read_json(path, name), dict):
             return found
@@ -168,14 +181,16 @@ def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) ->
 # --------------------------------------------------------------------------- claiming the folder
 def check_location(out_dir: str | os.PathLike[str]) -> Path:
     """``out_dir`` as a Path if a folder can be made or written there; a :class:`RunFolderError` if not."""
-    out = Path(out_dir)
+    out = files.check_name_length(out_dir)
     existing = next(path for path in (out, *out.parents) if path.exists())  # the nearest
     if not existing.is_dir():
         raise RunFolderError(
-            f"cannot use the output folder {out}: {existing} is a file; choose another folder"
+            f"cannot use the output folder {escape_name(out)}: {escape_name(existing)} is a file; choose another folder"
         )
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise RunFolderError(f"cannot write to {existing} (permission denied); choose another output folder")
+        raise RunFolderError(
+            f"cannot write to {escape_name(existing)} (permission denied); choose another output folder"
+        )
     return out
 
 
@@ -188,6 +203,7 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
     settings match is checked by :func:`open_run_folder`, which knows them.
     """
     out = check_location(out_dir)
+    check_members(out)
     if overwrite or not any((out / name).exists() for name in (*RUN_FILES, BACKUP_DIR)):
         return "new"
     if (out / RUN_RECORD).exists():
@@ -201,6 +217,15 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
             f"so it cannot be resumed safely; {_AFRESH}"
         )
     return "resume"
+
+
+def check_members(out: Path) -> None:
+    """Refuse (:func:`~shiftvit_lib.tools.files.check_own`) a link or a special file where a run writes."""
+    for name in (LOCK_FILE, *RUN_FILES):
+        files.check_own(out / name)
+    if files.check_own(out / BACKUP_DIR, folder=True).is_dir():
+        for path in (out / BACKUP_DIR).iterdir():
+            files.check_own(path)
 
 
 @dataclass(frozen=True)
@@ -299,7 +324,7 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
         )
     # Unfinished, or finished without a readable best.keras: from the last backup (record.recovered says so).
     if not (run.fit_finished and best.exists()):
-        run.resumed_from, run.restore_from = _resume_point(out, run.recovered)
+        run.resumed_from, run.restore_from = _resume_point(out, run.recovered, int(spec["epochs"]))
         if run.fit_finished and run.restore_from is None:
             what = f"is damaged (kept as {BEST_MODEL}.damaged)" if problem else "is missing"
             raise RunFolderError(
@@ -320,9 +345,9 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
 def _keep_history_rows(path: Path, before_epoch: int) -> None:
     """Drop the rows of epochs >= ``before_epoch`` (they will be trained again) and rows cut short.
 
-    Keras' CSVLogger writes the epoch first and numbers only, so a row is split on commas.
+    :class:`HistoryLog` writes the epoch first and numbers only, so a row is split on commas.
     """
-    header, *rows = (path.read_text() if path.exists() else "").splitlines(keepends=True) or [""]
+    header, *rows = files.read_own_text(path).splitlines(keepends=True) or [""]
     kept = [
         row
         for row in rows
@@ -342,6 +367,8 @@ def file_problem(path: Path) -> str | None:
 
     def read(_: str, item: Any) -> None:  # every value: a cut-short file fails here
         if isinstance(item, h5py.Dataset):
+            if item.external:  # data stored in another file (a pipe would block): not one we wrote
+                raise ValueError(f"its dataset {item.name} is stored in outside files {item.external}")
             item[()]
 
     try:
@@ -367,22 +394,26 @@ def set_aside_damaged(path: Path, problem: str, what_next: str) -> str:
     return line
 
 
-def _resume_point(out: Path, damaged: list[str]) -> tuple[int, Path | None]:
+def _resume_point(out: Path, damaged: list[str], epochs: int) -> tuple[int, Path | None]:
     """The last readable backup ``(epochs done, weights)``: the epoch its metadata names, else an earlier one.
 
     Backups are written atomically (:class:`RunBackup`), so a crash never tears one; a file
     damaged otherwise (a disk error, a copy cut short) is
     set aside by name (its line appended to ``damaged``) and the run resumes from the one
-    before it; with none left, from epoch 0.
+    before it; with none left, from epoch 0. A metadata epoch that is no whole number from 1
+    to ``epochs`` (``Infinity``, ``-1``) is not believed: the newest readable backup is used.
     """
-    backup = out / BACKUP_DIR
+    backup = files.check_own(out / BACKUP_DIR, folder=True)
     try:
-        recorded: int | None = int(read_json(backup / BACKUP_METADATA)["epoch"])
+        recorded = read_json(files.check_own(backup / BACKUP_METADATA, reading=True))["epoch"]
     except (OSError, ValueError, KeyError, TypeError):
+        recorded = None
+    if type(recorded) is not int or not 1 <= recorded <= epochs:
         recorded = None
     saved = {
         int(m.group(1)): path for path in backup.glob("*") if (m := _BACKUP_WEIGHTS.fullmatch(path.name))
     }
+    saved = {epoch: path for epoch, path in saved.items() if 1 <= epoch <= epochs}
     # A backup past the recorded epoch was written, but its history row may not be: train that epoch again.
     for epoch in sorted((epoch for epoch in saved if recorded is None or epoch <= recorded), reverse=True):
         if (problem := file_problem(saved[epoch])) is None:
@@ -405,11 +436,27 @@ class RunBackup(keras.callbacks.Callback):
         self.backup = folder / BACKUP_DIR
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        self.backup.mkdir(exist_ok=True)
+        files.check_own(self.backup, folder=True).mkdir(exist_ok=True)
         with files.atomic_output(self.backup / f"epoch-{epoch + 1:04d}.weights.h5") as partial:
             self.model.save_weights(partial)
         write_json(self.backup / BACKUP_METADATA, {"epoch": epoch + 1, "batch": 0})
         (self.backup / f"epoch-{epoch - 1:04d}.weights.h5").unlink(missing_ok=True)  # two states back
+
+
+class HistoryLog(keras.callbacks.Callback):
+    """``history.csv``: a row per epoch, the epoch first, then the logs by name (Keras' CSVLogger's layout).
+
+    Appended by rewriting the file atomically (:func:`~shiftvit_lib.tools.files.append_text`):
+    never written through a link, never left half a row.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        row = {"epoch": epoch, **{key: float(value) for key, value in sorted((logs or {}).items())}}
+        files.append_text(self.path, ",".join(map(str, row.values())) + "\n", header=",".join(row) + "\n")
 
 
 # --------------------------------------------------------------------------- the record
@@ -462,12 +509,17 @@ def load_run(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, 
     stored under ``results/``. Raises ``FileNotFoundError`` naming the missing file.
     """
     folder = Path(folder)
-    if not (folder / RUN_RECORD).exists():
+    if (record := read_run_file(folder, RUN_RECORD)) is None:
         raise FileNotFoundError(
-            f"no finished run in {folder}: {RUN_RECORD} is missing (a run writes it when it ends; "
+            f"no finished run in {escape_name(folder)}: {RUN_RECORD} is missing (a run writes it when it ends; "
             "results/README.md gives the commands for the full runs)"
         )
-    return json.loads((folder / RUN_RECORD).read_text()), read_history_csv(folder / HISTORY_CSV)
+    if missing := [key for key in _RECORD_KEYS if key not in record]:
+        raise RunFolderError(
+            f"{escape_name(folder / RUN_RECORD)} is not a whole run record (no {', '.join(missing)}); restore it "
+            "from version control, or train the run again"
+        )
+    return record, read_history_csv(folder / HISTORY_CSV)
 
 
 def describe_run(record: dict[str, Any]) -> str:

@@ -57,7 +57,7 @@ def run_callbacks(
     """
     callbacks = {
         "throughput": recipe.ThroughputMeter(images_per_epoch),
-        "history": keras.callbacks.CSVLogger(str(folder.path / rf.HISTORY_CSV), append=True),
+        "history": rf.HistoryLog(folder.path / rf.HISTORY_CSV),
         # After a resume, only an epoch better than any seen before replaces best.keras.
         "best_model": BestModelCheckpoint(folder.path / rf.BEST_MODEL, folder.best_val_accuracy),
         "backup": rf.RunBackup(folder.path),

@@ -348,6 +348,41 @@ def test_a_reader_that_leaves_early_ends_the_program_quietly(tmp_path):
     assert done.stderr.decode() == ""
 
 
+# --------------------------------------------------------------------------- issue 48: own files, names, Ctrl-C
+@pytest.mark.parametrize("how", ["symlink", "hardlink"])
+def test_compare_out_a_link_is_refused_before_training_and_its_target_kept(tmp_path, capsys, no_data_loading, how):
+    outside = tmp_path / "notes.json"
+    outside.write_text("the user's")
+    out = tmp_path / "record.json"
+    out.symlink_to(outside) if how == "symlink" else os.link(outside, out)
+    code, _, err = run_cli(capsys, "compare", "--quick", "--runs", tmp_path / "runs", "--out", out)
+    assert_user_error(code, err, str(out), "move it away")
+    assert outside.read_text() == "the user's"
+
+
+@pytest.mark.parametrize("command", [["compare", "--quick", "--out"], ["train", "--out"]])
+def test_an_out_name_too_long_for_the_file_system_is_refused_before_the_data_loads(tmp_path, capsys, no_data_loading, command):
+    code, _, err = run_cli(capsys, *command, tmp_path / ("x" * 256 + ".json"))
+    assert_user_error(code, err, "more than the 255 a file system allows")
+
+
+def test_save_model_to_the_longest_legal_name_works(tmp_path):
+    save_model(tiny_classifier(), tmp_path / ("m" * 249 + ".keras"))
+    assert (tmp_path / ("m" * 249 + ".keras")).is_file()
+
+
+def test_ctrl_c_names_the_out_folder_escaped_on_one_line(tmp_path, capsys, monkeypatch):
+    import shiftvit_lib.__main__ as cli
+
+    def interrupted(args):
+        raise SystemError("a TensorFlow call returned with an exception set") from KeyboardInterrupt()
+
+    monkeypatch.setattr(cli, "_train", interrupted)
+    code, _, err = run_cli(capsys, "train", "--out", tmp_path / "a\nerror: forged")
+    assert code == 130 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("stopped (Ctrl-C); run the same command again to resume") and "\\nerror: forged" in err
+
+
 def test_the_command_line_refuses_a_seed_past_32_bits_in_one_line(tmp_path):
     from shiftvit_lib.__main__ import main
 

@@ -99,6 +99,24 @@ def test_an_unknown_preset_or_field_is_named(call, error, words):
         call()
 
 
+# Issue 48: every numeric field has its range (an epsilon or a ratio is positive; sizes at least 1).
+@pytest.mark.parametrize(("name", "change", "message"), [
+    ("quick", {"layer_norm_epsilon": -1}, "layer_norm_epsilon must be > 0, got -1"),
+    ("quick", {"layer_norm_epsilon": 0.0}, "layer_norm_epsilon must be > 0"),
+    ("quick", {"layer_norm_epsilon": float("nan")}, "layer_norm_epsilon must be > 0"),
+    ("quick", {"mlp_ratio": -1.0}, "mlp_ratio must be > 0"),
+    ("quick", {"mlp_ratio": float("inf")}, "mlp_ratio must be > 0 and finite"),
+    ("quick", {"input_shape": (-1, 32, 3)}, "input_shape must hold whole numbers of at least 1"),
+    ("vit_quick", {"layer_norm_epsilon": -1}, "layer_norm_epsilon must be > 0"),
+    ("vit_quick", {"mlp_ratio": 0.0}, "mlp_ratio must be > 0"),
+    ("vit_quick", {"head_units": (-5,)}, "head_units must hold whole numbers of at least 1"),
+])
+def test_every_numeric_field_is_checked_for_its_range(name, change, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as caught:
+        preset(name, **change)
+    assert "\n" not in str(caught.value)
+
+
 def test_numpy_integers_are_whole_numbers():
     assert preset("quick", num_div=np.int64(8), batch_size=np.int64(8)).num_div == 8
 

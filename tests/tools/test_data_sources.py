@@ -155,6 +155,29 @@ def test_a_mistake_in_a_class_folder_tree_is_named(tree: Path, mistake: str) -> 
     assert words in one_line(refused.value)
 
 
+def test_data_that_is_a_symlink_to_itself_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    with pytest.raises(FileNotFoundError, match="symbolic link that leads nowhere") as caught:
+        load_cifar10(tmp_path / "loop")
+    assert str(tmp_path / "loop") in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_class_with_one_image_names_the_class_and_the_data_not_a_keyword(tmp_path: Path) -> None:
+    names = class_folder_files({"train": 3, "test": 1})
+    names = {name: data for name, data in names.items() if not name.startswith("train/cat/000") or name.endswith("0.png")}
+    with pytest.raises(ValueError) as caught:
+        load_cifar10(write_tree(tmp_path / "cifar", names))
+    message = str(caught.value)
+    assert "'cat' has 1 training image" in message and str(tmp_path / "cifar") in message
+    assert "val_fraction=0" not in message and "\n" not in message
+
+
+def test_a_newline_or_escape_code_in_the_data_path_cannot_forge_a_printed_line(tmp_path: Path) -> None:
+    folder = write_tree(tmp_path / "a\nerror: forged \x1b[2J", class_folder_files())
+    source = load_cifar10(folder).source
+    assert "\n" not in source and "\x1b" not in source and "forged" in source
+
+
 @pytest.mark.parametrize(("name", "content", "error", "words"), [
     ("cifar-10", None, ValueError, "'auto', 'keras', 'sample'"),  # not a source: the valid ones listed
     ("nowhere", None, FileNotFoundError, "does not exist"),

@@ -73,13 +73,50 @@ def test_an_atomic_write_that_fails_leaves_the_old_file_whole(tmp_path, monkeypa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["catalogue.json"]
 
 
-def test_an_atomic_write_replaces_a_link_instead_of_writing_through_it(tmp_path):
-    precious = tmp_path / "precious.txt"
-    precious.write_text("the user's")
-    (tmp_path / "out.json").symlink_to(precious)
-    files.write_json(tmp_path / "out.json", {"a": 1})
-    assert precious.read_text() == "the user's"
-    assert not (tmp_path / "out.json").is_symlink() and json.loads((tmp_path / "out.json").read_text()) == {"a": 1}
+def plant(path: Path, how: str, outside: Path) -> None:
+    """A symbolic link, a hard link or a named pipe where the project will read or write ``path``."""
+    {"symlink": lambda: path.symlink_to(outside), "hardlink": lambda: os.link(outside, path),
+     "fifo": lambda: os.mkfifo(path)}[how]()
+
+
+# Each way the project writes or reads a file in its own folders, and a refused one.
+OWN_FILE_USES = {
+    "write_json": lambda path: files.write_json(path, {"a": 1}),
+    "atomic_write_text": lambda path: files.atomic_write_text(path, "new"),
+    "append_text": lambda path: files.append_text(path, "row\n", header="head\n"),
+    "read_own_text": lambda path: files.read_own_text(path),
+    "check_own": lambda path: files.check_own(path),
+}
+
+
+@pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
+@pytest.mark.parametrize("use", OWN_FILE_USES)
+def test_a_link_or_pipe_where_the_project_writes_is_refused_and_the_outside_file_kept(tmp_path, use, how):
+    outside = tmp_path / "precious.txt"
+    outside.write_text("the user's")
+    plant(tmp_path / "out.json", how, outside)
+    if (use, how) == ("read_own_text", "hardlink"):  # reading changes nothing (uv installs hard links)
+        assert files.read_own_text(tmp_path / "out.json") == "the user's"
+        return
+    with pytest.raises(files.UnsafeFileError) as refused:
+        OWN_FILE_USES[use](tmp_path / "out.json")
+    assert str(tmp_path / "out.json") in one_line(refused.value) and "move it away" in str(refused.value)
+    assert outside.read_text() == "the user's"
+
+
+def test_append_text_appends_by_an_atomic_rewrite_with_the_header_once(tmp_path):
+    target = tmp_path / "history.csv"
+    for row in ("1\n", "2\n"):
+        files.append_text(target, row, header="epoch\n")
+    assert target.read_text() == "epoch\n1\n2\n" and sorted(os.listdir(tmp_path)) == ["history.csv"]
+
+
+@pytest.mark.parametrize("name", ["r" * 255, "r" * 240 + ".weights.h5", "é" * 127])
+def test_an_atomic_write_to_the_longest_legal_name_succeeds(tmp_path, name):
+    with files.atomic_output(tmp_path / name) as partial:
+        assert len(os.fsencode(partial.name)) <= 255 and partial.name.endswith(Path(name).suffix)
+        partial.write_text("whole")
+    assert (tmp_path / name).read_text() == "whole" and os.listdir(tmp_path) == [name]
 
 
 def test_an_atomic_write_refuses_a_pipe_or_a_folder_at_the_target(tmp_path):
@@ -115,6 +152,22 @@ def test_a_lock_that_is_a_link_or_a_pipe_is_refused_in_one_line(tmp_path, kind, 
     message = one_line(refused.value)
     assert str(tmp_path / ".lock") in message and "Invalid argument" not in message
     assert precious.read_text() == "work"  # a link's target is never written
+
+
+def test_a_lock_that_is_a_hard_link_is_refused_and_its_target_untouched(tmp_path):
+    precious = tmp_path / "thesis.tex"
+    precious.write_text("work")
+    os.link(precious, tmp_path / ".lock")
+    with pytest.raises(files.UnsafeFileError, match="hard link") as refused, files.run_folder_lock(tmp_path):
+        pass
+    assert ".lock" in one_line(refused.value) and precious.read_text() == "work"
+
+
+def test_a_lock_that_is_a_fifo_is_named_in_one_line(tmp_path):
+    os.mkfifo(tmp_path / ".lock")
+    with pytest.raises(files.UnsafeFileError, match="named pipe") as refused, files.run_folder_lock(tmp_path):
+        pass
+    assert str(tmp_path / ".lock") in one_line(refused.value)
 
 
 # --------------------------------------------------------------------------- partial files (case 7)

@@ -1,16 +1,32 @@
 """shiftvit_lib.tools.run_folder: a folder is claimed once (checked, then locked), and a claim
 that fails before a run writes anything leaves the disk as it was. The folder's life with a
-training in it (resume, backups, damaged files, the record) is tested through train in test_runs.py."""
+training in it (resume, backups, damaged files, the record) is tested through train in test_runs.py.
+
+Only its own files (issue 48): every file a run writes there is planted as a link (symbolic
+and hard) to a file outside; the run refuses in one line naming it, before it reads or
+writes, and the outside file is unchanged. Numbers read back (the backup's epoch,
+history.csv) are checked; a bad one is named, or the run recovers from the newest readable
+backup without deleting any.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
+import h5py
+import numpy as np
 import pytest
 from fakes import tiny_splits
 
 from shiftvit_lib import preset
-from shiftvit_lib.tools import run_folder
+from shiftvit_lib.config import InputError
+from shiftvit_lib.tools import files, run_folder
+from shiftvit_lib.tools import run_folder as rf
 from shiftvit_lib.tools.files import LOCK_FILE
 from shiftvit_lib.tools.run_folder import Claim, RunFolderError, claim, open_run_folder, run_spec
+from shiftvit_lib.tools.runs import BestModelCheckpoint, run_callbacks, train
 
 
 def test_a_failed_claim_removes_only_the_folders_it_made(tmp_path):
@@ -37,3 +53,162 @@ def test_a_claim_checks_once_and_a_held_claim_is_not_checked_again(tmp_path, mon
     assert checked == [tmp_path / "run"] and folder.spec["epochs"] == 1
     with pytest.raises(RunFolderError, match="is a file"):
         claim(tmp_path / "run" / "run_spec.json" / "below").__enter__()
+
+
+# --------------------------------------------------------------------------- only its own files (issue 48)
+OUTSIDE_TEXT = "the user's own file\n"
+# Every member a run writes (or reads back) in its folder.
+MEMBERS = [".lock", "run_spec.json", "history.csv", "best.keras", "run.json", "backup",
+           "backup/training_metadata.json", "backup/epoch-0001.weights.h5"]
+
+
+def one_line(error: BaseException) -> str:
+    text = str(error)
+    assert "\n" not in text, text
+    return text
+
+
+def plant(run: Path, member: str, how: str, outside: Path) -> None:
+    """Put a link (``symlink``, ``hardlink``) or a pipe (``fifo``) where a run writes ``member``."""
+    path = run / member
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if how == "fifo":
+        os.mkfifo(path)
+    elif member == "backup":  # a folder: only a symbolic link can stand for it
+        (outside.parent / "outside_backup").mkdir(exist_ok=True)
+        path.symlink_to(outside.parent / "outside_backup", target_is_directory=True)
+    elif how == "symlink":
+        path.symlink_to(outside)
+    else:
+        os.link(outside, path)
+
+
+def outside_file(tmp_path: Path) -> Path:
+    outside = tmp_path / "mine" / "notes.txt"
+    outside.parent.mkdir()
+    outside.write_text(OUTSIDE_TEXT)
+    return outside
+
+
+@pytest.mark.parametrize("how", ["symlink", "hardlink"])
+@pytest.mark.parametrize("member", MEMBERS)
+def test_training_refuses_a_link_planted_in_place_of_any_run_file(tmp_path, member, how):
+    if member == "backup" and how == "hardlink":
+        pytest.skip("a folder cannot be hard-linked")
+    outside, run = outside_file(tmp_path), tmp_path / "run"
+    plant(run, member, how, outside)
+    with pytest.raises(ValueError) as refused:  # files.UnsafeFileError, or a RunFolderError
+        train(preset("quick", batch_size=8), tiny_splits(16, 8, 8), run, epochs=1, verbose=0, jit_compile=False)
+    assert escape(run / member) in one_line(refused.value)
+    assert outside.read_text() == OUTSIDE_TEXT and sorted(os.listdir(outside.parent)) in (
+        ["notes.txt"], ["notes.txt", "outside_backup"])
+    assert not any((outside.parent / "outside_backup").glob("*")) if member == "backup" else True
+
+
+def escape(path: Path) -> str:
+    return files.escape_name(path)
+
+
+# The writers themselves, in case a link appears after the folder was checked (a race).
+def write_history(run: Path) -> None:  # the run's own history callback, whichever class it is
+    history = run_callbacks(preset("quick"), rf.RunFolder(run, {}), 8)["history"]
+    history.on_train_begin()
+    history.on_epoch_end(0, {"loss": 1.0})
+    history.on_train_end()
+
+
+def write_best(run: Path) -> None:
+    BestModelCheckpoint(run / "best.keras").on_epoch_end(0, {"val_accuracy": 0.5})
+
+
+def write_backup(run: Path) -> None:
+    rf.RunBackup(run).on_epoch_end(0, {})
+
+
+def write_record(run: Path) -> None:
+    rf.write_record(rf.RunFolder(run, {}), {"done": True})
+
+
+def write_lock(run: Path) -> None:
+    with files.run_folder_lock(run):
+        pass
+
+
+WRITERS = [("history.csv", write_history), ("best.keras", write_best), ("backup", write_backup),
+           ("backup/epoch-0001.weights.h5", write_backup), ("run.json", write_record), (".lock", write_lock)]
+
+
+@pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
+@pytest.mark.parametrize(("member", "writer"), WRITERS, ids=[member for member, _ in WRITERS])
+def test_every_writer_refuses_a_link_or_pipe_and_leaves_the_outside_file(tmp_path, member, writer, how):
+    if member == "backup" and how == "hardlink":
+        pytest.skip("a folder cannot be hard-linked")
+    outside, run = outside_file(tmp_path), tmp_path / "run"
+    plant(run, member, how, outside)
+    with pytest.raises(files.UnsafeFileError) as refused:
+        writer(run)
+    assert escape(run / member) in one_line(refused.value)
+    assert outside.read_text() == OUTSIDE_TEXT
+    assert not any((outside.parent / "outside_backup").glob("*")) if member == "backup" else True
+
+
+# --------------------------------------------------------------------------- numbers read back
+def make_interrupted_run(run: Path, epochs: int = 3, backups: tuple[int, ...] = (1, 2)) -> dict:
+    spec = {"format": 1, "config": preset("quick").to_dict(), "epochs": epochs, "seed": 3}
+    (run / "backup").mkdir(parents=True)
+    (run / "run_spec.json").write_text(json.dumps(spec))
+    for epoch in backups:
+        with h5py.File(run / "backup" / f"epoch-{epoch:04d}.weights.h5", "w") as handle:
+            handle["weights"] = np.arange(4.0)
+    return spec
+
+
+@pytest.mark.parametrize("epoch", ["Infinity", "-Infinity", "NaN", "-1", "0", "99", "1e300", '"2"', "true", "2.5"])
+def test_a_bad_backup_epoch_resumes_from_the_newest_readable_backup_and_deletes_none(tmp_path, epoch):
+    run = tmp_path / "run"
+    spec = make_interrupted_run(run)
+    (run / "backup" / "training_metadata.json").write_text(f'{{"epoch": {epoch}, "batch": 0}}')
+    folder = rf.open_run_folder(rf.Claim(run, "resume"), spec, preset("quick"))
+    assert (folder.resumed_from, folder.restore_from) == (2, run / "backup" / "epoch-0002.weights.h5")
+    assert sorted(p.name for p in (run / "backup").glob("epoch-*")) == ["epoch-0001.weights.h5", "epoch-0002.weights.h5"]
+
+
+def test_a_backup_whose_data_lives_in_an_outside_pipe_is_set_aside_not_read(tmp_path):
+    run = tmp_path / "run"
+    spec = make_interrupted_run(run, backups=(1,))
+    os.mkfifo(tmp_path / "pipe")
+    with h5py.File(run / "backup" / "epoch-0002.weights.h5", "w") as handle:
+        handle.create_dataset("weights", (4,), "f8", external=[(str(tmp_path / "pipe"), 0, 32)])
+    folder = rf.open_run_folder(rf.Claim(run, "resume"), spec, preset("quick"))  # a read would block forever
+    assert folder.resumed_from == 1 and "outside files" in folder.recovered[0]
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("epoch,loss\n0,0.5\n1,abc\n", "line 3: loss is 'abc'"),
+    ("epoch,loss\n0,0.5\n1\n", "line 3: loss is None"),
+])
+def test_a_hand_edited_history_value_is_named_with_its_file_and_line(tmp_path, text, where):
+    (tmp_path / "history.csv").write_text(text)
+    with pytest.raises(InputError) as refused:
+        rf.read_history_csv(tmp_path / "history.csv")
+    assert f"{tmp_path / 'history.csv'}, {where}" in one_line(refused.value)
+    assert "correct or delete that line" in str(refused.value)
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ('{"test": ', "is unreadable"),
+    ('{"test": {}, "epochs_run": 1}', "no data_source"),
+    ("[1, 2]", "not a JSON object"),
+])
+def test_a_damaged_run_record_read_by_load_run_is_one_line_naming_it(tmp_path, text, fragment):
+    (tmp_path / "run.json").write_text(text)
+    with pytest.raises(InputError) as refused:
+        rf.load_run(tmp_path)
+    assert str(tmp_path / "run.json") in one_line(refused.value) and fragment in str(refused.value)
+
+
+# --------------------------------------------------------------------------- names
+def test_an_out_name_too_long_for_the_file_system_is_refused_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="more than the 255 a file system allows"):
+        rf.check_run_folder(tmp_path / ("r" * 256))
+    assert rf.check_run_folder(tmp_path / ("r" * 255)) == "new"

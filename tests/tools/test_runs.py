@@ -3,10 +3,13 @@ a crash at any write; bad runs are refused before the folder is touched; the spe
 
 import json
 import os
+import random
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import keras
@@ -668,3 +671,68 @@ def test_train_reads_top_to_bottom_and_builds_its_callbacks_by_name(tmp_path):
     stopping = runs.run_callbacks(preset("quick", early_stopping_patience=3), folder, 64)
     assert list(stopping) == ["throughput", "history", "best_model", "backup", "early_stopping"]
     assert "early_stopping" not in runs.run_callbacks(preset("quick"), folder, 64)
+
+
+# --------------------------------------------------------------------------- Ctrl-C (issue 48)
+SIGINT_TRIES = int(os.environ.get("SHIFTVIT_SIGINT_TRIES", "20"))
+# One process of the Ctrl-C chain: resume argv[1] (if given), then start a run in argv[2],
+# which the test interrupts with SIGINT at a random moment.
+SIGINT_STEP = textwrap.dedent(
+    """
+    import signal, sys, time
+    from shiftvit_lib.__main__ import main
+
+    # A shell's background job starts with Ctrl-C ignored, and Python keeps that: as at a terminal, it raises.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    resume, out, arguments = sys.argv[1], sys.argv[2], {arguments!r}
+    if resume != "-":
+        print(f"=== RESUMED {{main([*arguments, '--out', resume])}}", file=sys.stderr, flush=True)
+    if out != "-":
+        print("=== START", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        code = main([*arguments, "--out", out])
+        print(f"=== DONE {{code}} after {{time.perf_counter() - started:.2f}} s", file=sys.stderr, flush=True)
+    """
+)
+
+
+def sigint_step(script: Path, resume: Path | None, out: Path | None, delay: float | None) -> tuple[int, str]:
+    """Run a step; ``delay`` seconds after it starts its run, send SIGINT (None: never)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    process = subprocess.Popen([sys.executable, str(script), str(resume or "-"), str(out or "-")],
+                               env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    lines = []
+    for line in process.stderr:  # until the run starts (the resume before it is never interrupted)
+        lines.append(line)
+        if line.startswith("=== START"):
+            if delay is not None:
+                time.sleep(delay)
+                process.send_signal(signal.SIGINT)
+            break
+    lines.append(process.communicate(timeout=900)[1])
+    return process.returncode, "".join(lines)
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_random_moments_stops_with_the_resume_hint_and_every_resume_finishes(tmp_path):
+    script = tmp_path / "sigint_step.py"
+    script.write_text(SIGINT_STEP.format(arguments=ARGUMENTS))
+    code, err = sigint_step(script, None, tmp_path / "uncut", None)
+    assert code == 0, err[-3000:]
+    length = float(re.search(r"=== DONE 0 after ([\d.]+) s", err).group(1))
+    rng, previous, moments = random.Random(48), None, []
+    for trial in range(SIGINT_TRIES + 1):
+        out = tmp_path / f"try{trial:02d}" if trial < SIGINT_TRIES else None
+        delay = rng.uniform(0, 0.9 * length) if out else None
+        code, err = sigint_step(script, previous, out, delay)
+        assert "Traceback" not in err and "SystemError" not in err, err[-3000:]
+        if previous is not None:  # the run interrupted before resumes to the end
+            assert "=== RESUMED 0" in err, err[-3000:]
+            assert read_history_csv(previous / HISTORY_CSV)["epoch"] == list(range(EPOCHS))
+            assert json.loads((previous / RUN_RECORD).read_text())["epochs_run"] == EPOCHS
+        if out is not None:
+            hint = f"stopped (Ctrl-C); run the same command again to resume {out} from its last finished epoch"
+            assert "=== DONE 130" in err and hint in err, err[-3000:]
+            moments.append(round(delay, 2))
+        previous = out
+    print(f"interrupted {len(moments)} runs of {length:.1f} s at {moments} s")
