@@ -27,7 +27,7 @@ says what the runner measured. --no-time-card leaves the cards alone.
 
 Each executed notebook records the run that made its outputs in its metadata
 (`shiftvit.outputs`: date, Keras version, backend, Python version); the website shows it under
-the lesson (website/_ext/lesson_footer.py, issue 44).
+the lesson (website/_ext/lesson_footer.py).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ Protocol (a websocket, with websocket-client). For every HTML page of the site i
   images and animations) left out; a search with its summaries counts as a page;
 - file-console: a console error or uncaught exception when the page is opened from file://, as a
   reader who double-clicks index.html does (a search from file:// included);
-and, issue 44, at 1280 and 390 px, on every page of both languages (navigation as well as article):
+and, at 1280 and 390 px, on every page of both languages (navigation as well as article):
 - printed-row: a row of a printed table in an output (span.printed-row, website/_ext/reading.py) drawn
   as a block: not inline, on more than one line, taller than the output's line height, or not
   starting where the output's lines start;
@@ -96,7 +96,7 @@ KOREAN_TERM = "시프트"  # the Korean search check (issue 29): a word with par
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
 DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 KO_SEARCH_PAGE = "notebooks/ko/search.html"
-# The interface's English strings that must not show on a Korean page (issue 44): the theme's
+# The interface's English strings that must not show on a Korean page: the theme's
 # (sphinx-book-theme, pydata-sphinx-theme), Sphinx's search's, and the site's own.
 THEME_STRINGS = (
     "Search", "Search...", "Contents", "On this page", "previous", "next", "previous page", "next page",
@@ -160,8 +160,8 @@ class Report:
     tables_checked: int = 0
     images_checked: int = 0  # alt texts read
     code_boxes_checked: int = 0  # code boxes whose lines were measured at 1280 px (issue 37)
-    rows_checked: int = 0  # printed rows measured at 1280 px (issue 44)
-    taps_checked: int = 0  # figures tapped at 390 px (issue 44)
+    rows_checked: int = 0  # printed rows measured at 1280 px
+    taps_checked: int = 0  # figures tapped at 390 px
     weights: dict[str, int] = field(default_factory=dict)  # page -> bytes downloaded without its figures
     shots: list[str] = field(default_factory=list)  # screenshots written (--shots)
 
@@ -482,7 +482,7 @@ READER = r"""
   const broken = [];
   const word = /\d{4}-\d\d-\d\d|\d\d:\d\d(?::\d\d)?|\p{N}[\p{N}.,]*\p{N}(?:[\s\u00a0]?%)?|\p{N}(?:[\s\u00a0]?%)?|[\p{L}\p{M}\p{N}]{2,}/gu;
   const skip = 'math, script, style, noscript, button, .shiftvit-copy, svg';
-  // the whole page (issue 44: the navigation and the contents too), what is shown of it
+  // the whole page (the navigation and the contents too), what is shown of it
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   const range = document.createRange();
   let node;
@@ -905,7 +905,7 @@ def check_site(
     if executable is None:
         raise RuntimeError("no Chromium found (Debian: apt-get install chromium; or set CHROMIUM)")
     if korean:
-        require_korean_font()  # issue 44: without one the Korean pages are empty boxes
+        require_korean_font()  # without one the Korean pages are empty boxes
 
     ids: dict[str, set[str]] = {}
     links: dict[str, list[str]] = {}
@@ -941,7 +941,7 @@ def check_site(
             if korean:  # a Korean word finds Korean pages; from a Korean page (lang=ko), Korean pages only
                 _check_search(browser, origin, korean_lessons(Path(notebooks), KOREAN_TERM), KOREAN_TERM, report)
                 _check_search(browser, origin, korean_lessons(Path(notebooks), term), term, report, lang="ko")
-                # issue 44: the Korean search page, as a Korean page's search field opens it
+                # the Korean search page, as a Korean page's search field opens it
                 _check_search(browser, origin, korean_lessons(Path(notebooks), term), term, report, page=KO_SEARCH_PAGE)
             if phone:
                 browser.call("Emulation.setDeviceMetricsOverride", PHONE)
@@ -1047,7 +1047,7 @@ SEARCH_WAIT = r"""
   const box = document.querySelector('#search-results');
   if (!box) return null;
   const text = box.innerText || '';
-  // English or Korean (notebooks/ko/search.html, issue 44); the status line only where there is one
+  // English or Korean (notebooks/ko/search.html); the status line only where there is one
   // (a Korean summary may say "없습니다" long before the search is done)
   const status = box.querySelector('p.search-summary')?.innerText;
   const done = /found|no documents|did not match|찾았습니다|없습니다/i.test(status ?? text) && !/searching|검색 중/i.test(status ?? box.querySelector('p')?.innerText ?? '');
@@ -1057,7 +1057,7 @@ SEARCH_WAIT = r"""
 
 
 def _check_search_form(page: str, audit: dict, origin: str, report: Report) -> None:
-    """A Korean page's search field opens the Korean search page (issue 44); an English one, the
+    """A Korean page's search field opens the Korean search page; an English one, the
     English search page."""
     if page in ("search.html", KO_SEARCH_PAGE):
         return
@@ -1072,7 +1072,7 @@ def _check_search(browser: Browser, origin: str, lessons: list[Expected], term: 
                   lang: str | None = None, page: str = "search.html") -> None:
     """The search lists every lesson that mentions the term, and only pages of one language (issue
     38): the one asked for (lang=ko from a Korean page's search box), or else the term's script;
-    the Korean search page (issue 44) Korean pages only, on a page that is Korean itself."""
+    the Korean search page Korean pages only, on a page that is Korean itself."""
     visit = PageVisit(browser, origin)
     visit.load(f"{origin}{page}?q={quote(term)}" + (f"&lang={lang}" if lang else ""))
     hits = None

@@ -92,30 +92,17 @@ def _hint_of(name: str, error: BaseException) -> str:
     import traceback
 
     lines = [re.sub(r"\x1b\[[0-9;]*m|\{\{[^}]*\}\}\s*", "", line).strip() for line in str(error).splitlines()]
-    said = f"{type(error).__name__}: " + next(
-        (x for x in lines if x and "Exception encountered" not in x), ""
-    )
-    cause = next(
-        (why for words, why in CAUSES.items() if re.search(words, said[:150])), "check the line it names"
-    )
-    library = str(
-        Path(__file__).resolve().parents[1]
-    )  # the learner's frames are neither ours nor a package's
-    frames = [
-        f
-        for f in traceback.extract_tb(error.__traceback__)
-        if not f.filename.startswith(library)
-        and "-packages" not in f.filename
-        and "/lib/python" not in f.filename
-    ]
+    first = next((x for x in lines if x and "Exception encountered" not in x), "")
+    said = f"{type(error).__name__}: {first}"[:150]
+    cause = next((why for words, why in CAUSES.items() if re.search(words, said)), "check the line it names")
+    # the learner's frames are neither ours nor a package's
+    foreign = re.compile(f"^{re.escape(str(Path(__file__).resolve().parents[1]))}|-packages|/lib/python")
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not foreign.search(f.filename)]
     if not frames:
-        return f"the check could not use what {name} gave ({said[:150]}): {cause}"
-    where = (
-        f" at `{frames[-1].line.strip()[:60]}`"
-        if frames[-1].line
-        else f" (line {frames[-1].lineno} of its cell)"
-    )
-    return f"{name} raised {said[:150]}{where}; likely cause: {cause}"
+        return f"the check could not use what {name} gave ({said}): {cause}"
+    last = frames[-1]
+    where = f" at `{last.line.strip()[:60]}`" if last.line else f" (line {last.lineno} of its cell)"
+    return f"{name} raised {said}{where}; likely cause: {cause}"
 
 
 def _blank(value: Any, what: str) -> None:
@@ -168,10 +155,8 @@ def _copy_by_role(mine: keras.layers.Layer, library: keras.layers.Layer, hint: s
     """Give ``mine`` the library's weights, matched by role (kernel or bias) and shape, not by the
     order the layers were made in; a weight with no counterpart gets ``hint``."""
     role = lambda weight: (weight.path.split("/")[-1], tuple(weight.shape))  # noqa: E731
-    theirs, got = (
-        {role(w): w for w in library.trainable_weights},
-        sorted(role(w) for w in mine.trainable_weights),
-    )
+    theirs = {role(w): w for w in library.trainable_weights}
+    got = sorted(role(w) for w in mine.trainable_weights)
     assert got == sorted(theirs), f"{hint}: got {', '.join(f'{n} {s}' for n, s in got) or 'no weights'}"
     for weight in mine.trainable_weights:
         weight.assign(_numpy(theirs[role(weight)]))
@@ -235,13 +220,9 @@ def check_mlp(mlp_class: Callable[..., Any]) -> None:
         mine, library, hidden = mlp_class(ratio), MLP(mlp_ratio=ratio, dropout=0.2), int(ratio * channels)
         assert _numpy(mine(x)).shape == x.shape, f"the MLP must give back the C = {channels} channels it got"
         library(x)
-        weights = _randomise(library, 9)
-        _copy_by_role(
-            mine,
-            library,
-            f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} units -> C",
-        )
-        w1, b1, w2, b2 = weights
+        w1, b1, w2, b2 = _randomise(library, 9)
+        hint = f"two Dense layers with biases, C -> ratio * C = {ratio:g} * {channels} = {hidden} units -> C"
+        _copy_by_role(mine, library, hint)
         mistakes = {
             "the first Dense needs activation='gelu'": (x @ w1 + b1) @ w2 + b2,
             "GELU goes between the two Dense layers, not after the second": gelu((x @ w1 + b1) @ w2 + b2),
@@ -343,8 +324,7 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
         library = PatchMerging()
         library(x)
         _randomise(library, 5)
-        for weight in library.weights:
-            roles[weight.path.split("/")[-1]].assign(_numpy(weight))
+        _copy_by_role(mine, library, "patch merging holds a norm's gamma and beta and a bias-free kernel")
         expected = _numpy(library(x))
         mistakes = {
             f"no activation after the convolution (found {a})": keras.activations.get(a)(expected)
@@ -493,9 +473,7 @@ def check_train_step(step: Callable[..., float]) -> None:
     for _ in range(2):  # more steps with the same optimizer: its moments and step count carry on
         step(model, optimizer, loss_fn, images, labels)
     taken = int(_numpy(optimizer.iterations))  # an optimizer made inside the step never counts
-    assert taken == 3, (
-        f"three steps, and the optimizer you were given counted {taken}: step with it every time"
-    )
+    assert taken == 3, f"three steps, and the optimizer you were given counted {taken}: use it every time"
 
 
 # The exercises (lessons 00-07) ----------------------------------------------
@@ -504,17 +482,14 @@ def check_moved_channels(moved_channels: Callable[[int, int], int]) -> None:
     lesson's cases, C / num_div with remainders above one half, and 30 random (C, num_div)."""
     _blank(moved_channels(96, 12), "Write moved_channels, then run both cells again.")
     rng = np.random.default_rng(0)
-    cases = [(96, 12), (192, 12), (50, 8), (13, 4), (11, 4), (47, 12)]
-    for c, n in cases + [
-        (int(n * rng.integers(1, 9) + rng.integers(0, n)), int(n)) for n in rng.integers(4, 17, 30)
-    ]:
+    drawn = [(int(n * rng.integers(1, 9) + rng.integers(0, n)), int(n)) for n in rng.integers(4, 17, 30)]
+    for c, n in [(96, 12), (192, 12), (50, 8), (13, 4), (11, 4), (47, 12), *drawn]:
         x = rng.uniform(1.0, 2.0, size=(1, 2, 2, c)).astype("float32")
         moved, got = int((_numpy(shift_channels(x, n)) != x).any(axis=(0, 1, 2)).sum()), moved_channels(c, n)
         mistakes = {
             "C // num_div is one group: four groups move": c // n,
             f"C = {c}, num_div = {n}: groups of C // num_div channels, the other C % num_div stay": 4 * c / n,
-            f"C / num_div = {c / n:.2f} rounds up with round(): the groups are C // num_div": 4
-            * round(c / n),
+            f"C / num_div = {c / n:.2f}: round() rounds up, the groups are C // num_div": 4 * round(c / n),
         }
         _diagnose(got, moved, mistakes, f"moved_channels({c}, {n}) = {got}, the shift moved {moved}")
 
@@ -589,9 +564,8 @@ def check_block_parameters(answer: Any, channels: int = 384) -> None:
     """Lesson 03: the parameters of one block with ``channels`` channels and MLP ratio 2."""
     _blank(answer, "Replace None with your number, then run the cell.")
     whole = isinstance(answer, int | np.integer) and not isinstance(answer, bool)
-    assert whole, (
-        f"give the count as a whole number, such as 123456, not the {type(answer).__name__} {answer!r}"
-    )
+    kind = type(answer).__name__
+    assert whole, f"give the count as a whole number, such as 123456, not the {kind} {answer!r}"
     c = channels
     mistakes = {
         "counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,

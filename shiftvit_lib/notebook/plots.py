@@ -394,13 +394,9 @@ def format_channels(tensor: Any, titles: Sequence[str]) -> str:
     """
     values = np.asarray(keras.ops.convert_to_numpy(tensor))
     if values.ndim != 4 or values.shape[0] != 1:
-        raise ValueError(
-            f"format_channels expects one feature map of shape (1, H, W, C); got {values.shape}."
-        )
+        raise ValueError(f"format_channels takes one feature map, shape (1, H, W, C); got {values.shape}")
     if len(titles) != values.shape[-1]:
-        raise ValueError(
-            f"got {len(titles)} titles for {values.shape[-1]} channels; give one title per channel."
-        )
+        raise ValueError(f"{len(titles)} titles for {values.shape[-1]} channels; give one title per channel")
     channels = values[0].astype(int).transpose(2, 0, 1)  # (C, H, W)
     cell = max(len(str(v)) for v in channels.ravel()) + 1  # characters per number
     lines = [[f"{title:^{cell * channels.shape[2]}}" for title in titles]]

@@ -103,30 +103,19 @@ def read_keras(limit: int | None, rng: np.random.Generator) -> RawData:
 
 
 def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
-    """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip.
-
-    It ships with the package, so it is trusted: no size caps or layout checks (those
-    guard your own copies, below).
-    """
+    """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip,
+    read as your own copies are (it passes their caps and layout checks)."""
     if not SAMPLE_ARCHIVE.is_file():
         raise FileNotFoundError(
             f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
             "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`."
         )
-    arrays = []
-    with zipfile.ZipFile(SAMPLE_ARCHIVE) as archive:
-        names = sorted(n for n in archive.namelist() if not n.endswith("/"))
-        for split in SPLIT_FOLDERS:
-            found = [n for c in CIFAR10_CLASSES for n in names if n.startswith(f"{split}/{c}/")]
-            labels = np.array([CIFAR10_CLASSES.index(n.split("/")[1]) for n in found], dtype=np.int64)
-            keep = cap_per_class(labels, limit, rng)
-            images = [np.asarray(decode_rgb(archive.read(found[i]))[0]) for i in keep]
-            arrays += [np.stack(images).astype(np.uint8), labels[keep]]
-    sizes = f"{len(arrays[1]):,} train / {len(arrays[3]):,} test images, JPEG q75"
-    description = (
+    raw = _decode_class_folders(*_read_source(SAMPLE_ARCHIVE), limit, rng)
+    sizes = f"{len(raw.y_train):,} train / {len(raw.y_test):,} test images, JPEG q75"
+    raw.description = (
         f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; pixels differ slightly from the original"
     )
-    return RawData(*arrays, description=description, image_formats="JPEG")
+    return raw
 
 
 class DataSourceFallbackWarning(UserWarning):

@@ -24,19 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shiftvit_lib.config import (
-    PIPELINE_FIELDS,
-    RECIPE_FIELDS,
-    SHIFT_KINDS,
-    InputError,
-    ShiftViTConfig,
-    family_of,
-    preset,
-)
+from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, SHIFT_KINDS, InputError, family_of, preset
+from shiftvit_lib.config import TrainingRecipe as Config  # any family's config: ShiftViT's, the ViT's
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.tools.run_folder import provenance
 from shiftvit_lib.tools.runs import train
-from shiftvit_lib.vit import ViTConfig
 
 # Every field of the shared TrainingRecipe (its input pipeline included), by construction.
 SHARED_FIELDS = PIPELINE_FIELDS + RECIPE_FIELDS
@@ -68,8 +60,6 @@ _SCALES: dict[str, tuple[tuple[str, str], str, dict[str, Any], int]] = {
     "full": (("vit_cifar", "vit_spt_lsa_cifar"), "seed", {}, 100),
 }
 COMPARISON_SCALES = tuple(_SCALES)
-
-Config = ShiftViTConfig | ViTConfig
 
 
 def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:

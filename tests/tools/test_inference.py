@@ -87,7 +87,7 @@ def test_grayscale_palette_and_16_bit_become_rgb(tmp_path: Path) -> None:
     assert gray.shape == (32, 32, 3) and (gray == 100).all()
     palette = load_image(tmp_path / "palette.png", 32)
     assert abs(int(palette[0, 0, 0]) - 200) < 10 and palette[0, 0, 1] < 20
-    with pytest.raises(ImageReadError, match="unsupported format"):  # PNG and JPEG only
+    with pytest.raises(ImageReadError, match="a GIF image: only PNG and JPEG are read"):  # PNG and JPEG only
         load_image(tmp_path / "other.gif", 32)
     assert (load_image(tmp_path / "deep.png", 32) == 255).all()  # not clipped at 255/65535
 
