@@ -113,7 +113,8 @@ def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
     raw = _decode_class_folders(*_read_source(SAMPLE_ARCHIVE), limit, rng)
     sizes = f"{len(raw.y_train):,} train / {len(raw.y_test):,} test images, JPEG q75"
     raw.description = (
-        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; pixels differ slightly from the original"
+        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; pixels differ slightly from the "
+        "original release"
     )
     return raw
 

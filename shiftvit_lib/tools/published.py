@@ -110,7 +110,6 @@ def pretrained_info(name: str = "cpu") -> PretrainedInfo:
     record, _ = load_record(entry["record"])
     # The run's config is the one it trained with: an --epochs override is part of it (one figure).
     record["config"] = {**record["config"], "epochs": record["epochs_run"]}
-    machine = record.get("machine", {})
     return PretrainedInfo(
         name=name,
         sha256=entry["sha256"],
@@ -119,7 +118,7 @@ def pretrained_info(name: str = "cpu") -> PretrainedInfo:
         test_top1=record["test"]["accuracy"],
         test_images=record["test"]["images"],
         train_minutes=round(record["train_seconds"] / 60, 1),
-        machine=", ".join(f"{k} {v}" for k, v in machine.items()) if isinstance(machine, dict) else machine,
+        machine=record.get("machine", {}),
         record=record,
     )
 
