@@ -80,10 +80,10 @@ def render_last_frame(**parameters) -> tuple[np.ndarray, object]:
     from keras import ops
 
     import shiftvit_lib as sv
-    from shiftvit_lib.notebook.lesson import numbered_feature_map
+    from shiftvit_lib.notebook import plots
 
     namespace = run_parameter_cell({})
-    namespace.update(RENDER_ANIMATION=True, np=np, sv=sv, ops=ops, numbered_feature_map=numbered_feature_map)
+    namespace.update(RENDER_ANIMATION=True, np=np, sv=sv, ops=ops, plots=plots)
     namespace.update(parameters)
     exec(cell_source("render-scene"), namespace)
     with tempfile.TemporaryDirectory() as media:
@@ -104,7 +104,7 @@ def changed_fraction(a: np.ndarray, b: np.ndarray) -> float:
 @pytest.mark.slow
 def test_the_scene_ends_on_the_librarys_shift_of_its_parameters():
     import shiftvit_lib as sv
-    from shiftvit_lib.notebook.lesson import numbered_feature_map
+    from shiftvit_lib.notebook.plots import numbered_feature_map
 
     frame, scene = render_last_frame(CHANNELS=4, NUM_DIV=4, SHIFT_PIXEL=1, MAP_SIZE=3)
     assert frame.shape == (480, 854, 3) and frame.max() > 0
