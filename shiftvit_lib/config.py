@@ -101,6 +101,9 @@ class InputPipeline:
     # each batch uses one of them, chosen with equal odds.
     mixup_alpha: float = bounded(0.0, 0)
     cutmix_alpha: float = bounded(0.0, 0)
+    # The host draws each batch's pairs and boxes either way; True mixes the pixels inside
+    # the compiled train step (on a GPU, off the host's critical path), False on the host.
+    mix_on_device: bool = False
 
     @property
     def one_hot_targets(self) -> bool:
@@ -130,6 +133,8 @@ class TrainingRecipe(InputPipeline):
     weight_decay: float = bounded(1e-4, 0)
     label_smoothing: float = bounded(0.0, 0, 1)
     early_stopping_patience: int | None = bounded(5, 1)  # None: no early stopping
+    # Train steps per call from Python (Keras' steps_per_execution): a GPU waits less on the host.
+    steps_per_execution: int = bounded(1, 1)
 
     def __post_init__(self) -> None:
         # Lists from JSON or from a user become tuples so the config stays hashable.

@@ -192,7 +192,9 @@ class NumpyBatches(keras.utils.PyDataset):
     pixels. ``shuffle`` reorders every epoch (Keras calls ``on_epoch_end``), the same
     ``seed`` the same way. With ``num_classes``, labels come one-hot; with a MixUp/CutMix
     alpha, each batch is mixed by :func:`mix_batch` with a generator seeded by (seed,
-    epoch, batch index), so a batch is the same whatever thread loads it.
+    epoch, batch index), so a batch is the same whatever thread loads it; with
+    ``mix_on_device`` the batch carries the draw instead (``{"images", "mixing"}``,
+    :func:`mixing_columns`) and the recipe's train step mixes it (:func:`mix_images`).
     """
 
     def __init__(
@@ -207,6 +209,7 @@ class NumpyBatches(keras.utils.PyDataset):
         num_classes: int | None = None,
         mixup_alpha: float = 0.0,
         cutmix_alpha: float = 0.0,
+        mix_on_device: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -225,13 +228,14 @@ class NumpyBatches(keras.utils.PyDataset):
             )
         self.shuffle, self.drop_remainder, self.num_classes = shuffle, drop_remainder, num_classes
         self.mixup_alpha, self.cutmix_alpha = float(mixup_alpha), float(cutmix_alpha)
+        self.mix_on_device = mix_on_device
         self._seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**32)
         self._epoch = 0
         self._rng = np.random.default_rng(self._seed)
         self._order = self._rng.permutation(len(self.x)) if shuffle else np.arange(len(self.x))
         # Mixed batches are made ahead in threads (NumPy frees the GIL in its loops), off a
         # GPU step's critical path (issue 39); the others are one cheap uint8 gather.
-        mixes = num_classes is not None and (self.mixup_alpha or self.cutmix_alpha)
+        mixes = num_classes is not None and (self.mixup_alpha or self.cutmix_alpha) and not mix_on_device
         self.ahead_threads = min(4, os.cpu_count() or 1) if mixes else 0
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._ahead: dict[int, concurrent.futures.Future] = {}
@@ -267,9 +271,11 @@ class NumpyBatches(keras.utils.PyDataset):
         targets = one_hot(labels, self.num_classes)
         if self.mixup_alpha or self.cutmix_alpha:
             rng = np.random.default_rng([self._seed, epoch, index])
-            images, targets, _ = mix_batch(
-                images, targets, rng, mixup_alpha=self.mixup_alpha, cutmix_alpha=self.cutmix_alpha
-            )
+            alphas = dict(mixup_alpha=self.mixup_alpha, cutmix_alpha=self.cutmix_alpha)
+            if self.mix_on_device:  # only the draw here: the compiled step mixes the pixels
+                draw = draw_mix(rng, images.shape, **alphas)
+                return {"images": images, "mixing": mixing_columns(draw)}, mix_targets(targets, draw)
+            images, targets, _ = mix_batch(images, targets, rng, **alphas)
         return images, targets
 
     def on_epoch_end(self) -> None:
@@ -300,14 +306,15 @@ def mix_batch(
     mixup_alpha: float = 0.0,
     cutmix_alpha: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """MixUp or CutMix one batch of images (N, H, W, C) and one-hot ``targets``.
+    """MixUp or CutMix one batch of images (N, H, W, C) and one-hot ``targets``, on the host.
 
     Every image is paired with another of the batch (a random permutation). MixUp
     (Zhang et al. 2018) blends the pair with one weight ``lam ~ Beta(a, a)``; CutMix (Yun
     et al. 2019) pastes a box of the partner covering about ``1 - lam`` of the image,
     ``lam`` then being the box's exact share after clipping. Either way the target is
     ``lam * own + (1 - lam) * partner``; with both alphas > 0 a fair coin picks one.
-    Returns the mixed images and targets (float32) and ``{"kind", "lam", "partner", "box"}``.
+    Returns the mixed images and targets (float32) and ``{"kind", "lam", "partner", "box"}``
+    (:func:`draw_mix`; :func:`mix_images` applies the same draw inside a compiled step).
     """
     images = np.asarray(images, dtype="float32")
     targets = np.asarray(targets, dtype="float32")
@@ -318,26 +325,55 @@ def mix_batch(
         )
     if mixup_alpha <= 0 and cutmix_alpha <= 0:
         return images, targets, {"kind": "none", "lam": 1.0, "partner": np.arange(len(images)), "box": None}
-    use_cutmix = cutmix_alpha > 0 and (mixup_alpha <= 0 or rng.random() < 0.5)
-    partner = rng.permutation(len(images))
-    box = None
-    if use_cutmix:
-        lam = float(rng.beta(cutmix_alpha, cutmix_alpha))
-        height, width = images.shape[1:3]
-        cut_h, cut_w = int(round(height * np.sqrt(1 - lam))), int(round(width * np.sqrt(1 - lam)))
-        centre_y, centre_x = int(rng.integers(height)), int(rng.integers(width))
-        top, bottom = np.clip([centre_y - cut_h // 2, centre_y - cut_h // 2 + cut_h], 0, height)
-        left, right = np.clip([centre_x - cut_w // 2, centre_x - cut_w // 2 + cut_w], 0, width)
-        mixed = images.copy()
-        mixed[:, top:bottom, left:right] = images[partner, top:bottom, left:right]
-        lam = 1.0 - (bottom - top) * (right - left) / (height * width)
-        box = (int(top), int(bottom), int(left), int(right))
+    draw = draw_mix(rng, images.shape, mixup_alpha=mixup_alpha, cutmix_alpha=cutmix_alpha)
+    partner = draw["partner"]
+    if draw["box"] is None:
+        mixed = draw["lam"] * images + (1 - draw["lam"]) * images[partner]
     else:
-        lam = float(rng.beta(mixup_alpha, mixup_alpha))
-        mixed = lam * images + (1 - lam) * images[partner]
-    mixed_targets = lam * targets + (1 - lam) * targets[partner]
-    record = {"kind": "cutmix" if use_cutmix else "mixup", "lam": float(lam), "partner": partner, "box": box}
-    return mixed.astype("float32"), mixed_targets.astype("float32"), record
+        (top, bottom, left, right), mixed = draw["box"], images.copy()
+        mixed[:, top:bottom, left:right] = images[partner, top:bottom, left:right]
+    return mixed.astype("float32"), mix_targets(targets, draw), draw
+
+
+def draw_mix(rng: np.random.Generator, shape: tuple[int, ...], *, mixup_alpha: float, cutmix_alpha: float) -> dict:
+    """One batch's MixUp/CutMix draw for images of ``shape`` (N, H, W, C): :func:`mix_batch`'s record."""
+    batch, height, width = shape[:3]
+    use_cutmix = cutmix_alpha > 0 and (mixup_alpha <= 0 or rng.random() < 0.5)
+    partner = rng.permutation(batch)
+    if not use_cutmix:
+        return {"kind": "mixup", "lam": float(rng.beta(mixup_alpha, mixup_alpha)), "partner": partner, "box": None}
+    lam = float(rng.beta(cutmix_alpha, cutmix_alpha))
+    cut_h, cut_w = int(round(height * np.sqrt(1 - lam))), int(round(width * np.sqrt(1 - lam)))
+    centre_y, centre_x = int(rng.integers(height)), int(rng.integers(width))
+    top, bottom = np.clip([centre_y - cut_h // 2, centre_y - cut_h // 2 + cut_h], 0, height)
+    left, right = np.clip([centre_x - cut_w // 2, centre_x - cut_w // 2 + cut_w], 0, width)
+    lam = 1.0 - (bottom - top) * (right - left) / (height * width)
+    return {"kind": "cutmix", "lam": float(lam), "partner": partner, "box": tuple(map(int, (top, bottom, left, right)))}
+
+
+def mix_targets(targets: np.ndarray, draw: dict) -> np.ndarray:
+    """The one-hot ``targets`` mixed as :func:`draw_mix` drew: ``lam * own + (1 - lam) * partner``."""
+    return (draw["lam"] * targets + (1 - draw["lam"]) * targets[draw["partner"]]).astype("float32")
+
+
+def mixing_columns(draw: dict) -> np.ndarray:
+    """A draw as one (N, 6) float32 array for the device: each image's partner, its own weight
+    outside the box (MixUp's ``lam``, CutMix's 1), and the box's top, bottom, left, right."""
+    own = draw["lam"] if draw["box"] is None else 1.0
+    rows = [[partner, own, *(draw["box"] or (0, 0, 0, 0))] for partner in draw["partner"]]
+    return np.asarray(rows, dtype="float32")
+
+
+def mix_images(images: Any, mixing: Any) -> Any:
+    """:func:`mix_batch`'s images from the same draw (:func:`mixing_columns`), in ``keras.ops``:
+    the recipe's train step calls it, so a GPU mixes the pixels (issue 45)."""
+    images, ops = keras.ops.cast(images, "float32"), keras.ops
+    top, bottom, left, right = (mixing[:, column, None, None] for column in range(2, 6))
+    rows = ops.arange(images.shape[1], dtype="float32")[None, :, None]
+    cols = ops.arange(images.shape[2], dtype="float32")[None, None, :]
+    inside = (rows >= top) & (rows < bottom) & (cols >= left) & (cols < right)
+    own = ops.where(inside, 0.0, mixing[:, 1, None, None])[..., None]
+    return own * images + (1 - own) * ops.take(images, ops.cast(mixing[:, 0], "int32"), axis=0)
 
 
 def iterate_batches(dataset: NumpyBatches) -> Iterable[tuple[np.ndarray, np.ndarray]]:

@@ -23,7 +23,7 @@ import keras
 import numpy as np
 
 from shiftvit_lib.config import InputError, TrainingRecipe, check_whole_number
-from shiftvit_lib.data import DataSplits, make_dataset
+from shiftvit_lib.data import DataSplits, make_dataset, mix_images
 from shiftvit_lib.schedules import WarmUpCosine
 
 
@@ -67,7 +67,7 @@ def training_datasets(config: TrainingRecipe, data: DataSplits, seed: int) -> tu
     batch = config.batch_size
     drop = len(data.y_train) >= batch
     options = dict(num_classes=config.num_classes) if config.one_hot_targets else {}
-    mixing = dict(mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha)
+    mixing = {name: getattr(config, name) for name in ("mixup_alpha", "cutmix_alpha", "mix_on_device")}
     train_ds = make_dataset(
         data.x_train, data.y_train, batch, shuffle=True, seed=seed, drop_remainder=drop, **mixing, **options
     )
@@ -99,8 +99,24 @@ def compile_for_training(
             keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
             keras.metrics.SparseTopKCategoricalAccuracy(k=5, name="top5"),
         ]
-    model.compile(optimizer=optimizer, loss=loss, metrics=metrics, jit_compile=jit_compile)
+    per_call = 1 if keras.backend.backend() == "torch" else config.steps_per_execution  # torch: only 1
+    model.compile(optimizer, loss, metrics=metrics, jit_compile=jit_compile, steps_per_execution=per_call)
+    if config.mix_on_device:
+        model.call = mixing_call(model.call)
     return model
+
+
+def mixing_call(call: Callable[..., Any]) -> Callable[..., Any]:
+    """The model's ``call`` that first mixes a batch carrying its MixUp/CutMix draw
+    (``{"images", "mixing"}``, :class:`~shiftvit_lib.data.NumpyBatches` with ``mix_on_device``):
+    inside the compiled train step, so on the device. Plain images pass unchanged."""
+
+    def mixed_call(inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(inputs, dict):
+            inputs = mix_images(inputs["images"], inputs["mixing"])
+        return call(inputs, *args, **kwargs)
+
+    return mixed_call
 
 
 def evaluate(
