@@ -9,10 +9,14 @@ and ``cpu``, one-hot targets and MixUp/CutMix on the host for ``strong``; RandAu
 random erasing, crop and flip run inside the model, on the device, and are not timed
 here), from 40,000 random uint8 32x32 images (the size of CIFAR-10's training split).
 
-Two ways of serving them are timed, in the same run:
+Up to three ways of serving them are timed, in the same run:
 
 * ``in_loop``: every batch made on the thread that asks for it (the pipeline of the first benchmarks);
-* ``ahead``: the library's default, mixed batches made ahead in worker threads.
+* ``ahead``: the library's default, mixed batches made ahead in worker threads;
+* ``device_mix`` (presets that mix only): ``mix_on_device`` (issue 45), the host draws each batch's
+  pairs and boxes and sends uint8 pixels; the pixels are mixed inside the compiled train step, on
+  the device, which this benchmark does not time. ``host_cpu_ms_per_batch`` (process CPU time,
+  all threads, per batch) is the host's work per step that this moves off the host.
 
 The rate per core is images divided by the *process CPU time* (all threads), because
 the machine this ran on is shared and wall-clock rates depend on its load; the wall
@@ -54,11 +58,11 @@ def random_splits(n_train: int, seed: int = 0) -> DataSplits:
                       class_names=sv.CIFAR10_CLASSES, source=f"{n_train:,} random uint8 images")
 
 
-def measure(name: str, data: DataSplits, batches: int, ahead: bool) -> dict[str, Any]:
+def measure(name: str, data: DataSplits, batches: int, way: str) -> dict[str, Any]:
     """Images per process-CPU second, per wall second and per loop-thread CPU second."""
-    config = sv.preset(name)
+    config = sv.preset(name, mix_on_device=way == "device_mix")
     train_ds, _, steps = training_datasets(config, data, seed=0)
-    if not ahead:
+    if way == "in_loop":
         train_ds.ahead_threads = 0
     count = min(batches, steps)
     train_ds[0]  # threads started, first batches under way: a training loop's steady state
@@ -66,14 +70,15 @@ def measure(name: str, data: DataSplits, batches: int, ahead: bool) -> dict[str,
     process, wall, loop = time.process_time(), time.perf_counter(), 0.0
     for index in range(1, count):
         started = time.thread_time()
-        batch_images, _ = train_ds[index]
+        _, batch_targets = train_ds[index]
         loop += time.thread_time() - started
-        images += len(batch_images)
+        images += len(batch_targets)
     process, wall = time.process_time() - process, time.perf_counter() - wall
     return {"batch_size": config.batch_size, "batches": count - 1, "images": images,
             "worker_threads": getattr(train_ds, "ahead_threads", 0),
             "images_per_cpu_second": images / process, "images_per_wall_second": images / wall,
-            "loop_thread_ms_per_batch": 1000 * loop / (count - 1)}
+            "loop_thread_ms_per_batch": 1000 * loop / (count - 1),
+            "host_cpu_ms_per_batch": 1000 * process / (count - 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,18 +93,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"input pipeline alone, {data.source}, backend {machine['backend']}, {machine['cpu_count']} CPU cores; "
           "images/s per core = images / process CPU time")
     for name in args.presets:
-        for ahead in (False, True):
-            row = {"preset": name, "way": "ahead" if ahead else "in_loop", **measure(name, data, args.batches, ahead)}
+        mixes = sv.preset(name).mixup_alpha or sv.preset(name).cutmix_alpha
+        for way in ("in_loop", "ahead", "device_mix")[: 3 if mixes else 2]:
+            row = {"preset": name, "way": way, **measure(name, data, args.batches, way)}
             rows.append(row)
             print(f"  {name:7} {row['way']:8} batch {row['batch_size']:4}  {row['images_per_cpu_second']:>11,.0f} "
                   f"img/s per core  {row['images_per_wall_second']:>11,.0f} img/s wall  "
                   f"{row['loop_thread_ms_per_batch']:7.3f} ms/batch on the loop thread "
+                  f"{row['host_cpu_ms_per_batch']:7.3f} ms/batch host CPU "
                   f"({row['worker_threads']} worker threads)", flush=True)
     if not args.no_save:
         RESULTS.mkdir(exist_ok=True)
         path = RESULTS / "pipeline_cpu.json"
         record = {"date": time.strftime("%Y-%m-%d"), "machine": machine, "data": data.source,
-                  "measure": "images / process CPU seconds (all threads); the machine was shared",
+                  "measure": "images / process CPU seconds (all threads); a CPU measurement on a shared "
+                             f"{machine['cpu_count']}-core machine",
                   "rows": rows}
         runs = json.loads(path.read_text()) if path.exists() else []
         path.write_text(json.dumps(runs + [record], indent=1))

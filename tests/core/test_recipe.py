@@ -13,7 +13,7 @@ import pytest
 from fakes import left_right_sensitive_model, tiny_splits
 
 from shiftvit_lib import build_shiftvit, preset
-from shiftvit_lib.data import DataSplits, iterate_batches
+from shiftvit_lib.data import DataSplits, iterate_batches, mix_images
 from shiftvit_lib.recipe import (
     ThroughputMeter,
     compile_for_training,
@@ -63,6 +63,25 @@ def test_compile_for_mixed_labels_takes_soft_targets_and_keeps_the_metric_names(
     assert {"loss", "accuracy", "top5"} <= set(logs)  # EarlyStopping and best.keras watch these names
     predicted = model.predict(x, verbose=0).argmax(axis=1)
     assert logs["accuracy"] == pytest.approx(np.mean(predicted == soft.argmax(axis=1)))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mixing_on_the_device_gives_the_host_pixels_and_targets_for_the_same_draws(seed):
+    # The same seed draws the same pairs and boxes; the host mixes them in NumPy, the device
+    # batch carries them to the model, whose compiled predict mixes them as training does.
+    host, device = (preset("quick", batch_size=8, mixup_alpha=0.8, cutmix_alpha=1.0, mix_on_device=where)
+                    for where in (False, True))
+    model = compile_for_training(build_shiftvit(device), device, steps_per_epoch=2)
+    (host_ds, _, _), (device_ds, _, _) = (training_datasets(c, _tiny_splits(), seed) for c in (host, device))
+    kinds = set()
+    for index in range(len(host_ds)):
+        (mixed, targets), (batch, device_targets) = host_ds[index], device_ds[index]
+        assert batch["images"].dtype == np.uint8 and batch["mixing"].shape == (8, 6)  # a quarter of the bytes
+        kinds.add("cutmix" if batch["mixing"][0, 1] == 1 else "mixup")
+        np.testing.assert_array_equal(device_targets, targets)
+        np.testing.assert_allclose(mix_images(batch["images"], batch["mixing"]), mixed, atol=1e-3)
+        np.testing.assert_allclose(model.predict_on_batch(batch), model.predict_on_batch(mixed), atol=1e-4)
+    assert kinds == {"mixup", "cutmix"}
 
 
 @pytest.mark.slow
