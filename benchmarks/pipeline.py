@@ -9,14 +9,15 @@ and ``cpu``, one-hot targets and MixUp/CutMix on the host for ``strong``; RandAu
 random erasing, crop and flip run inside the model, on the device, and are not timed
 here), from 40,000 random uint8 32x32 images (the size of CIFAR-10's training split).
 
-Up to three ways of serving them are timed, in the same run:
+For a preset that mixes, two ways of serving them are timed, in the same run:
 
-* ``in_loop``: every batch made on the thread that asks for it (the pipeline of the first benchmarks);
-* ``ahead``: the library's default, mixed batches made ahead in worker threads;
-* ``device_mix`` (presets that mix only): ``mix_on_device`` (issue 45), the host draws each batch's
-  pairs and boxes and sends uint8 pixels; the pixels are mixed inside the compiled train step, on
-  the device, which this benchmark does not time. ``host_cpu_ms_per_batch`` (process CPU time,
-  all threads, per batch) is the host's work per step that this moves off the host.
+* ``host_mix``: MixUp/CutMix on the host (``mix_on_device=False``); issue 39 made these batches
+  ahead in worker threads (the ``ahead`` rows of the older records), issue 45 replaced that by
+* ``device_mix``: ``mix_on_device=True``, the host draws each batch's pairs and boxes and sends
+  uint8 pixels; the pixels are mixed inside the compiled train step, on the device, which this
+  benchmark does not time.
+
+``host_cpu_ms_per_batch`` (process CPU time, all threads, per batch) is the host's work per step.
 
 The rate per core is images divided by the *process CPU time* (all threads), because
 the machine this ran on is shared and wall-clock rates depend on its load; the wall
@@ -62,10 +63,8 @@ def measure(name: str, data: DataSplits, batches: int, way: str) -> dict[str, An
     """Images per process-CPU second, per wall second and per loop-thread CPU second."""
     config = sv.preset(name, mix_on_device=way == "device_mix")
     train_ds, _, steps = training_datasets(config, data, seed=0)
-    if way == "in_loop":
-        train_ds.ahead_threads = 0
     count = min(batches, steps)
-    train_ds[0]  # threads started, first batches under way: a training loop's steady state
+    train_ds[0]  # a training loop's steady state
     images = 0
     process, wall, loop = time.process_time(), time.perf_counter(), 0.0
     for index in range(1, count):
@@ -75,7 +74,6 @@ def measure(name: str, data: DataSplits, batches: int, way: str) -> dict[str, An
         images += len(batch_targets)
     process, wall = time.process_time() - process, time.perf_counter() - wall
     return {"batch_size": config.batch_size, "batches": count - 1, "images": images,
-            "worker_threads": getattr(train_ds, "ahead_threads", 0),
             "images_per_cpu_second": images / process, "images_per_wall_second": images / wall,
             "loop_thread_ms_per_batch": 1000 * loop / (count - 1),
             "host_cpu_ms_per_batch": 1000 * process / (count - 1)}
@@ -94,14 +92,13 @@ def main(argv: list[str] | None = None) -> int:
           "images/s per core = images / process CPU time")
     for name in args.presets:
         mixes = sv.preset(name).mixup_alpha or sv.preset(name).cutmix_alpha
-        for way in ("in_loop", "ahead", "device_mix")[: 3 if mixes else 2]:
+        for way in ("host_mix", "device_mix")[: 2 if mixes else 1]:
             row = {"preset": name, "way": way, **measure(name, data, args.batches, way)}
             rows.append(row)
             print(f"  {name:7} {row['way']:8} batch {row['batch_size']:4}  {row['images_per_cpu_second']:>11,.0f} "
                   f"img/s per core  {row['images_per_wall_second']:>11,.0f} img/s wall  "
                   f"{row['loop_thread_ms_per_batch']:7.3f} ms/batch on the loop thread "
-                  f"{row['host_cpu_ms_per_batch']:7.3f} ms/batch host CPU "
-                  f"({row['worker_threads']} worker threads)", flush=True)
+                  f"{row['host_cpu_ms_per_batch']:7.3f} ms/batch host CPU", flush=True)
     if not args.no_save:
         RESULTS.mkdir(exist_ok=True)
         path = RESULTS / "pipeline_cpu.json"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# All of issue 39's GPU work in ONE call on a bare, offline GPU machine (JAX with CUDA, no
+# All of issues 39 and 45's GPU work in ONE call on a bare, offline GPU machine (JAX with CUDA, no
 # TensorFlow, no Keras, no internet), from the repository root:
 #
-#   OUT=$OUT bash scripts/gpu_runs.sh
+#   OUT=$OUT bash scripts/gpu_runs.sh [--profile full|tiny]
 #
-# 1. a short benchmark (benchmarks/benchmark.py, seed preset, the CLI's defaults), while the
-#    archive is decoded once into the array cache ($SHIFTVIT_CACHE) on the CPU;
-# 2. `train --preset seed` on the full data, then `--preset strong`, then `--preset cpu`,
-#    each with the CLI's defaults (mixed_bfloat16 on a GPU, XLA) and `--verbose 2`.
+# 1. the archive decoded once into the array cache ($SHIFTVIT_CACHE) on the CPU;
+# 2. `train --preset strong` on the full data (100 epochs), then `--preset seed`, each with the
+#    CLI's defaults (mixed_bfloat16 on a GPU, XLA) and `--verbose 2`, each followed by a profile of
+#    one epoch (benchmarks/profile_epoch.py: a JAX trace and summary.json);
+# 3. if time is left, `train --preset cpu` and a short benchmark (benchmarks/benchmark.py).
 # Every stage has a time guard taken from one budget (GPU_BUDGET_S, default 540 s): a stage
 # that cannot start in what is left is skipped, and one still running when the budget ends is
 # stopped; the log says which. The records (run.json, history.csv, logs, versions) go to
@@ -16,8 +17,14 @@
 #
 # Needs in the git-ignored .devcarry/: the wheels of ../shared/device-wheels/ and
 # ../shared/data/cifar10-jpeg.tar.gz. A CPU smoke test (tests/project/test_gpu_runs.py):
-#   GPU_RUNS_TINY=1 GPU_RUNS_NO_INSTALL=1 PYTHON=.venv/bin/python OUT=/tmp/x bash scripts/gpu_runs.sh
-# (tiny: the `quick` preset for every stage, the bundled sample, --limit 10, one epoch).
+#   GPU_RUNS_NO_INSTALL=1 PYTHON=.venv/bin/python OUT=/tmp/x bash scripts/gpu_runs.sh --profile tiny
+# (tiny: the `quick` preset for every stage, the bundled sample, --limit 10, one epoch;
+# GPU_RUNS_TINY=1 says the same).
+case "${1:-} ${2:-}" in
+  "--profile tiny") GPU_RUNS_TINY=1 ;;
+  "--profile full" | " ") ;;
+  *) echo "gpu_runs: usage: bash scripts/gpu_runs.sh [--profile full|tiny]"; exit 2 ;;
+esac
 if [ -z "${GPU_RUNS_NO_INSTALL:-}" ]; then
   T=$(mktemp -d) && python3 -m pip install -q --no-index --no-deps --target $T .devcarry/*.whl && export PYTHONPATH=$T:$PWD KERAS_BACKEND=jax || { echo "gpu_runs: installing .devcarry/*.whl failed: copy ../shared/device-wheels/*.whl into .devcarry/"; exit 2; }
 else
@@ -38,7 +45,8 @@ if [ -n "${GPU_RUNS_TINY:-}" ]; then
   DATA=${GPU_RUNS_DATA:-sample}
   TRAIN_ARGS=(--limit 10 --epochs 1)
   declare -A PRESET_OF=([seed]=quick [strong]=quick [cpu]=quick)
-  declare -A MIN_S=([bench]=1 [seed]=1 [strong]=1 [cpu]=1)
+  declare -A MIN_S=([bench]=1 [seed]=1 [strong]=1 [cpu]=1 [profile]=1)
+  PROFILE_ARGS=(--limit 10 --warmup-steps 1)
   # seed, not quick: the benchmark's shift-op table needs the keras-io split of >= 4 groups.
   BENCH_ARGS=(--preset seed --variants xla_mixed --batch-size 4 --steps 1 --warmup-steps 1 --no-save)
 else
@@ -47,8 +55,10 @@ else
   declare -A PRESET_OF=([seed]=seed [strong]=strong [cpu]=cpu)
   # The least time a stage needs to finish on an H200 (../shared/gpu-runs/2026-11-26-h200:
   # seed 129 s of training incl. 43 s of compilation, then the test split; strong the same
-  # network for 100 epochs at, we expect, about seed's rate; cpu 30 epochs of a smaller model).
-  declare -A MIN_S=([bench]=40 [seed]=150 [strong]=200 [cpu]=90)
+  # network for 100 epochs at, we expect, about seed's rate; cpu 30 epochs of a smaller model;
+  # a profile: the compilation and one epoch).
+  declare -A MIN_S=([bench]=40 [seed]=150 [strong]=200 [cpu]=90 [profile]=50)
+  PROFILE_ARGS=()
   BENCH_ARGS=(--preset seed --variants xla_mixed --batch-size 256 --steps 50 --warmup-steps 5 --no-save)
 fi
 
@@ -83,7 +93,7 @@ say "device: $GPU_NAME -> records in $RECORDS; budget ${BUDGET} s"
 cat "$RECORDS/machine.txt"
 pack
 
-# The archive is decoded on the CPU (JAX kept off the GPU) while the benchmark uses the GPU.
+# The archive is decoded on the CPU (JAX kept off the GPU).
 say "decoding $DATA into the array cache in the background"
 JAX_PLATFORMS=cpu "$PY" -c "import sys; from shiftvit_lib import load_cifar10; print(load_cifar10(sys.argv[1]).summary())" "$DATA" \
   > "$RECORDS/data_load.log" 2>&1 &
@@ -93,10 +103,10 @@ stage() {  # stage NAME CAP_S LOGFILE COMMAND...: run under the time guard (at m
   local name=$1 cap=$2 log=$3; shift 3
   local budget; budget=$(left)
   [ "$budget" -gt "$cap" ] && budget=$cap
-  if [ "$budget" -lt "${MIN_S[$name]}" ]; then
-    say "SKIPPED $name: $budget s left, it needs at least ${MIN_S[$name]} s"
-    echo "skipped: $budget s left of the budget, at least ${MIN_S[$name]} s needed" > "$RECORDS/${name}_skipped.txt"
-    return 0
+  if [ "$budget" -lt "${MIN_S[${name%_profile}]:-${MIN_S[profile]}}" ]; then
+    say "SKIPPED $name: $budget s left, it needs more"
+    echo "skipped: $budget s left of the budget, not enough" > "$RECORDS/${name}_skipped.txt"
+    pack; return 0
   fi
   say "START $name (time guard $budget s): $*"
   local start=$SECONDS status=0
@@ -109,8 +119,6 @@ stage() {  # stage NAME CAP_S LOGFILE COMMAND...: run under the time guard (at m
   pack
 }
 
-stage bench 90 "$RECORDS/bench.txt" "$PY" benchmarks/benchmark.py "${BENCH_ARGS[@]}"
-
 say "waiting for the array cache"
 if wait "$LOADER"; then
   say "data ready: $(head -1 "$RECORDS/data_load.log")"
@@ -119,7 +127,7 @@ else
   pack; exit 1
 fi
 
-for name in seed strong cpu; do
+for name in strong seed cpu; do
   preset=${PRESET_OF[$name]}
   stage "$name" "$BUDGET" "$RECORDS/${name}_train.log" "$PY" -m shiftvit_lib train --preset "$preset" --data "$DATA" \
     --out "$RUNS/$name" --verbose 2 "${TRAIN_ARGS[@]}"
@@ -127,6 +135,9 @@ for name in seed strong cpu; do
     [ -f "$RUNS/$name/$file" ] && cp "$RUNS/$name/$file" "$RECORDS/${name}_$file"
   done
   pack
+  [ "$name" = cpu ] || stage "${name}_profile" 90 "$RECORDS/${name}_profile.log" "$PY" benchmarks/profile_epoch.py \
+    --preset "$preset" --data "$DATA" --out "$RECORDS/${name}_profile" "${PROFILE_ARGS[@]}"
 done
+stage bench 90 "$RECORDS/bench.txt" "$PY" benchmarks/benchmark.py "${BENCH_ARGS[@]}"
 say "done; records: $RECORDS (packed in \$OUT/records.tar.gz), log: \$OUT/gpu_log.txt"
 sleep 1  # let tee write the last lines

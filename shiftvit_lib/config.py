@@ -352,7 +352,7 @@ _SPACH_IMAGENET = dict(
 PRESETS: dict[str, dict[str, Any]] = {
     # The keras-io example's recipe, with the shift fixed. Its drop-path schedule
     # restarts in every stage, so we keep that to compare like with like.
-    "seed": dict(drop_path_schedule="per_stage"),
+    "seed": dict(drop_path_schedule="per_stage", steps_per_execution=8),
     # The same recipe with the example's (broken) shift, for the ablation.
     "seed_keras_io_shift": dict(drop_path_schedule="per_stage", shift="keras_io"),
     # Tiny and fast: CPU tests, CI and the quick mode of every lesson.
@@ -391,6 +391,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         warmup_fraction=0.1,
         epochs=100,
         early_stopping_patience=None,
+        mix_on_device=True,
+        steps_per_execution=8,
     ),
     # Sized and scheduled for a 2-core CPU: the full CIFAR-10 at its own 32 px
     # (the resize-and-crop makes a 36 -> 32 px random crop), 64 channels, depths

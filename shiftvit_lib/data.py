@@ -9,11 +9,9 @@ images and integer labels for train, validation and test. Reading a source is to
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import hashlib
 import math
-import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -137,16 +135,8 @@ def make_splits(raw: RawData, rng: np.random.Generator, *, val_fraction: float =
     except InputError as error:  # name the data it is about
         raise InputError(f"{raw.description}: {error}") from None
     x, y, test_idx = raw.x_train, raw.y_train, rng.permutation(len(raw.y_test))
-    return DataSplits(
-        x[train_idx],
-        y[train_idx],
-        x[val_idx],
-        y[val_idx],
-        raw.x_test[test_idx],
-        raw.y_test[test_idx],
-        CIFAR10_CLASSES,
-        raw.description,
-    )
+    splits = x[train_idx], y[train_idx], x[val_idx], y[val_idx], raw.x_test[test_idx], raw.y_test[test_idx]
+    return DataSplits(*splits, CIFAR10_CLASSES, raw.description)
 
 
 def cap_per_class(labels: np.ndarray, limit: int | None, rng: np.random.Generator) -> np.ndarray:
@@ -192,9 +182,10 @@ class NumpyBatches(keras.utils.PyDataset):
     pixels. ``shuffle`` reorders every epoch (Keras calls ``on_epoch_end``), the same
     ``seed`` the same way. With ``num_classes``, labels come one-hot; with a MixUp/CutMix
     alpha, each batch is mixed by :func:`mix_batch` with a generator seeded by (seed,
-    epoch, batch index), so a batch is the same whatever thread loads it; with
+    epoch, batch index), so a batch is the same whatever order it is asked in; with
     ``mix_on_device`` the batch carries the draw instead (``{"images", "mixing"}``,
-    :func:`mixing_columns`) and the recipe's train step mixes it (:func:`mix_images`).
+    :func:`mixing_columns`) and the model mixes it inside the compiled train step
+    (:func:`mix_images`): off the host, which issue 39's threads only overlapped.
     """
 
     def __init__(
@@ -230,47 +221,23 @@ class NumpyBatches(keras.utils.PyDataset):
         self.mixup_alpha, self.cutmix_alpha = float(mixup_alpha), float(cutmix_alpha)
         self.mix_on_device = mix_on_device
         self._seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**32)
-        self._epoch = 0
-        self._rng = np.random.default_rng(self._seed)
+        self._epoch, self._rng = 0, np.random.default_rng(self._seed)
         self._order = self._rng.permutation(len(self.x)) if shuffle else np.arange(len(self.x))
-        # Mixed batches are made ahead in threads (NumPy frees the GIL in its loops), off a
-        # GPU step's critical path (issue 39); the others are one cheap uint8 gather.
-        mixes = num_classes is not None and (self.mixup_alpha or self.cutmix_alpha) and not mix_on_device
-        self.ahead_threads = min(4, os.cpu_count() or 1) if mixes else 0
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._ahead: dict[int, concurrent.futures.Future] = {}
 
     def __len__(self) -> int:
-        if self.drop_remainder:
-            return len(self.x) // self.batch_size
-        return math.ceil(len(self.x) / self.batch_size)
+        whole, rest = divmod(len(self.x), self.batch_size)
+        return whole + int(rest > 0 and not self.drop_remainder)
 
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         if not 0 <= index < len(self):
             raise IndexError(f"batch index {index} out of range for {len(self)} batches")
-        if not self.ahead_threads:
-            return self._batch(index, self._epoch, self._order)
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                self.ahead_threads, thread_name_prefix="batches"
-            )
-        made = self._ahead.pop(index, None)
-        for stale in [i for i in self._ahead if i < index]:  # after a jump: not needed now
-            self._ahead.pop(stale).cancel()
-        for ahead in range(index + 1, min(index + 1 + 2 * self.ahead_threads, len(self))):
-            if ahead not in self._ahead:
-                self._ahead[ahead] = self._pool.submit(self._batch, ahead, self._epoch, self._order)
-        return made.result() if made is not None else self._batch(index, self._epoch, self._order)
-
-    def _batch(self, index: int, epoch: int, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Batch ``index`` of ``epoch``: a function of its arguments only, so any thread may make it."""
-        rows = order[index * self.batch_size : (index + 1) * self.batch_size]
+        rows = self._order[index * self.batch_size : (index + 1) * self.batch_size]
         images, labels = self.x[rows], self.y[rows]
         if self.num_classes is None:
             return images, labels
         targets = one_hot(labels, self.num_classes)
         if self.mixup_alpha or self.cutmix_alpha:
-            rng = np.random.default_rng([self._seed, epoch, index])
+            rng = np.random.default_rng([self._seed, self._epoch, index])
             alphas = dict(mixup_alpha=self.mixup_alpha, cutmix_alpha=self.cutmix_alpha)
             if self.mix_on_device:  # only the draw here: the compiled step mixes the pixels
                 draw = draw_mix(rng, images.shape, **alphas)
@@ -279,9 +246,6 @@ class NumpyBatches(keras.utils.PyDataset):
         return images, targets
 
     def on_epoch_end(self) -> None:
-        for made in self._ahead.values():  # made with the old order and epoch
-            made.cancel()
-        self._ahead.clear()
         self._epoch += 1
         if self.shuffle:
             self._order = self._rng.permutation(len(self.x))
@@ -316,8 +280,7 @@ def mix_batch(
     Returns the mixed images and targets (float32) and ``{"kind", "lam", "partner", "box"}``
     (:func:`draw_mix`; :func:`mix_images` applies the same draw inside a compiled step).
     """
-    images = np.asarray(images, dtype="float32")
-    targets = np.asarray(targets, dtype="float32")
+    images, targets = np.asarray(images, dtype="float32"), np.asarray(targets, dtype="float32")
     if images.ndim != 4 or targets.ndim != 2 or len(images) != len(targets):
         raise InputError(
             f"mix_batch expects images (N, H, W, C) and one-hot targets (N, classes); "
@@ -335,20 +298,21 @@ def mix_batch(
     return mixed.astype("float32"), mix_targets(targets, draw), draw
 
 
-def draw_mix(rng: np.random.Generator, shape: tuple[int, ...], *, mixup_alpha: float, cutmix_alpha: float) -> dict:
+def draw_mix(rng: np.random.Generator, shape: tuple, *, mixup_alpha: float, cutmix_alpha: float) -> dict:
     """One batch's MixUp/CutMix draw for images of ``shape`` (N, H, W, C): :func:`mix_batch`'s record."""
     batch, height, width = shape[:3]
     use_cutmix = cutmix_alpha > 0 and (mixup_alpha <= 0 or rng.random() < 0.5)
     partner = rng.permutation(batch)
     if not use_cutmix:
-        return {"kind": "mixup", "lam": float(rng.beta(mixup_alpha, mixup_alpha)), "partner": partner, "box": None}
+        lam = float(rng.beta(mixup_alpha, mixup_alpha))
+        return {"kind": "mixup", "lam": lam, "partner": partner, "box": None}
     lam = float(rng.beta(cutmix_alpha, cutmix_alpha))
     cut_h, cut_w = int(round(height * np.sqrt(1 - lam))), int(round(width * np.sqrt(1 - lam)))
     centre_y, centre_x = int(rng.integers(height)), int(rng.integers(width))
     top, bottom = np.clip([centre_y - cut_h // 2, centre_y - cut_h // 2 + cut_h], 0, height)
     left, right = np.clip([centre_x - cut_w // 2, centre_x - cut_w // 2 + cut_w], 0, width)
-    lam = 1.0 - (bottom - top) * (right - left) / (height * width)
-    return {"kind": "cutmix", "lam": float(lam), "partner": partner, "box": tuple(map(int, (top, bottom, left, right)))}
+    lam, box = 1.0 - (bottom - top) * (right - left) / (height * width), (top, bottom, left, right)
+    return {"kind": "cutmix", "lam": float(lam), "partner": partner, "box": tuple(map(int, box))}
 
 
 def mix_targets(targets: np.ndarray, draw: dict) -> np.ndarray:
@@ -359,9 +323,8 @@ def mix_targets(targets: np.ndarray, draw: dict) -> np.ndarray:
 def mixing_columns(draw: dict) -> np.ndarray:
     """A draw as one (N, 6) float32 array for the device: each image's partner, its own weight
     outside the box (MixUp's ``lam``, CutMix's 1), and the box's top, bottom, left, right."""
-    own = draw["lam"] if draw["box"] is None else 1.0
-    rows = [[partner, own, *(draw["box"] or (0, 0, 0, 0))] for partner in draw["partner"]]
-    return np.asarray(rows, dtype="float32")
+    n, box, own = len(draw["partner"]), draw["box"] or (0, 0, 0, 0), 1.0 if draw["box"] else draw["lam"]
+    return np.column_stack([draw["partner"], np.full(n, own), np.tile(box, (n, 1))]).astype("float32")
 
 
 def mix_images(images: Any, mixing: Any) -> Any:

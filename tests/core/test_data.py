@@ -243,23 +243,6 @@ def test_mixed_batches_are_reproducible_whatever_order_they_are_loaded_in():
     assert not np.array_equal(first[0][0], forward[0][0])  # a new epoch mixes differently
 
 
-def test_mixed_batches_made_ahead_in_threads_equal_those_made_in_the_loop():
-    # Issue 39: threads make the mixed batches ahead; for a fixed seed every batch of
-    # every epoch must be what the loop itself would have made, in any access order.
-    x, y = np.random.default_rng(1).integers(0, 256, (200, 8, 8, 3)).astype("uint8"), np.arange(200) % 10
-    kwargs = dict(shuffle=True, seed=7, num_classes=10, mixup_alpha=0.8, cutmix_alpha=1.0, drop_remainder=True)
-    threaded, in_loop = NumpyBatches(x, y, 16, **kwargs), NumpyBatches(x, y, 16, **kwargs)
-    in_loop.ahead_threads = 0
-    assert threaded.ahead_threads >= 1
-    for epoch in range(3):
-        order = list(range(len(threaded))) if epoch != 1 else [0, 5, 1, 2, 11, 3, 4, 6, 7, 8, 9, 10]
-        for index in order:
-            (a_images, a_targets), (b_images, b_targets) = threaded[index], in_loop[index]
-            np.testing.assert_array_equal(a_images, b_images)
-            np.testing.assert_array_equal(a_targets, b_targets)
-        threaded.on_epoch_end(), in_loop.on_epoch_end()
-
-
 def test_make_dataset_one_hot_without_mixing_keeps_uint8_and_needs_classes_to_mix():
     x, y = np.zeros((5, 8, 8, 3), "uint8"), np.array([0, 1, 2, 3, 9])
     images, targets = make_dataset(x, y, 5, shuffle=False, num_classes=10)[0]

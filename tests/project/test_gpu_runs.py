@@ -14,10 +14,11 @@ SCRIPT = REPO / "scripts" / "gpu_runs.sh"
 
 def _run(tmp_path: Path, budget_s: int) -> tuple[subprocess.CompletedProcess, Path, list[str]]:
     out = tmp_path / "out"
-    env = {**os.environ, "OUT": str(out), "GPU_RUNS_TINY": "1", "GPU_RUNS_NO_INSTALL": "1",
+    env = {**os.environ, "OUT": str(out), "GPU_RUNS_NO_INSTALL": "1",
            "PYTHON": sys.executable, "GPU_RUNS_ROOT": str(tmp_path / "root"), "GPU_BUDGET_S": str(budget_s),
            "KERAS_BACKEND": "jax"}
-    result = subprocess.run(["bash", str(SCRIPT)], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(["bash", str(SCRIPT), "--profile", "tiny"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=900)
     with tarfile.open(out / "records.tar.gz") as archive:
         names = archive.getnames()
     return result, out, names
@@ -30,7 +31,7 @@ def test_gpu_runs_script_skips_what_its_budget_cannot_hold_and_still_returns_its
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert sorted(os.listdir(out)) == ["gpu_log.txt", "records.tar.gz"]  # two files come back
     log = (out / "gpu_log.txt").read_text()
-    for stage in ("bench", "seed", "strong", "cpu"):
+    for stage in ("bench", "seed", "strong", "cpu", "seed_profile", "strong_profile"):
         assert f"SKIPPED {stage}" in log
         assert f"gpu_cpu_tiny/{stage}_skipped.txt" in names
     assert "gpu_cpu_tiny/machine.txt" in names and "START" not in log
@@ -49,4 +50,6 @@ def test_gpu_runs_script_runs_every_stage_and_packs_the_records(tmp_path):
         assert f"END {stage}: exit status 0" in log
         assert {f"gpu_cpu_tiny/{stage}_run.json", f"gpu_cpu_tiny/{stage}_history.csv",
                 f"gpu_cpu_tiny/{stage}_train.log"} <= set(names)
+        assert stage == "cpu" or f"gpu_cpu_tiny/{stage}_profile/summary.json" in names  # one epoch profiled
+    assert log.index("START strong") < log.index("START seed")  # the one that never finished first
     assert "test top-1" in log
