@@ -329,8 +329,9 @@ def mixing_columns(draw: dict) -> np.ndarray:
 
 def mix_images(images: Any, mixing: Any) -> Any:
     """:func:`mix_batch`'s images from the same draw (:func:`mixing_columns`), in ``keras.ops``:
-    the recipe's train step calls it, so a GPU mixes the pixels (issue 45)."""
-    images, ops = keras.ops.cast(images, "float32"), keras.ops
+    the model's call runs it inside the compiled train step (recipe.mixing_call), on the device."""
+    ops = keras.ops
+    images, mixing = ops.cast(images, "float32"), ops.cast(mixing, "float32")
     top, bottom, left, right = (mixing[:, column, None, None] for column in range(2, 6))
     rows = ops.arange(images.shape[1], dtype="float32")[None, :, None]
     cols = ops.arange(images.shape[2], dtype="float32")[None, None, :]
