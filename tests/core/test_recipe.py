@@ -75,7 +75,6 @@ def test_mixing_on_the_device_gives_the_host_pixels_and_targets_for_the_same_dra
     (host_ds, _, _), (device_ds, _, _) = (training_datasets(c, _tiny_splits(), seed) for c in (host, device))
     for index in range(len(host_ds)):
         (mixed, targets), (batch, device_targets) = host_ds[index], device_ds[index]
-        assert batch["images"].dtype == np.uint8 and batch["mixing"].shape == (8, 6)  # a quarter of the bytes
         np.testing.assert_array_equal(device_targets, targets)
         np.testing.assert_allclose(mix_images(batch["images"], batch["mixing"]), mixed, atol=1e-3)
         np.testing.assert_allclose(model.predict_on_batch(batch), model.predict_on_batch(mixed), atol=1e-4)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "gpu_runs.sh"
+COMMAND = ["bash", str(REPO / "scripts" / "gpu_runs.sh"), "--profile", "tiny"]
 
 
 def _run(tmp_path: Path, budget_s: int) -> tuple[subprocess.CompletedProcess, Path, list[str]]:
@@ -17,8 +17,7 @@ def _run(tmp_path: Path, budget_s: int) -> tuple[subprocess.CompletedProcess, Pa
     env = {**os.environ, "OUT": str(out), "GPU_RUNS_NO_INSTALL": "1",
            "PYTHON": sys.executable, "GPU_RUNS_ROOT": str(tmp_path / "root"), "GPU_BUDGET_S": str(budget_s),
            "KERAS_BACKEND": "jax"}
-    result = subprocess.run(["bash", str(SCRIPT), "--profile", "tiny"], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=900)
+    result = subprocess.run(COMMAND, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     with tarfile.open(out / "records.tar.gz") as archive:
         names = archive.getnames()
     return result, out, names
@@ -51,5 +50,4 @@ def test_gpu_runs_script_runs_every_stage_and_packs_the_records(tmp_path):
         assert {f"gpu_cpu_tiny/{stage}_run.json", f"gpu_cpu_tiny/{stage}_history.csv",
                 f"gpu_cpu_tiny/{stage}_train.log"} <= set(names)
         assert stage == "cpu" or f"gpu_cpu_tiny/{stage}_profile/summary.json" in names  # one epoch profiled
-    assert log.index("START strong") < log.index("START seed")  # the one that never finished first
     assert "test top-1" in log
