@@ -103,7 +103,7 @@ stage() {  # stage NAME CAP_S LOGFILE COMMAND...: run under the time guard (at m
   local name=$1 cap=$2 log=$3; shift 3
   local budget; budget=$(left)
   [ "$budget" -gt "$cap" ] && budget=$cap
-  if [ "$budget" -lt "${MIN_S[${name%_profile}]:-${MIN_S[profile]}}" ]; then
+  if [ "$budget" -lt "${MIN_S[$name]:-${MIN_S[profile]}}" ]; then
     say "SKIPPED $name: $budget s left, it needs more"
     echo "skipped: $budget s left of the budget, not enough" > "$RECORDS/${name}_skipped.txt"
     pack; return 0
