@@ -265,18 +265,6 @@ def test_each_lesson_says_where_to_ask_and_which_run_made_its_outputs():
         assert {"date", "keras", "backend", "python"} <= set(record), f"{path.name}: no metadata.shiftvit.outputs"
 
 
-def test_the_lesson_runner_records_the_run_in_the_notebook():
-    import sys
-
-    sys.path.insert(0, str(REPO / "scripts"))
-    import datetime
-
-    import run_lessons
-
-    record = run_lessons.outputs_record(datetime.date(2026, 11, 26), {"KERAS_BACKEND": "jax", "KERAS_HOME": "/nowhere"})
-    assert record["date"] == "2026-11-26" and record["backend"] == "jax" and record["keras"] and record["python"]
-
-
 def test_every_interface_string_the_check_looks_for_has_its_korean():
     korean_edition = _ext("korean_edition")
     from website.check_site import THEME_STRINGS
