@@ -229,21 +229,17 @@ def _plots(stem: str) -> list[str]:
     return keys
 
 
-@pytest.mark.parametrize("stem", [p.stem for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))])
-def test_every_plot_has_an_alt_text_and_a_caption_in_both_languages(stem):
+def test_every_plot_has_an_alt_text_and_a_caption_in_both_languages_and_the_page_shows_its_own():
     descriptions = json.loads((REPO / "website" / "figure_descriptions.json").read_text(encoding="utf-8"))
-    hangul = re.compile("[\uac00-\ud7a3]")
-    for key in _plots(stem):
-        entry = descriptions.get(stem, {}).get(key)
-        assert isinstance(entry, dict), f"{stem} {key}: no alt text and caption in website/figure_descriptions.json"
-        for language in (entry, entry.get("ko", {})):
-            alt, caption = language.get("alt", ""), language.get("caption", "")
-            assert alt and caption and caption != alt and not caption.startswith("Plot in"), (stem, key, language)
-        assert hangul.search(entry["ko"]["alt"]) and hangul.search(entry["ko"]["caption"]), (stem, key)
-
-
-def test_the_figure_extension_takes_the_pages_language():
-    figure_alt = _ext("figure_alt")
+    for stem in [p.stem for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]:
+        for key in _plots(stem):
+            entry = descriptions.get(stem, {}).get(key)
+            assert isinstance(entry, dict), f"{stem} {key}: no alt text and caption in website/figure_descriptions.json"
+            for language in (entry, entry.get("ko", {})):
+                alt, caption = language.get("alt", ""), language.get("caption", "")
+                assert alt and caption and caption != alt and not caption.startswith("Plot in"), (stem, key, language)
+            assert all(re.search("[\uac00-\ud7a3]", entry["ko"][part]) for part in ("alt", "caption")), (stem, key)
+    figure_alt = _ext("figure_alt")  # the figure extension takes the page's language
     entry = {"alt": "A chart", "caption": "It falls.", "ko": {"alt": "차트", "caption": "떨어집니다."}}
     assert figure_alt.entry(entry, korean=False) == ("A chart", "It falls.")
     assert figure_alt.entry(entry, korean=True) == ("차트", "떨어집니다.")
@@ -265,22 +261,17 @@ def test_each_lesson_says_where_to_ask_and_which_run_made_its_outputs():
         assert {"date", "keras", "backend", "python"} <= set(record), f"{path.name}: no metadata.shiftvit.outputs"
 
 
-def test_every_interface_string_the_check_looks_for_has_its_korean():
+def test_every_interface_string_the_check_looks_for_has_its_korean_and_the_check_needs_a_korean_font(monkeypatch):
     korean_edition = _ext("korean_edition")
-    from website.check_site import THEME_STRINGS
+    from website import check_site as checker
 
     ours = {"Copy", "Copied", "Copy this code", "Ask or report", "Outputs stored", "Open the figure full size",
             "ShiftViT, step by step"}  # written in Korean by site-fixes.js, lesson_footer.py, reading.py, the title
-    missing = [s for s in THEME_STRINGS if s not in ours and not korean_edition.KOREAN.gettext(s) != s]
+    missing = [s for s in checker.THEME_STRINGS if s not in ours and not korean_edition.KOREAN.gettext(s) != s]
     assert not missing, f"no Korean for: {missing}"
     page = '<button title="Toggle primary sidebar"></button><nav aria-label="Main"><img alt="Colab logo">'
     assert korean_edition.korean_attributes(page) == ('<button title="왼쪽 사이드바 열고 닫기"></button>'
                                                      '<nav aria-label="주 메뉴"><img alt="Colab 로고">')
-
-
-def test_the_check_refuses_to_run_without_a_korean_font(monkeypatch):
-    from website import check_site as checker
-
     monkeypatch.setattr(checker, "korean_fonts", lambda: [])
     with pytest.raises(checker.KoreanFontMissing, match="fonts-nanum"):
         checker.require_korean_font()
