@@ -242,21 +242,21 @@ except ImportError as error:
 """
 
 
-@functools.cache
-def _cheap_import() -> tuple[dict, str]:
-    """One child that imports shiftvit_lib with matplotlib blocked: (what changed outside, its output)."""
-    return _import_in_child(before=CHEAP_IMPORT, after=AFTER_CHEAP_IMPORT)
-
-
-def test_importing_shiftvit_lib_loads_no_tooling_and_no_matplotlib():
+def test_importing_shiftvit_lib_loads_no_tooling_and_no_matplotlib_and_changes_nothing_outside_it():
     # Keras imports matplotlib itself when it is installed (keras.visualization), so the
     # child blocks it: `import shiftvit_lib` must work without it and load no tooling.
-    _, output = _cheap_import()
+    found, output = _import_in_child(before=CHEAP_IMPORT, after=AFTER_CHEAP_IMPORT)
     assert "LOADED []" in output, output
     # sv.train is the tooling function, loaded on first use.
     assert "TRAIN function" in output and "AFTER True" in output, output
     # The block works: the plotting helpers, which need matplotlib, fail to import under it.
     assert "PLOTS matplotlib is blocked" in output, output
+    # TF_CPP_MIN_LOG_LEVEL and KERAS_BACKEND unset: the package sets neither. Keras' own import
+    # may change something (JAX, when installed, sets TF_CPP_MIN_LOG_LEVEL to 1 as it loads): that
+    # is Keras', the same without us, to the value (the package setting it to 3 first would show).
+    keras_alone, _ = _import_in_child(module="keras")
+    assert keras_alone["outcome"] == "imported" and keras_alone["changed"] in ([], ["environ"])
+    assert found == keras_alone
 
 
 # --------------------------------------------------------------------------- the checker fails when it should
@@ -557,15 +557,6 @@ def _import_in_child(plant: str = "", module: str = "shiftvit_lib", before: str 
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(line for line in done.stdout.splitlines() if line.startswith("OUTSIDE "))
     return json.loads(line[len("OUTSIDE "):]), done.stdout
-
-
-def test_importing_shiftvit_lib_changes_nothing_outside_it():
-    # TF_CPP_MIN_LOG_LEVEL and KERAS_BACKEND unset: the package sets neither. Keras' own import
-    # may change something (JAX, when installed, sets TF_CPP_MIN_LOG_LEVEL to 1 as it loads): that
-    # is Keras', the same without us, to the value (the package setting it to 3 first would show).
-    keras_alone, _ = _import_in_child(module="keras")
-    assert keras_alone["outcome"] == "imported" and keras_alone["changed"] in ([], ["environ"])
-    assert _cheap_import()[0] == keras_alone
 
 
 @pytest.mark.slow
