@@ -258,10 +258,10 @@ def _fsync(path: Path, flags: int = 0) -> None:
         os.close(fd)
 
 
-def atomic_write_text(path: PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_output`: all of it or nothing."""
+def atomic_write_text(path: PathLike, text: str | bytes) -> Path:
+    """Write ``text`` (UTF-8; bytes as they are) to ``path`` through :func:`atomic_output`: all or nothing."""
     with atomic_output(path) as partial:
-        partial.write_text(text, encoding="utf-8")
+        partial.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     return Path(path)
 
 
