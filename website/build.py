@@ -51,7 +51,6 @@ class SiteError(Exception):
 sys.path.insert(0, str(REPO / "scripts"))
 from project_files import files  # noqa: E402 - files.py without Keras: every write is atomic
 
-
 MANIFEST = ".shiftvit-build.json"  # the files of the folder's last build: what the next may replace
 
 

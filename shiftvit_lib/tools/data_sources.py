@@ -28,7 +28,6 @@ import urllib.parse
 import urllib.request
 import warnings
 import zipfile
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -258,6 +257,8 @@ def _raise_walk_error(error: OSError) -> None:
 def _zip_entries(path: Path) -> Iterator[_Entry]:
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():  # read() never returns more than an entry declares
+            if problem := files.zip_member_problem(info):
+                raise InputError(f"{files.escape_name(path)}: {problem}; unpack it with another tool and give the folder")
             kind = "a symbolic link" if stat.S_ISLNK(info.external_attr >> 16) else None
             if not info.is_dir():
                 yield info.filename, kind, info.file_size, functools.partial(archive.read, info)
@@ -293,10 +294,9 @@ def _read_source(path: Path) -> tuple[_Layout, str]:
     try:
         entries = _zip_entries(path) if kind == "zip" else _tar_entries(path)
         return _read_layout(entries, where, path.stat().st_size), where
-    except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, OSError) as error:
-        # zlib.error: a damaged byte inside a compressed member
+    except files.ARCHIVE_ERRORS as error:
         raise InputError(
-            f"{path} is not a readable {kind} archive, damaged or truncated ({error}); download or build it again"
+            f"{path} is not a readable {kind} archive, damaged or truncated ({' '.join(str(error).split())}); download or build it again"
         ) from None
 
 

@@ -13,7 +13,6 @@ report confidences apply the softmax themselves.
 from __future__ import annotations
 
 import warnings
-import zipfile
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -315,7 +314,7 @@ def load_model(path: str | Path) -> keras.Model:
     files.check_keras_archive(path)
     # The custom layers are registered (importing this module imported the package's core);
     # safe_mode refuses to run code embedded in the file (e.g. lambdas).
-    failures = (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile, RecursionError)
+    failures = (ValueError, TypeError, KeyError, RecursionError, *files.ARCHIVE_ERRORS)
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except failures as error:

@@ -21,7 +21,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from fakes import one_line, png_bytes, write_tar_gz, write_tree, write_zip
+from fakes import one_line, png_bytes, unreadable_zip, write_tar_gz, write_tree, write_zip
 from PIL import Image
 
 from shiftvit_lib.data import CIFAR10_CLASSES
@@ -584,6 +584,30 @@ def test_a_truncated_data_tar_gz_is_one_line(tmp_path):
     with pytest.raises(ValueError) as damaged:
         data_sources.load_cifar10(path)
     assert "data.tar.gz is not a readable tar archive, damaged or truncated" in one_line(damaged.value)
+
+
+@pytest.mark.parametrize(("name", "damage", "words"), [
+    ("data.zip", "encrypted", "is encrypted, which Python cannot unpack; unpack it with another tool"),
+    ("data.zip", "deflate64", "uses compression method 9 (9: Deflate64), which Python cannot unpack"),
+    ("data.zip", "lzma", "is not a readable zip archive"),
+    ("data.tar", "xz", "is not a readable tar archive"), ("data.tar", "bz2", "is not a readable tar archive"),
+])
+def test_an_archive_python_cannot_unpack_is_one_line_naming_it(tmp_path, name, damage, words):
+    path = tmp_path / name
+    if name.endswith(".zip"):
+        unreadable_zip(path, class_folder_members(), damage)
+    else:
+        with tarfile.open(path, f"w:{damage}") as tar:
+            for member, content in class_folder_members().items():
+                info = tarfile.TarInfo(member)
+                info.size = len(content * 20)
+                tar.addfile(info, io.BytesIO(content * 20))
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    with pytest.raises(ValueError) as refused:
+        data_sources.load_cifar10(path)
+    assert str(path) in one_line(refused.value) and words in one_line(refused.value)
 
 
 def test_a_small_zip_that_unpacks_to_a_lot_is_refused_early(tmp_path, monkeypatch):

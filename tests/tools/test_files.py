@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from fakes import one_line
+from fakes import one_line, unreadable_zip
 
 from shiftvit_lib.tools import files, inference
 from shiftvit_lib.tools.files import LOCK_FILE, RunFolderInUseError, run_folder_lock
@@ -193,6 +193,17 @@ def test_escaped_names_keep_one_line_and_no_escape_codes():
     assert files.escape_name(Path("a\rb")) == "a\\rb"
     assert files.escape_name("고양이 é.png") == "고양이 é.png"  # printable text stays as it is
     assert files.escape_name("bad\udcffname") == "bad\\udcffname"
+
+
+@pytest.mark.parametrize(("damage", "words"), [
+    ("encrypted", "its member config.json is encrypted"), ("deflate64", "uses compression method 9"),
+    ("lzma", "is corrupt or truncated"),
+])
+def test_a_keras_file_python_cannot_unpack_is_one_line_naming_it(tmp_path, damage, words):
+    path = unreadable_zip(tmp_path / "model.keras", {"config.json": b'{"a": "%s"}' % (b"x" * 9), "w.h5": b"w"}, damage)
+    with pytest.raises(ValueError) as refused:
+        inference.load_model(path)
+    assert str(path) in one_line(refused.value) and words in one_line(refused.value)
 
 
 # --------------------------------------------------------------------------- .keras config (case 7)
