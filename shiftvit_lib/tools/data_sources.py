@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import multiprocessing.pool
 import os
 import socket
@@ -429,31 +430,63 @@ def _load_archive_cached(path: Path) -> RawData:
     plain arrays and strings, read with ``allow_pickle=False``; a truncated or altered
     cache fails its zip's CRC-32 checks (:func:`_read_cache`) and is decoded again.
     """
-    cache = array_cache_dir() / f"cifar10-{files.sha256_of(path)[:32]}.npz"
-    raw = _read_cache(cache)
+    source = files.sha256_of(path)
+    cache = array_cache_dir() / f"cifar10-{source[:32]}.npz"
+    raw = _read_cache(cache, source)
     if raw is None:
         raw = _decode_class_folders(*_read_source(path), None, np.random.default_rng(0))
-        _write_cache(cache, raw)
+        _write_cache(cache, raw, source)
     return raw
 
 
-def _read_cache(cache: Path) -> RawData | None:
-    """The arrays in ``cache``, else None: missing, unreadable, or damaged since it was written.
+def _read_cache(cache: Path, source: str) -> RawData | None:
+    """The arrays in ``cache``, else None: missing, or set aside (named) when it fails a check.
 
-    Reading each array to its end checks the CRC-32 the zip stores for it, so a truncated
-    file or a changed byte fails (``BadZipFile``) instead of giving other pixels.
+    The cache proves itself: the sha256 of the archive it was built from, a sha256 of its
+    arrays (names, dtypes, shapes, bytes), uint8 32x32 RGB images with one label in 0..9
+    each; a truncated file or a changed byte also fails its zip's CRC-32 (``BadZipFile``).
     """
-    # missing, unreadable or damaged: None, and the archive is decoded again
-    with contextlib.suppress(OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
-        with files.open_regular(cache) as handle, np.load(handle, allow_pickle=False) as arrays:
-            return RawData(**{name: value if value.ndim else str(value) for name, value in arrays.items()})
+    if files.special_file_kind(cache) == "missing":
+        return None
+    try:
+        with files.open_regular(cache) as handle, np.load(handle, allow_pickle=False) as stored:
+            arrays = {name: value if value.ndim else str(value) for name, value in stored.items()}
+        digest, built_from, raw = arrays.pop("digest", ""), arrays.pop("source_sha256", ""), RawData(**arrays)
+        problem = "it was built from another archive" if built_from != source else \
+            "its arrays do not match their digest" if digest != _arrays_digest(arrays) else _arrays_problem(raw)
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
+        problem = f"it cannot be read ({' '.join(str(error).split())})"
+    if not problem:
+        return raw
+    with contextlib.suppress(OSError):
+        os.replace(cache, cache.with_name(f"{cache.name}.damaged"))
+    warnings.warn(f"the data cache {files.escape_name(cache)} is set aside ({problem}); decoding the data again",
+                  stacklevel=4)
     return None
 
 
-def _write_cache(cache: Path, raw: RawData) -> None:
-    """Write ``cache`` atomically; a failed write (a full disk) leaves no partial file."""
+def _arrays_digest(arrays: dict[str, Any]) -> str:
+    digest = hashlib.sha256()
+    for name, value in sorted(arrays.items()):
+        value = np.ascontiguousarray(value)
+        digest.update(f"{name} {value.dtype} {value.shape}\n".encode() + value.tobytes())
+    return digest.hexdigest()
+
+
+def _arrays_problem(raw: RawData) -> str | None:
+    for x, y in ((raw.x_train, raw.y_train), (raw.x_test, raw.y_test)):
+        if x.dtype != np.uint8 or x.shape[1:] != (32, 32, 3) or y.shape != x.shape[:1] or y.dtype.kind not in "iu":
+            return f"it holds {x.dtype} images {x.shape} and {y.dtype} labels {y.shape}, not one label per 32x32 RGB uint8 image"
+        if len(y) and not 0 <= y.min() <= y.max() < len(CIFAR10_CLASSES):
+            return f"its labels run {y.min()}..{y.max()}, not 0..{len(CIFAR10_CLASSES) - 1}"
+    return None
+
+
+def _write_cache(cache: Path, raw: RawData, source: str) -> None:
+    """Write ``cache`` atomically, with its digests; a failed write (a full disk) leaves no partial file."""
     with contextlib.suppress(OSError):  # no writable cache (or no space): the next run decodes again
         cache.parent.mkdir(parents=True, exist_ok=True)
         files.remove_abandoned_partials(cache.parent, "*cifar10-*")
         with files.atomic_output(cache) as partial:  # a reader never sees half a file
-            np.savez(partial, **vars(raw))  # plain arrays and strings: no pickle needed to read them
+            # plain arrays and strings: no pickle needed to read them
+            np.savez(partial, **vars(raw), digest=_arrays_digest(vars(raw)), source_sha256=source)
