@@ -451,35 +451,30 @@ def _read_cache(cache: Path, source: str) -> RawData | None:
     try:
         with files.open_regular(cache) as handle, np.load(handle, allow_pickle=False) as stored:
             arrays = {name: value if value.ndim else str(value) for name, value in stored.items()}
-        digest, built_from, raw = arrays.pop("digest", ""), arrays.pop("source_sha256", ""), RawData(**arrays)
-        problem = "it was built from another archive" if built_from != source else \
-            "its arrays do not match their digest" if digest != _arrays_digest(arrays) else _arrays_problem(raw)
+        checks = {  # in this order: the digest is of the arrays left once the two digests are taken out
+            "it was built from another archive": arrays.pop("source_sha256", "") == source,
+            "its arrays do not match their digest": arrays.pop("digest", "") == _arrays_digest(arrays),
+            "its images are not uint8 32x32 RGB with one label 0..9 each": all(
+                x.dtype == np.uint8 and x.shape[1:] == (32, 32, 3) and y.shape == x.shape[:1] and y.dtype.kind in "iu"
+                and set(np.unique(y)) <= set(range(10)) for x, y in ((arrays[f"x_{s}"], arrays[f"y_{s}"]) for s in SPLIT_FOLDERS)
+            ),
+        }
+        problem = next((why for why, sound in checks.items() if not sound), None)
     except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
         problem = f"it cannot be read ({' '.join(str(error).split())})"
     if not problem:
-        return raw
+        return RawData(**arrays)
     with contextlib.suppress(OSError):
         os.replace(cache, cache.with_name(f"{cache.name}.damaged"))
-    warnings.warn(f"the data cache {files.escape_name(cache)} is set aside ({problem}); decoding the data again",
-                  stacklevel=4)
+    warnings.warn(f"the data cache {files.escape_name(cache)} is set aside ({problem}); decoding the data again", stacklevel=4)
     return None
 
 
 def _arrays_digest(arrays: dict[str, Any]) -> str:
     digest = hashlib.sha256()
     for name, value in sorted(arrays.items()):
-        value = np.ascontiguousarray(value)
-        digest.update(f"{name} {value.dtype} {value.shape}\n".encode() + value.tobytes())
+        digest.update(f"{name} {np.asarray(value).dtype} {np.shape(value)}\n".encode() + np.ascontiguousarray(value).tobytes())
     return digest.hexdigest()
-
-
-def _arrays_problem(raw: RawData) -> str | None:
-    for x, y in ((raw.x_train, raw.y_train), (raw.x_test, raw.y_test)):
-        if x.dtype != np.uint8 or x.shape[1:] != (32, 32, 3) or y.shape != x.shape[:1] or y.dtype.kind not in "iu":
-            return f"it holds {x.dtype} images {x.shape} and {y.dtype} labels {y.shape}, not one label per 32x32 RGB uint8 image"
-        if len(y) and not 0 <= y.min() <= y.max() < len(CIFAR10_CLASSES):
-            return f"its labels run {y.min()}..{y.max()}, not 0..{len(CIFAR10_CLASSES) - 1}"
-    return None
 
 
 def _write_cache(cache: Path, raw: RawData, source: str) -> None:

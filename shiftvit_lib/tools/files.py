@@ -367,10 +367,9 @@ _ZIP_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zip
 
 def zip_member_problem(info: zipfile.ZipInfo) -> str | None:
     """Why Python cannot unpack a zip member it lists (encrypted, or compressed as it cannot), else None."""
-    if info.flag_bits & 0x1 or info.compress_type not in _ZIP_METHODS:
-        how = "is encrypted" if info.flag_bits & 0x1 else f"uses compression method {info.compress_type} (9: Deflate64)"
-        return f"its member {escape_name(info.filename)} {how}, which Python cannot unpack"
-    return None
+    how = "is encrypted" if info.flag_bits & 0x1 else None if info.compress_type in _ZIP_METHODS else \
+        f"uses compression method {info.compress_type} (9: Deflate64)"
+    return how and f"its member {escape_name(info.filename)} {how}, which Python cannot unpack"
 
 
 def check_keras_archive(path: PathLike) -> None:
