@@ -164,13 +164,13 @@ def test_a_build_replaces_only_a_folder_as_its_last_build_left_it(tmp_path, stat
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no new/old folder left
 
 
-def test_a_failed_build_leaves_the_last_site_whole(tmp_path):
-    site = _build_folder(tmp_path / "site")
-    with pytest.raises(site_build.SiteError), site_build.output_folder(site) as new:
-        (new / "index.html").write_text("half")
-        raise site_build.SiteError("a notebook is broken")
-    assert (site / "sub" / "page.html").read_text() == "old" and not (site / "index.html").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+def test_a_broken_notebook_leaves_the_last_site_whole(tiny_repo, tmp_path):
+    builds = tmp_path / "builds"
+    site = _build_folder(builds / "site")
+    (tiny_repo / "notebooks" / "01_broken.ipynb").write_text('{"cells": [')
+    with pytest.raises(site_build.SiteError, match="01_broken.ipynb"):
+        site_build.build(site, builds / "stage", tiny_repo)
+    assert (site / "sub" / "page.html").read_text() == "old" and sorted(p.name for p in builds.iterdir()) == ["site"]
 
 
 @pytest.mark.parametrize("where", ["checkout", "ancestor", "home", "root", "mount point"])
