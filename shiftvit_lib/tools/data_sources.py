@@ -48,13 +48,8 @@ KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 SAMPLE_ARCHIVE = Path(__file__).resolve().parents[1] / "assets" / "cifar10_sample.zip"
 
 
-def load_cifar10(
-    source: str | os.PathLike[str] = "auto",
-    *,
-    val_fraction: float = 0.2,
-    seed: int = 42,
-    limit: int | None = None,
-) -> DataSplits:
+def load_cifar10(source: str | os.PathLike[str] = "auto", *, val_fraction: float = 0.2, seed: int = 42,
+                 limit: int | None = None) -> DataSplits:
     """CIFAR-10 from ``source``, split into train / validation / test (:func:`~shiftvit_lib.data.make_splits`).
 
     Args:
@@ -200,9 +195,7 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
         # a named pipe called x.tar.gz would block the reader forever
         files.check_regular_file(path, "a class-folder directory or an archive")
         if not _is_archive(path):
-            raise InputError(
-                f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}"
-            )
+            raise InputError(f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}")
         if limit is None:
             return _load_archive_cached(path)
     return _decode_class_folders(*_read_source(path), limit, rng)
@@ -224,13 +217,8 @@ ARCHIVE_SLACK_BYTES = 16 * 2**20
 # hundred bytes.
 MAX_TAR_HEADER_BYTES = 64 * 2**10
 _TAR_HEADER_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE)
-_TAR_KINDS = {
-    tarfile.SYMTYPE: "a symbolic link",
-    tarfile.LNKTYPE: "a hard link",
-    tarfile.FIFOTYPE: "a named pipe",
-    tarfile.CHRTYPE: "a device",
-    tarfile.BLKTYPE: "a device",
-}
+_TAR_KINDS = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link", tarfile.FIFOTYPE: "a named pipe",
+              tarfile.CHRTYPE: "a device", tarfile.BLKTYPE: "a device"}
 
 # One entry of a source (folders are not entries): (name, kind, size, reader). Kind is None for a
 # regular file, or what else it is ("a symbolic link"...); the reader returns a regular file's bytes.

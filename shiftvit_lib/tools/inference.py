@@ -31,7 +31,8 @@ Fit = Literal["crop", "stretch"]
 # An image file larger than this is refused before it is read (a 24-megapixel JPEG is ~10 MB).
 MAX_IMAGE_BYTES = 64 * 2**20
 # A prediction's memory grows with the model's input, not with the file: CIFAR-10 models take 32x32.
-MAX_MODEL_INPUT_PIXELS, MAX_MODEL_PARAMETERS = 1024 * 1024, 500_000_000
+MAX_MODEL_INPUT_PIXELS = 1024 * 1024
+MAX_MODEL_PARAMETERS = 500_000_000
 
 
 # --------------------------------------------------------------------------- reading images
@@ -260,10 +261,8 @@ def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)
     """
     height, width = _model_image_size(model) or (0, 0)
     if height * width > MAX_MODEL_INPUT_PIXELS or model.count_params() > MAX_MODEL_PARAMETERS:
-        raise InputError(
-            f"the model takes {height}x{width} images and has {model.count_params():,} parameters; shiftvit_lib "
-            f"predicts with at most 1024x1024 inputs and {MAX_MODEL_PARAMETERS:,} parameters: is it the right file?"
-        )
+        raise InputError(f"the model takes {height}x{width} images and has {model.count_params():,} parameters, past the caps "
+                         f"(1024x1024, {MAX_MODEL_PARAMETERS:,}) of shiftvit_lib's predict: is it the right file?")
     shape = getattr(model, "output_shape", None)
     if not (isinstance(shape, tuple) and len(shape) == 2 and shape[1] == num_classes):
         several = isinstance(shape, list | dict | tuple) and not all(isinstance(n, int | None) for n in shape)
