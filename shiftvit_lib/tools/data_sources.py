@@ -48,8 +48,13 @@ KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 SAMPLE_ARCHIVE = Path(__file__).resolve().parents[1] / "assets" / "cifar10_sample.zip"
 
 
-def load_cifar10(source: str | os.PathLike[str] = "auto", *, val_fraction: float = 0.2, seed: int = 42,
-                 limit: int | None = None) -> DataSplits:
+def load_cifar10(
+    source: str | os.PathLike[str] = "auto",
+    *,
+    val_fraction: float = 0.2,
+    seed: int = 42,
+    limit: int | None = None,
+) -> DataSplits:
     """CIFAR-10 from ``source``, split into train / validation / test (:func:`~shiftvit_lib.data.make_splits`).
 
     Args:
@@ -195,7 +200,9 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
         # a named pipe called x.tar.gz would block the reader forever
         files.check_regular_file(path, "a class-folder directory or an archive")
         if not _is_archive(path):
-            raise InputError(f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}")
+            raise InputError(
+                f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}"
+            )
         if limit is None:
             return _load_archive_cached(path)
     return _decode_class_folders(*_read_source(path), limit, rng)
@@ -217,8 +224,13 @@ ARCHIVE_SLACK_BYTES = 16 * 2**20
 # hundred bytes.
 MAX_TAR_HEADER_BYTES = 64 * 2**10
 _TAR_HEADER_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE)
-_TAR_KINDS = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link", tarfile.FIFOTYPE: "a named pipe",
-              tarfile.CHRTYPE: "a device", tarfile.BLKTYPE: "a device"}
+_TAR_KINDS = {
+    tarfile.SYMTYPE: "a symbolic link",
+    tarfile.LNKTYPE: "a hard link",
+    tarfile.FIFOTYPE: "a named pipe",
+    tarfile.CHRTYPE: "a device",
+    tarfile.BLKTYPE: "a device",
+}
 
 # One entry of a source (folders are not entries): (name, kind, size, reader). Kind is None for a
 # regular file, or what else it is ("a symbolic link"...); the reader returns a regular file's bytes.
@@ -247,7 +259,7 @@ def _zip_entries(path: Path) -> Iterator[_Entry]:
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():  # read() never returns more than an entry declares
             if problem := files.zip_member_problem(info):
-                raise InputError(f"{files.escape_name(path)}: {problem}; unpack it with another tool and give the folder")
+                raise InputError(f"{files.escape_name(path)}: {problem}; give it unpacked (a folder)")
             kind = "a symbolic link" if stat.S_ISLNK(info.external_attr >> 16) else None
             if not info.is_dir():
                 yield info.filename, kind, info.file_size, functools.partial(archive.read, info)
@@ -442,9 +454,8 @@ def _read_cache(cache: Path, source: str) -> RawData | None:
         checks = {  # in this order: the digest is of the arrays left once the two digests are taken out
             "it was built from another archive": arrays.pop("source_sha256", "") == source,
             "its arrays do not match their digest": arrays.pop("digest", "") == _arrays_digest(arrays),
-            "its images are not uint8 32x32 RGB with one label 0..9 each": all(
-                x.dtype == np.uint8 and x.shape[1:] == (32, 32, 3) and y.shape == x.shape[:1] and y.dtype.kind in "iu"
-                and set(np.unique(y)) <= set(range(10)) for x, y in ((arrays[f"x_{s}"], arrays[f"y_{s}"]) for s in SPLIT_FOLDERS)
+            "its images are not uint8 32x32 RGB, one label 0..9 each": all(
+                _sound(arrays[f"x_{split}"], arrays[f"y_{split}"]) for split in SPLIT_FOLDERS
             ),
         }
         problem = next((why for why, sound in checks.items() if not sound), None)
@@ -454,15 +465,23 @@ def _read_cache(cache: Path, source: str) -> RawData | None:
         return RawData(**arrays)
     with contextlib.suppress(OSError):
         os.replace(cache, cache.with_name(f"{cache.name}.damaged"))
-    warnings.warn(f"the data cache {files.escape_name(cache)} is set aside ({problem}); decoding the data again", stacklevel=4)
+    message = f"the data cache {files.escape_name(cache)} is set aside ({problem}); decoding the data again"
+    warnings.warn(message, stacklevel=4)
     return None
 
 
 def _arrays_digest(arrays: dict[str, Any]) -> str:
     digest = hashlib.sha256()
     for name, value in sorted(arrays.items()):
-        digest.update(f"{name} {np.asarray(value).dtype} {np.shape(value)}\n".encode() + np.ascontiguousarray(value).tobytes())
+        digest.update(f"{name} {np.asarray(value).dtype} {np.shape(value)}\n".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
     return digest.hexdigest()
+
+
+def _sound(x: np.ndarray, y: np.ndarray) -> bool:
+    """uint8 32x32 RGB images, one whole-number label 0..9 each."""
+    shapes = x.dtype == np.uint8 and x.shape[1:] == (32, 32, 3) and y.shape == x.shape[:1]
+    return shapes and y.dtype.kind in "iu" and set(np.unique(y)) <= set(range(len(CIFAR10_CLASSES)))
 
 
 def _write_cache(cache: Path, raw: RawData, source: str) -> None:

@@ -190,9 +190,11 @@ def check_own(path: PathLike, *, folder: bool = False, reading: bool = False) ->
     path = Path(path)
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         if kind := _own_kind(os.lstat(path), folder, reading):
-            made = f"{kind}, not {'a folder' if folder else 'a file'} the project made"
-            raise UnsafeFileError(f"{escape_name(path)} is {made}; move it away (what it points to is left as it is) and run again",
-                                  f"{kind}, not made by the project")
+            raise UnsafeFileError(
+                f"{escape_name(path)} is {kind}, not {'a folder' if folder else 'a file'} the project made; move it away "
+                "(what it points to is left as it is) and run again",
+                f"{kind}, not made by the project",
+            )
     return path
 
 
@@ -200,8 +202,10 @@ def check_name_length(path: PathLike) -> Path:
     """``path`` if each of its names fits a file system (255 bytes); else a one-line error, before any work."""
     path = Path(path)
     if long := [name for name in path.parts if len(os.fsencode(name)) > 255]:
-        raise UnsafeFileError(f"the name {escape_name(long[0][:40])}... in {escape_name(path)[:80]}... is "
-                              f"{len(os.fsencode(long[0]))} bytes, more than the 255 a file system allows; choose a shorter name")
+        raise UnsafeFileError(
+            f"the name {escape_name(long[0][:40])}... in {escape_name(path)[:80]}... is {len(os.fsencode(long[0]))} "
+            "bytes, more than the 255 a file system allows; choose a shorter name"
+        )
     return path
 
 
@@ -209,7 +213,9 @@ def read_own_text(path: PathLike, limit: int = 64 * 2**20) -> str:
     """The text of a file the project wrote (:func:`check_own`), ``""`` if there is none; bounded."""
     if not check_own(path, reading=True).exists():
         return ""
-    return read_bounded(path, limit, escape_name(Path(path).name), follow_links=False).decode("utf-8", "replace")
+    return read_bounded(path, limit, escape_name(Path(path).name), follow_links=False).decode(
+        "utf-8", "replace"
+    )
 
 
 def append_text(path: PathLike, text: str, header: str = "") -> Path:
@@ -355,15 +361,18 @@ def json_depth(text: bytes) -> int:
 
 
 # Every error Python's archive readers raise for a damaged file (bz2's and gzip's are OSErrors).
-ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, lzma.LZMAError, zlib.error, EOFError, OSError)
-_ZIP_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}  # what Python reads
+ARCHIVE_ERRORS = (zipfile.BadZipFile, tarfile.TarError, lzma.LZMAError, zlib.error, EOFError, OSError)
+# The zip compression methods Python reads (7-Zip and Windows also write Deflate64, method 9).
+_ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
 
 
 def zip_member_problem(info: zipfile.ZipInfo) -> str | None:
     """Why Python cannot unpack a zip member it lists (encrypted, or compressed as it cannot), else None."""
-    how = "is encrypted" if info.flag_bits & 0x1 else None if info.compress_type in _ZIP_METHODS else \
-        f"uses compression method {info.compress_type} (9: Deflate64)"
-    return how and f"its member {escape_name(info.filename)} {how}, which Python cannot unpack"
+    encrypted = info.flag_bits & 0x1
+    how = "is encrypted" if encrypted else f"uses compression method {info.compress_type} (9: Deflate64)"
+    if encrypted or info.compress_type not in _ZIP_METHODS:
+        return f"its member {escape_name(info.filename)} {how}, which Python cannot unpack"
+    return None
 
 
 def check_keras_archive(path: PathLike) -> None:
@@ -377,7 +386,9 @@ def check_keras_archive(path: PathLike) -> None:
         with zipfile.ZipFile(path) as archive:
             problem = _keras_archive_problem(archive)
     except ARCHIVE_ERRORS as error:
-        problem = f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
+        problem = (
+            f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
+        )
     if problem:
         raise UnsafeFileError(f"{escape_name(path)} {problem}")
 
@@ -388,8 +399,10 @@ def _keras_archive_problem(archive: zipfile.ZipFile) -> str | None:
         if problem := zip_member_problem(info):
             return f"is not a .keras file Keras saved: {problem}; save the model again (save_model)"
         if info.file_size > KERAS_MEMBER_MAX_EXPANSION * info.compress_size + KERAS_MEMBER_SLACK_BYTES:
-            return (f"is not a model file: its member {escape_name(info.filename)} would unpack from {info.compress_size:,} "
-                    f"to {info.file_size:,} bytes, as a decompression bomb does (weights barely compress)")
+            return (
+                f"is not a model file: its member {escape_name(info.filename)} would unpack from "
+                f"{info.compress_size:,} to {info.file_size:,} bytes, as a decompression bomb does (weights barely compress)"
+            )
     total = sum(info.file_size for info in infos)
     if total > KERAS_MAX_UNPACKED_BYTES:
         return f"would unpack to {total / 2**30:.1f} GiB, over the {KERAS_MAX_UNPACKED_BYTES >> 30} GiB cap"

@@ -261,8 +261,10 @@ def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)
     """
     height, width = _model_image_size(model) or (0, 0)
     if height * width > MAX_MODEL_INPUT_PIXELS or model.count_params() > MAX_MODEL_PARAMETERS:
-        raise InputError(f"the model takes {height}x{width} images and has {model.count_params():,} parameters, past the caps "
-                         f"(1024x1024, {MAX_MODEL_PARAMETERS:,}) of shiftvit_lib's predict: is it the right file?")
+        raise InputError(
+            f"the model takes {height}x{width} images and has {model.count_params():,} parameters, past the caps "
+            f"(1024x1024, {MAX_MODEL_PARAMETERS:,}) of shiftvit_lib's predict: is it the right file?"
+        )
     shape = getattr(model, "output_shape", None)
     if not (isinstance(shape, tuple) and len(shape) == 2 and shape[1] == num_classes):
         several = isinstance(shape, list | dict | tuple) and not all(isinstance(n, int | None) for n in shape)

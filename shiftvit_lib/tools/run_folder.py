@@ -272,8 +272,9 @@ def clear_run(out_dir: str | os.PathLike[str]) -> None:
 def remove_backups(out: Path) -> None:
     """Remove the backups :class:`RunBackup` wrote; a damaged one set aside (or a file of yours) is kept."""
     backup = files.check_own(out / BACKUP_DIR, folder=True)
-    for path in [path for path in backup.glob("*") if path.name == BACKUP_METADATA or _BACKUP_WEIGHTS.fullmatch(path.name)]:
-        path.unlink()
+    for path in backup.glob("*"):
+        if path.name == BACKUP_METADATA or _BACKUP_WEIGHTS.fullmatch(path.name):
+            path.unlink()
     with contextlib.suppress(OSError):  # not empty: what is left is kept
         backup.rmdir()
 
