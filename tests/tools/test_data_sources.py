@@ -587,7 +587,7 @@ def test_a_truncated_data_tar_gz_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize(("name", "damage", "words"), [
-    ("data.zip", "encrypted", "is encrypted, which Python cannot unpack; unpack it with another tool"),
+    ("data.zip", "encrypted", "is encrypted, which Python cannot unpack; give it unpacked (a folder)"),
     ("data.zip", "deflate64", "uses compression method 9 (9: Deflate64), which Python cannot unpack"),
     ("data.zip", "lzma", "is not a readable zip archive"),
     ("data.tar", "xz", "is not a readable tar archive"), ("data.tar", "bz2", "is not a readable tar archive"),
