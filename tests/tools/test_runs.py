@@ -331,7 +331,7 @@ def test_a_mixed_label_run_trains_with_soft_targets_and_reports_hard_label_metri
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_load_run_reads_back_a_finished_run_and_names_a_missing_one(tmp_path):
-    from shiftvit_lib.tools.runs import describe_run, load_run
+    from shiftvit_lib.tools.run_folder import describe_run, load_run
 
     data = _tiny_splits(n_train=40, n_val=16, n_test=16)
     run = train(preset("quick", batch_size=16), data, tmp_path / "run", epochs=2, verbose=0)
