@@ -132,7 +132,7 @@ def _train(args: argparse.Namespace) -> int:
         data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
         print(data.summary())
         run = train(config, data, folder, mixed_precision=precision, **options)
-    epochs, path = run.record["epochs_run"], run.best_model_path
+    epochs, path = run.record["epochs_run"], run.out_dir / "best.keras"
     print(f"test {_scores(run.record['test'])}  ({epochs} epochs; best model: {escape_name(path)})")
     return 0
 

@@ -92,10 +92,6 @@ class TrainingRun:
     record: dict[str, Any] = field(default_factory=dict)
     reused: bool = False  # read back from a finished run (train's ``reuse``), not trained
 
-    @property
-    def best_model_path(self) -> Path:
-        return self.out_dir / rf.BEST_MODEL
-
 
 def fit_remaining(
     model: keras.Model, folder: rf.RunFolder, train_ds: Any, val_ds: Any, **options: Any
