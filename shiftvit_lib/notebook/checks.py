@@ -434,32 +434,28 @@ def library_train_step(model: keras.Model, optimizer: Any, loss_fn: Any, images:
 def check_train_step(step: Callable[..., float]) -> None:
     """``step(model, optimizer, loss_fn, images, labels)`` must return the loss of
     the model in training mode and take one step of the optimizer it is given (Adam
-    here) along the gradient. Needs the TensorFlow backend (the reference step uses
-    ``GradientTape``)."""
-    import tensorflow as tf
-
+    here) along the gradient. Needs the TensorFlow backend (the reference steps are
+    :func:`library_train_step`'s ``GradientTape``)."""
     rng, lr = np.random.default_rng(7), 0.01
     images, labels = rng.normal(size=(16, 6)).astype("float32"), rng.integers(0, 3, size=16)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    model, reference = _step_model(), _step_model()
+    model, reference, sgd = _step_model(), _step_model(), _step_model()  # the same weights
     optimizer = keras.optimizers.Adam(lr)
-    reference.set_weights(before := [w.copy() for w in model.get_weights()])
+    before = [w.copy() for w in model.get_weights()]
     training_loss, inference_loss = (float(loss_fn(labels, model(images, training=t))) for t in (True, False))
     got = step(model, optimizer, loss_fn, images, labels)
     number = isinstance(got, float | int | np.floating) or np.ndim(_numpy(got)) == 0
     assert number, f"the step must return the loss as one number (float(loss)), not {type(got).__name__}"
     loss = float(got)
-    with tf.GradientTape() as tape:
-        reference_loss = loss_fn(labels, reference(images, training=True))
-    gradients = tape.gradient(reference_loss, reference.trainable_variables)
-    keras.optimizers.Adam(lr).apply_gradients(zip(gradients, reference.trainable_variables))
+    library_train_step(reference, keras.optimizers.Adam(lr), loss_fn, images, labels)
+    library_train_step(sgd, keras.optimizers.SGD(lr), loss_fn, images, labels)
     mistakes = {"run the model with training=True (that is the inference loss)": inference_loss}
     otherwise = f"return the loss of this batch before the update: {training_loss:.4f}, got {loss:.4f}"
     _diagnose(loss, training_loss, mistakes, f"the step must {otherwise}")
     moves = [a - b for a, b in zip(model.get_weights(), before)]
     wanted = [w - b for w, b in zip(reference.get_weights(), before)]
     still, uphill, twice = ([factor * m for m in wanted] for factor in (0, -1, 2))
-    plain_sgd = [-lr * _numpy(g) for g in gradients]
+    plain_sgd = [w - b for w, b in zip(sgd.get_weights(), before)]
     mistakes = {
         "no weight changed: the step must apply the gradients (optimizer.apply_gradients)": still,
         "the weights moved uphill: the optimizer needs the gradients, not their negatives": uphill,
