@@ -28,7 +28,7 @@ from keras import ops
 from shiftvit_lib.layers import MLP, PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
 from shiftvit_lib.model import build_shiftvit
 from shiftvit_lib.schedules import WarmUpCosine
-from shiftvit_lib.shift import shift_channels
+from shiftvit_lib.shift import SHIFT_DIRECTIONS, shift_channels
 
 
 def try_yours(check: Callable[[Any], None], yours: Any, library: Any) -> Any:
@@ -181,7 +181,6 @@ SHIFT_CASES = [
     ((1, 5, 7, 11), 4, 1),
     ((1, 6, 5, 47), 4, 2),
 ]
-DIRECTIONS = ["left", "right", "up", "down"]
 
 
 def check_shift(shift: Callable[..., Any]) -> None:
@@ -194,9 +193,9 @@ def check_shift(shift: Callable[..., Any]) -> None:
         assert got.shape == x.shape, f"the shift must keep the shape {shape}, got {got.shape} {where}"
         moved = int((got != x).any(axis=(0, 1, 2)).sum())
         assert moved == 4 * g, f"4 * (C // num_div) = {4 * g} move, the rest stay; {moved} moved {where}"
-        for k, direction in enumerate(DIRECTIONS):
+        for k, direction in enumerate(SHIFT_DIRECTIONS):
             part = slice(k * g, (k + 1) * g)
-            ways = zip(DIRECTIONS, _each_way(x[..., part], s))
+            ways = zip(SHIFT_DIRECTIONS, _each_way(x[..., part], s))
             hint = f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {{}} {where}"
             mistakes = {hint.format(other): way for other, way in ways if other != direction}
             first_only = np.concatenate([expected[:1, ..., part], x[1:, ..., part]])
