@@ -152,11 +152,11 @@ def _compare(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(configs)}")
     configs = {name: config for name, config in configs.items() if name in (args.models or configs)}
-    data, seed = load_cifar10(args.data, seed=args.seed), args.seed
+    data = load_cifar10(args.data, seed=args.seed)
     print(data.summary())
-    rows = ex.run_comparison(configs, data, args.runs, seed=seed, restart=False, log=print)
+    rows = ex.run_comparison(configs, data, args.runs, seed=args.seed, restart=False, log=print)
     note = NOTES[scale] + (f" Only {', '.join(configs)} (--models)." if args.models else "")
-    record = ex.comparison_record(rows, configs, data, seed=seed, mode=scale, note=note)
+    record = ex.comparison_record(rows, configs, data, seed=args.seed, mode=scale, note=note)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, record)  # atomic: a full disk or a crash never leaves half a record
     print(ex.format_table(rows), f"saved {escape_name(out)}", sep="\n")

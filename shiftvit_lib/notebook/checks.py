@@ -559,17 +559,15 @@ def check_block_parameters(answer: Any, channels: int = 384) -> None:
     """Lesson 03: the parameters of one block with ``channels`` channels and MLP ratio 2."""
     _blank(answer, "Replace None with your number, then run the cell.")
     whole = isinstance(answer, int | np.integer) and not isinstance(answer, bool)
-    kind = type(answer).__name__
-    assert whole, f"give the count as a whole number, such as 123456, not the {kind} {answer!r}"
+    assert whole, f"give the count as a whole number (123456), not the {type(answer).__name__} {answer!r}"
     c = channels
     mistakes = {
-        "counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,
-        "leaves out the norm: it has 2C parameters (scale, offset)": 4 * c * c + 3 * c,
-        "counts one Dense: the MLP has two (C -> 2C -> C)": 2 * c * c + 3 * c,
+        f"{answer:,} counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,
+        f"{answer:,} leaves out the norm: it has 2C parameters (scale, offset)": 4 * c * c + 3 * c,
+        f"{answer:,} counts one Dense: the MLP has two (C -> 2C -> C)": 2 * c * c + 3 * c,
     }
-    otherwise = "is not the count: C·2C + 2C and 2C·C + C for the MLP, 2C for the norm"
-    hint = next((hint for hint, wrong in mistakes.items() if answer == wrong), otherwise)
-    assert answer == 4 * c * c + 5 * c, f"{answer:,} {hint}"
+    otherwise = f"{answer:,} is not the count: C·2C + 2C and 2C·C + C for the MLP, 2C for the norm"
+    _diagnose(answer, 4 * c * c + 5 * c, mistakes, otherwise)
 
 
 def check_shapes(my_shapes: Callable[[Any], list]) -> None:
