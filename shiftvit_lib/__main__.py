@@ -259,8 +259,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
             return int(stop.code or 0)
         code = _command(args)
-        if argv is None:  # the program itself: its work is done, and a Ctrl-C while Python shuts
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # down (TensorFlow's takes seconds) must not print a traceback
+        # The program itself: its work is done, and a Ctrl-C while Python shuts down (TensorFlow's
+        # takes seconds) must not print a traceback.
+        if argv is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         return code
     except BaseException as error:  # Ctrl-C at any moment (importing Keras, in a callback): one line
         if not _interrupted(error):
