@@ -106,10 +106,7 @@ def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
     """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip,
     read as your own copies are (it passes their caps and layout checks)."""
     if not SAMPLE_ARCHIVE.is_file():
-        raise FileNotFoundError(
-            f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
-            "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`."
-        )
+        raise FileNotFoundError(f"the bundled sample {SAMPLE_ARCHIVE} is missing; reinstall shiftvit_lib")
     raw = _decode_class_folders(*_read_source(SAMPLE_ARCHIVE), limit, rng)
     sizes = f"{len(raw.y_train):,} train / {len(raw.y_test):,} test images, JPEG q75"
     raw.description = (

@@ -12,6 +12,7 @@ report confidences apply the softmax themselves.
 
 from __future__ import annotations
 
+import textwrap
 import warnings
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -296,8 +297,7 @@ class ModelLoadError(InputError):
 
     def __init__(self, path: Path, reason: str, cause: BaseException) -> None:
         # Keras' message may quote whole weight arrays: its first 300 characters, on one line.
-        said = " ".join(str(cause).split())
-        said = said if len(said) <= 300 else said[:300] + " ..."
+        said = textwrap.shorten(str(cause), 300, placeholder=" ...")
         super().__init__(f"could not load {escape_name(path)} ({type(cause).__name__}: {said}). {reason}")
         self.reason = reason
 

@@ -183,13 +183,9 @@ def check_location(out_dir: str | os.PathLike[str]) -> Path:
     out = files.check_name_length(out_dir)
     existing = next(path for path in (out, *out.parents) if path.exists())  # the nearest
     if not existing.is_dir():
-        raise RunFolderError(
-            f"cannot use the output folder {escape_name(out)}: {escape_name(existing)} is a file; choose another folder"
-        )
+        raise RunFolderError(f"{escape_name(existing)} is a file, not a folder: choose another output folder")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise RunFolderError(
-            f"cannot write to {escape_name(existing)} (permission denied); choose another output folder"
-        )
+        raise RunFolderError(f"{escape_name(existing)}: permission denied; choose another output folder")
     return out
 
 

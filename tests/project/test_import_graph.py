@@ -47,9 +47,12 @@ REPO = Path(__file__).resolve().parents[2]
 # 1,384 / notebook 947 / library 4,002 (2026-11-26) under budgets of 1,400 / 1,400 / 950 / 4,050.
 # On 2026-11-28 the data readers moved from core to tools and three rounds of features landed (file
 # safety in run folders, learners' exceptions as hints in the checks, a CLI that speaks in flags):
-# core 1,391 / tools 1,505 / notebook 1,002 / library 4,216 after a cut of 48 lines. The budgets
-# below are those figures, so nothing grows further; getting back to 1,400 / 950 / 4,050 is open work.
-BUDGETS = {"core": 1400, "tools": 1505, "notebook": 1002, "library": 4216}
+# core 1,391 / tools 1,505 / notebook 1,002 / library 4,216 after a cut of 48 lines (4,219 with the
+# CLI's Ctrl-C handling). The i49-lib cut of the same day (no alias, no re-export, no plumbing a
+# config already carries, one reference training step, messages that fit a line) brought them to
+# core 1,391 / tools 1,484 / notebook 988 / library 4,183: the budgets below, so nothing grows
+# further; the issue's 1,400 / 950 / 4,050 are still open.
+BUDGETS = {"core": 1400, "tools": 1484, "notebook": 988, "library": 4183}
 # Test code lines per library code line (issue 49: tests had grown to 1.86x the library in one round).
 TEST_BUDGET = 1.5
 # Until the cut to TEST_BUDGET lands, the tests may not grow past this: 7,448 -> 7,419 by the first
