@@ -3,7 +3,8 @@
 * The NumPy shift that drives the ShiftOperation scene matches the official
   formula, and the receptive-field scene's numbers are the L1 balls it claims.
 * Each scene renders headless at low quality to an MP4 with frames.
-* Each scene's last frame matches a stored control image, and that comparison
+* Each scene's last frame, re-rendered and in the committed MP4, matches a stored
+  control image (frames, not bytes, as the READMEs say), and that comparison
   is strict enough to fail when the shift goes the wrong way.
 * The GIF conversion stays under 1 MB, and the committed GIFs/MP4s exist.
 
@@ -14,6 +15,7 @@ intended visual change with ``python animations/render.py --write-controls``.
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import sys
 import warnings
@@ -68,8 +70,11 @@ def frame_difference(frame: np.ndarray, control: np.ndarray) -> tuple[float, flo
     return float(diff.mean()), float((diff.max(axis=2) > CHANGED_LEVEL).mean())
 
 
+CONTROL_NAME = "{stem}_last_frame.png"
+
+
 def load_control(stem: str) -> np.ndarray:
-    path = CONTROLS / f"{stem}_last_frame.png"
+    path = CONTROLS / CONTROL_NAME.format(stem=stem)
     assert path.exists(), f"missing control image {path}; run: python animations/render.py --write-controls"
     return np.asarray(Image.open(path).convert("RGB"))
 
@@ -195,6 +200,32 @@ def test_last_frame_matches_control(rendered, name):
     frames, _ = read_video(rendered[name].mp4)
     mean, changed = frame_difference(frames[-1], control)
     assert mean < MP4_MAX_MEAN_DIFF and changed < MP4_MAX_CHANGED_FRACTION, (mean, changed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", sorted(SCENES.values()))
+def test_committed_mp4_ends_on_the_control_frame(stem):
+    """The committed MP4 (medium quality) ends on the picture a re-render ends on."""
+    av = pytest.importorskip("av")
+    with av.open(str(REPO / "animations" / "rendered" / f"{stem}.mp4")) as container:
+        last = collections.deque(container.decode(video=0), maxlen=1)[0]
+    frame = np.asarray(last.to_image().resize(LOW_QUALITY_SIZE[::-1], Image.Resampling.LANCZOS))
+    mean, changed = frame_difference(frame, load_control(stem))
+    assert mean < MP4_MAX_MEAN_DIFF and changed < MP4_MAX_CHANGED_FRACTION, (mean, changed)
+
+
+@pytest.mark.parametrize("readme", ["README.md", "animations/README.md"])
+def test_readmes_say_frames_not_bytes_are_compared(readme):
+    """Each README says what a re-render is compared on, in the words of the two tests that do it."""
+    compared = (
+        "each scene's last frame, re-rendered and in the committed MP4, against "
+        f"`{CONTROLS.relative_to(REPO).as_posix()}/{CONTROL_NAME.format(stem='<scene>')}`"
+    )
+    assert test_last_frame_matches_control and test_committed_mp4_ends_on_the_control_frame
+    assert not {"hashlib", "filecmp"} & set(globals()), "a byte comparison: the READMEs say frames"
+    text = " ".join((REPO / readme).read_text(encoding="utf-8").split())
+    assert "the same frames, not always the same bytes" in text and compared in text
+    assert "byte-identical" not in text
 
 
 @pytest.mark.slow
