@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     add("compare", "--out", "the JSON record to write, e.g. results/attention_vs_shift.json", required=True)
     add("compare", "--models", "train only these of the five (default: all)", nargs="+", metavar="NAME")
     add("evaluate", "--batch-size", type=BATCH_SIZE, default=256)
-    add("evaluate predict", "--model", "a .keras file (loaded in Keras' safe mode)", required=True)
+    add("evaluate predict", "--model", "a .keras (safe mode); input <= 1024x1024, 500M params", required=True)
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
     add("predict", "folder", "folder of PNG or JPEG images (by content), each <= 64 MiB, 40 megapixels")
     add("predict", "--top-k", type=_whole_number(1, 10), default=3)  # CIFAR-10's ten classes
