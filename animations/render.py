@@ -46,6 +46,9 @@ import av
 import numpy as np
 from PIL import Image
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from project_files import files  # noqa: E402 - files.py without Keras: every write is atomic
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MP4_DIR = REPO_ROOT / "animations" / "rendered"
 GIF_DIR = REPO_ROOT / "shiftvit_lib" / "assets" / "animations"
@@ -168,15 +171,16 @@ def frames_to_gif(
     durations[-1] = round(1000 * hold_last_s)
     gif_path = Path(gif_path)
     gif_path.parent.mkdir(parents=True, exist_ok=True)
-    indexed[0].save(
-        gif_path,
-        save_all=True,
-        append_images=indexed[1:],
-        duration=durations,
-        loop=0,  # loop forever
-        optimize=True,  # unchanged pixels become transparent: far smaller frames
-        disposal=1,  # draw each frame over the previous one
-    )
+    with files.atomic_output(gif_path) as partial:
+        indexed[0].save(
+            partial,
+            save_all=True,
+            append_images=indexed[1:],
+            duration=durations,
+            loop=0,  # loop forever
+            optimize=True,  # unchanged pixels become transparent: far smaller frames
+            disposal=1,  # draw each frame over the previous one
+        )
     return gif_path
 
 
@@ -190,8 +194,7 @@ def compact_mp4(src: Path, dst: Path, crf: int = MP4_CRF) -> Path:
     """
     dst = Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_suffix(".tmp.mp4")
-    with av.open(str(src)) as source, av.open(str(tmp), mode="w") as target:
+    with files.atomic_output(dst) as tmp, av.open(str(src)) as source, av.open(str(tmp), mode="w") as target:
         video_in = source.streams.video[0]
         video_out = target.add_stream(
             "libx264", rate=video_in.average_rate, options={"crf": str(crf), "preset": "medium"}
@@ -207,7 +210,6 @@ def compact_mp4(src: Path, dst: Path, crf: int = MP4_CRF) -> Path:
             frame.pts, frame.time_base = index, time_base
             target.mux(video_out.encode(frame))
         target.mux(video_out.encode())  # flush
-    tmp.replace(dst)
     return dst
 
 
@@ -291,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.write_controls:
             control = CONTROL_DIR / f"{stem}_last_frame.png"
             control.parent.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(render_scene(name, quality="low").last_frame).save(control, optimize=True)
+            with files.atomic_output(control) as partial:
+                Image.fromarray(render_scene(name, quality="low").last_frame).save(partial, optimize=True)
             print(f"{name}: {control} ({_size(control)}) in {time.perf_counter() - start:.1f} s")
             continue
         result = render_scene(

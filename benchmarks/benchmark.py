@@ -150,12 +150,7 @@ def measure_training(
     data = random_splits(cfg, batch * steps, seed)
     train_ds, _, steps_per_epoch = training_datasets(cfg, data, seed)
     model = build_for_training(
-        cfg,
-        lambda c: sv.build_shiftvit(c, seed=seed),
-        steps_per_epoch,
-        epochs + 1,
-        jit_compile=variant["jit"],
-        mixed_precision=variant["precision"],
+        cfg, steps_per_epoch, epochs + 1, seed=seed, jit_compile=variant["jit"], mixed_precision=variant["precision"]
     )
     warm_ds, _, _ = training_datasets(cfg, random_splits(cfg, batch * warmup, seed), seed)
     warm_started = time.perf_counter()

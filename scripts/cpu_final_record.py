@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from shiftvit_lib.recipe import evaluate  # noqa: E402
 from shiftvit_lib.tools.data_sources import load_cifar10  # noqa: E402
-from shiftvit_lib.tools.files import write_json  # noqa: E402
+from shiftvit_lib.tools.files import atomic_write_text, write_json  # noqa: E402
 from shiftvit_lib.tools.inference import load_model  # noqa: E402
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -78,7 +77,7 @@ def main(argv: list[str] | None = None, log: Path = guard_test_split.LOG) -> int
                              "images": record["test"]["images"], "out": str(args.out)}, log)
     args.out.mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES[1:]:
-        shutil.copy2(args.run / name, args.out / name)
+        atomic_write_text(args.out / name, (args.run / name).read_bytes())
     write_json(args.out / "run.json", record)  # atomic: a crash never leaves half a record
     print(f"{data.source}\ntest top-1 {record['test']['accuracy']:.2%} "
           f"(flip TTA {record['test_flip_tta']['accuracy']:.2%}), "

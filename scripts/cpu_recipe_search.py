@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from shiftvit_lib.config import preset  # noqa: E402
 from shiftvit_lib.data import DataSplits  # noqa: E402
 from shiftvit_lib.tools.data_sources import load_cifar10  # noqa: E402
-from shiftvit_lib.tools.files import write_json  # noqa: E402
+from shiftvit_lib.tools.files import atomic_write_text, write_json  # noqa: E402
 from shiftvit_lib.tools.runs import train  # noqa: E402
 
 # The recipe the search started from: the cpu preset before issue 26 added its stem.
@@ -115,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         record = run.record
         (out / key).mkdir(parents=True, exist_ok=True)
         for file in ("run.json", "history.csv"):
-            shutil.copy2(run.out_dir / file, out / key / file)
+            atomic_write_text(out / key / file, (run.out_dir / file).read_bytes())
         summary[key] = {
             "changes": CANDIDATES[name],
             "epochs": args.epochs,

@@ -15,7 +15,6 @@ On a CPU, as a rehearsal: ``CHECK_DATA=sample CHECK_PRESET=quick CHECK_EPOCHS=2 
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from PIL import Image
 
 import shiftvit_lib as sv
 from shiftvit_lib.notebook import timing
-from shiftvit_lib.tools import devices
+from shiftvit_lib.tools import devices, files
 from shiftvit_lib.tools.runs import train
 
 OUT = Path(os.environ.get("OUT", "/tmp/out"))
@@ -104,12 +103,13 @@ say(check="reuse", reused=again.reused)
 images = OUT / "images"
 images.mkdir()
 for i in range(3):
-    Image.fromarray(data.x_test[i]).save(images / f"test{i}.png")
-(images / "notes.txt").write_text("not an image")
+    with files.atomic_output(images / f"test{i}.png") as partial:
+        Image.fromarray(data.x_test[i]).save(partial)
+files.atomic_write_text(images / "notes.txt", "not an image")
 result = sv.predict_folder(sv.load_model(run_dir / "best.keras"), images, top_k=2)
 say(check="predict_folder", table=str(result))
 assert len(result.predictions) == 3 and len(result.failures) == 1
 for name in ("run.json", "history.csv"):
-    shutil.copy(run_dir / name, OUT / f"gpu_check_{name}")
+    files.atomic_write_text(OUT / f"gpu_check_{name}", (run_dir / name).read_bytes())
 (run_dir / "best.keras").unlink()
 say(check="all passed")

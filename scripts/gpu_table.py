@@ -19,6 +19,9 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from project_files import files  # noqa: E402 - files.py without Keras
+
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 TABLE = RESULTS / "gpu_runs.csv"
 COLUMNS = ["machine", "recipe", "epochs", "test_top1", "best_val_top1", "train_seconds", "images_per_second",
@@ -78,7 +81,7 @@ def main(argv: list[str]) -> int:
             print(f"{TABLE.name} differs from the records: run python scripts/gpu_table.py")
             return 1
         return 0
-    TABLE.write_text(text)
+    files.atomic_write_text(TABLE, text)
     print(text, end="")
     return 0
 

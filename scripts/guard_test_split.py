@@ -13,7 +13,11 @@ import datetime
 import hashlib
 import json
 import subprocess
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from project_files import files  # noqa: E402 - files.py without Keras: every write is atomic
 
 REPO = Path(__file__).resolve().parents[1]
 LOG = REPO / "results" / "test_split_reads.jsonl"
@@ -55,6 +59,5 @@ def log_read(script: str, model: str, sha256: str, figures: dict, log: Path = LO
     entry = {"time": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
              "commit": _commit(), "script": script, "model": model, "model_sha256": sha256, **figures}
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a") as file:
-        file.write(json.dumps(entry) + "\n")
+    files.append_text(log, json.dumps(entry) + "\n")  # rewritten atomically
     return entry

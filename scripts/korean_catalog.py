@@ -20,22 +20,13 @@ time card, write ``{measured}`` where the measured text goes; the builder fills 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
+import sys
 from pathlib import Path
 
-
-def _file_safety():
-    """shiftvit_lib/tools/files.py on its own (standard library only): a script needs no Keras."""
-    path = Path(__file__).resolve().parents[1] / "shiftvit_lib" / "tools" / "files.py"
-    spec = importlib.util.spec_from_file_location("shiftvit_lib_files", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-files = _file_safety()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from project_files import files  # noqa: E402, F401 - the scripts write through it
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG_DIR = ROOT / "i18n" / "ko" / "catalog"

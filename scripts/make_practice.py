@@ -19,6 +19,9 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from project_files import files  # noqa: E402 - files.py without Keras
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 PRACTICE = NOTEBOOKS / "practice"
@@ -76,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                 stale.append(f"{shown(target)}: missing or out of date, run python scripts/make_practice.py")
             continue
         PRACTICE.mkdir(exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        files.atomic_write_text(target, text)
     known = {path.name for path in lessons()}
     stale += [f"{shown(p)}: no lesson of that name; delete it" for p in sorted(PRACTICE.glob("*.ipynb"))
               if p.name not in known]

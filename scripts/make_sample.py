@@ -27,11 +27,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
 from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import project_files  # noqa: E402 - files.py without Keras
 
 CLASSES = (
     "airplane", "automobile", "bird", "cat", "deer",
@@ -97,7 +101,7 @@ def choose_sample(files: dict[str, bytes]) -> list[str]:
 def write_sample_zip(files: dict[str, bytes], names: list[str], out_path: Path) -> None:
     """Write the chosen JPEGs verbatim into a deterministic zip archive."""
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(out_path, "w") as archive:
+    with project_files.files.atomic_output(out_path) as partial, zipfile.ZipFile(partial, "w") as archive:
         for name in names:
             info = zipfile.ZipInfo(name, date_time=ZIP_DATE_TIME)
             info.external_attr = 0o644 << 16
@@ -118,17 +122,19 @@ def write_demo_images(files: dict[str, bytes], out_dir: Path) -> list[Path]:
     # Real CIFAR-10 test images, bytes copied verbatim.
     for class_name in ("cat", "ship", "airplane"):
         path = out_dir / f"{class_name}_32x32.jpg"
-        path.write_bytes(files[DEMO_SOURCES[class_name]])
+        project_files.files.atomic_write_text(path, files[DEMO_SOURCES[class_name]])
         written.append(path)
 
     # Bigger than the model input: predict_folder must shrink it back to 32x32.
     path = out_dir / "frog_upscaled_256x256.jpg"
-    open_rgb("frog").resize((256, 256), Image.Resampling.BICUBIC).save(path, quality=90)
+    with project_files.files.atomic_output(path) as partial:
+        open_rgb("frog").resize((256, 256), Image.Resampling.BICUBIC).save(partial, quality=90)
     written.append(path)
 
     # One channel only: must be expanded to RGB.
     path = out_dir / "horse_grayscale_32x32.png"
-    open_rgb("horse").convert("L").save(path, optimize=True)
+    with project_files.files.atomic_output(path) as partial:
+        open_rgb("horse").convert("L").save(partial, optimize=True)
     written.append(path)
 
     # Alpha channel and a non-square canvas: the transparent side margins are
@@ -137,7 +143,8 @@ def write_demo_images(files: dict[str, bytes], out_dir: Path) -> list[Path]:
     canvas = Image.new("RGBA", (96, 64), (0, 0, 0, 0))
     canvas.paste(truck, (16, 0))
     path = out_dir / "truck_transparent_96x64.png"
-    canvas.save(path, optimize=True)
+    with project_files.files.atomic_output(path) as partial:
+        canvas.save(partial, optimize=True)
     written.append(path)
     return written
 

@@ -13,6 +13,9 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from project_files import files  # noqa: E402 - files.py without Keras
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 TAGS = {
     "NBVAL_IGNORE_OUTPUT": "nbval-ignore-output",
@@ -47,7 +50,7 @@ def main(folder: Path = NOTEBOOKS) -> None:
     for path in sorted(folder.glob("*.ipynb")):
         notebook = json.loads(path.read_text(encoding="utf-8"))
         if convert(notebook):
-            path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            files.atomic_write_text(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
             print("converted", path.name)
 
 

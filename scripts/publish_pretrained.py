@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
@@ -55,12 +54,13 @@ def main() -> int:
     from shiftvit_lib.config import ShiftViTConfig
     from shiftvit_lib.recipe import logits_metrics
     from shiftvit_lib.tools import published as pt
+    from shiftvit_lib.tools.files import atomic_write_text
 
     record = json.loads((args.run / "run.json").read_text())
     for target in (ROOT / "results" / args.record, pt.RECORDS / args.record):
         target.mkdir(parents=True, exist_ok=True)
         for file_name in ("run.json", "history.csv"):
-            shutil.copyfile(args.run / file_name, target / file_name)
+            atomic_write_text(target / file_name, (args.run / file_name).read_bytes())
         print(f"copied the record to {target.relative_to(ROOT)}")
 
     config = ShiftViTConfig.from_dict(record["config"])

@@ -47,6 +47,9 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from project_files import files  # noqa: E402 - files.py without Keras
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 CARD_START = "<!-- time-card:start -->"
@@ -173,8 +176,13 @@ def write_timings(lessons: dict[str, dict], steps: dict[str, dict], machine: str
         "lessons_total_seconds": round(sum(m["seconds"] for m in lessons.values()), 1),
         "steps": steps,
     }
-    TIMINGS.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    files.atomic_write_text(TIMINGS, json.dumps(record, indent=2) + "\n")
     print(f"times written to {TIMINGS.relative_to(NOTEBOOKS.parent)}")
+
+
+def write_notebook(notebook: nbformat.NotebookNode, path: Path) -> None:
+    """``nbformat.write``, atomically: a full disk or a crash never leaves half a notebook."""
+    files.atomic_write_text(path, nbformat.writes(notebook).rstrip("\n") + "\n")
 
 
 def write_cards() -> int:
@@ -192,7 +200,7 @@ def write_cards() -> int:
         notebook = nbformat.read(path, as_version=4)
         # The card stays short (the lessons' word budget); the load is in results/timings.json.
         if update_time_card(notebook, QUICK_ROW, card_text(timed["seconds"], machine, day)):
-            nbformat.write(notebook, path)
+            write_notebook(notebook, path)
         else:
             print(f"note: {path.name} has no time card row {QUICK_ROW!r}", file=sys.stderr)
     write_stated_times(record)
@@ -237,7 +245,7 @@ def write_stated_times(record: dict) -> None:
         new, found = re.subn(pattern, lambda m, n=minutes: f"{m[1]}{n}{m[3]}", text)
         if not found:
             print(f"note: {name} no longer states the time of {command!r} where STATED looks", file=sys.stderr)
-        path.write_text(new, encoding="utf-8")
+        files.atomic_write_text(path, new)
 
 
 def time_steps(names: list[str]) -> dict[str, dict]:
@@ -337,10 +345,10 @@ def main(argv: list[str] | None = None) -> int:
             card = "  (time card updated)" if found else f"  (no time card row {row!r} to update)"
         notebook.metadata.setdefault("shiftvit", {})["outputs"] = outputs_record(datetime.date.today())
         destination = path if args.inplace else args.out / path.name
-        nbformat.write(notebook, destination)
+        write_notebook(notebook, destination)
         if not args.inplace:
             html, _ = HTMLExporter().from_notebook_node(notebook)
-            destination.with_suffix(".html").write_text(html, encoding="utf-8")
+            files.atomic_write_text(destination.with_suffix(".html"), html)
         print(f"ok     {path.stem:28} {seconds:6.1f} s  -> {destination}{card}", flush=True)
 
     if args.inplace:  # the practice copies follow the lessons (their time cards included)

@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     add("compare", "--out", "the JSON record to write, e.g. results/attention_vs_shift.json", required=True)
     add("compare", "--models", "train only these of the five (default: all)", nargs="+", metavar="NAME")
     add("evaluate", "--batch-size", type=BATCH_SIZE, default=256)
-    add("evaluate predict", "--model", "a .keras file (loaded in Keras' safe mode)", required=True)
+    add("evaluate predict", "--model", "a .keras (safe mode); input <= 1024x1024, 500M params", required=True)
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
     add("predict", "folder", "folder of PNG or JPEG images (by content), each <= 64 MiB, 40 megapixels")
     add("predict", "--top-k", type=_whole_number(1, 10), default=3)  # CIFAR-10's ten classes
@@ -132,7 +132,7 @@ def _train(args: argparse.Namespace) -> int:
         data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
         print(data.summary())
         run = train(config, data, folder, mixed_precision=precision, **options)
-    epochs, path = run.record["epochs_run"], run.best_model_path
+    epochs, path = run.record["epochs_run"], run.out_dir / "best.keras"
     print(f"test {_scores(run.record['test'])}  ({epochs} epochs; best model: {escape_name(path)})")
     return 0
 
@@ -152,12 +152,11 @@ def _compare(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(configs)}")
     configs = {name: config for name, config in configs.items() if name in (args.models or configs)}
-    epochs, seed = ex.shared_terms(configs)["epochs"], args.seed
-    data = load_cifar10(args.data, seed=seed)
+    data = load_cifar10(args.data, seed=args.seed)
     print(data.summary())
-    rows = ex.run_comparison(configs, data, args.runs, epochs=epochs, seed=seed, restart=False, log=print)
+    rows = ex.run_comparison(configs, data, args.runs, seed=args.seed, restart=False, log=print)
     note = NOTES[scale] + (f" Only {', '.join(configs)} (--models)." if args.models else "")
-    record = ex.comparison_record(rows, configs, data, epochs=epochs, seed=seed, mode=scale, note=note)
+    record = ex.comparison_record(rows, configs, data, seed=args.seed, mode=scale, note=note)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, record)  # atomic: a full disk or a crash never leaves half a record
     print(ex.format_table(rows), f"saved {escape_name(out)}", sep="\n")
@@ -260,8 +259,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
             return int(stop.code or 0)
         code = _command(args)
-        if argv is None:  # the program itself: its work is done, and a Ctrl-C while Python shuts
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # down (TensorFlow's takes seconds) must not print a traceback
+        # The program itself: its work is done, and a Ctrl-C while Python shuts down (TensorFlow's
+        # takes seconds) must not print a traceback.
+        if argv is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         return code
     except BaseException as error:  # Ctrl-C at any moment (importing Keras, in a callback): one line
         if not _interrupted(error):

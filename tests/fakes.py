@@ -41,6 +41,27 @@ def write_zip(path: Path, files: dict[str, bytes], prefix: str = "") -> Path:
     return path
 
 
+def unreadable_zip(path: Path, files: dict[str, bytes], damage: str) -> Path:
+    """A zip Python lists but cannot unpack: every member marked ``encrypted`` or ``deflate64``
+    (method 9, as 7-Zip and Windows write), or ``lzma``-compressed with a flipped byte."""
+    method = zipfile.ZIP_LZMA if damage == "lzma" else zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w", method) as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+        first = archive.infolist()[0]
+    data = bytearray(path.read_bytes())
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local and central headers
+        for start in [i for i in range(len(data)) if data.startswith(signature, i)]:
+            if damage == "encrypted":
+                data[start + flags_at] |= 1
+            elif damage == "deflate64":
+                data[start + flags_at + 2] = 9
+    if damage == "lzma":
+        data[first.header_offset + 30 + len(first.filename) + first.compress_size // 2] ^= 0xFF  # in its data
+    path.write_bytes(bytes(data))
+    return path
+
+
 def write_tar_gz(path: Path, files: dict[str, bytes]) -> Path:
     with tarfile.open(path, "w:gz") as archive:
         for name, content in files.items():

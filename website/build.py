@@ -17,6 +17,7 @@ Sphinx runs with -W: a warning fails the build.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import posixpath
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,28 +48,33 @@ class SiteError(Exception):
     """A problem in the sources that would make a broken or online-only site."""
 
 
-def _file_safety():
-    """shiftvit_lib/tools/files.py on its own (standard library only): the site needs no Keras."""
-    import importlib.util
+sys.path.insert(0, str(REPO / "scripts"))
+from project_files import files  # noqa: E402 - files.py without Keras: every write is atomic
 
-    spec = importlib.util.spec_from_file_location("shiftvit_lib_files", REPO / "shiftvit_lib/tools/files.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+MANIFEST = ".shiftvit-build.json"  # the files of the folder's last build: what the next may replace
 
 
-files = _file_safety()
+def listing(folder: Path) -> dict[str, list[int]]:
+    """Each entry under ``folder`` but its manifest: its path -> [size, mtime in ns] ([] for a folder).
 
-
-OUTPUT_MARKER = ".made-by-shiftvit"  # in each folder this tool made, and so may clear
+    A copy (``cp -r``), an edit or a file added since the build changes it, so a folder
+    whose listing is not its manifest's holds something this tool did not write.
+    """
+    found = {}
+    for parent, folders, names in os.walk(folder):  # links are listed, never followed
+        for name in folders + names:
+            info = (path := Path(parent, name)).lstat()
+            found[path.relative_to(folder).as_posix()] = [] if name in folders else [info.st_size, info.st_mtime_ns]
+    found.pop(MANIFEST, None)
+    return found
 
 
 def check_output_folder(folder: Path, repo: Path = REPO) -> Path:
-    """``folder`` resolved, if :func:`output_folder` may clear it; else its one-line SiteError.
+    """``folder`` resolved, if a build may replace it; else its one-line SiteError. Writes nothing.
 
-    Writes nothing: the build checks all its folders first. Refused: the file system's root, a
-    home directory, the checkout (``REPO`` and ``repo``) or a folder that holds it, a file, and a
-    folder of anything but this tool's (no marker) unless it is empty.
+    Refused: the file system's root, a home directory, a mount point, the checkout (``REPO``
+    and ``repo``) or a folder that holds it, a file, and a folder that is not empty and not as
+    the last build left it (its manifest, :func:`listing`).
     """
     folder = Path(folder).expanduser().resolve()
     home = Path.home().resolve()
@@ -76,29 +83,50 @@ def check_output_folder(folder: Path, repo: Path = REPO) -> Path:
         "the root of the file system": folder == Path(folder.anchor),
         "your home directory": folder == home,
         "a home directory": folder.parent == home.parent != Path(home.anchor),  # /home/<anyone>
+        "a mount point": os.path.ismount(folder),
         "the checkout or a folder that holds it": any(folder == g or folder in g.parents for g in guarded),
     }
     why = next((why for why, hit in forbidden.items() if hit), None)
     kind, shown = files.special_file_kind(folder, follow_links=True), files.escape_name(folder)
     if why:
-        problem = f"will not write into {shown}: it is {why}, and writing means clearing it"
+        problem = f"will not write into {shown}: it is {why}, and writing means replacing it"
     elif kind not in ("missing", "a folder"):
         problem = f"will not replace {shown}: it is {kind or 'a file'}, not a folder it made"
-    elif kind == "a folder" and files.special_file_kind(folder / OUTPUT_MARKER) and any(folder.iterdir()):
-        problem = f"will not clear {shown}: it was not made by this project (it has no {OUTPUT_MARKER})"
+    elif kind == "a folder" and (now := listing(folder)) != (made := _manifest(folder) or {}) and now:
+        other = next((p for p in now if now[p] != made.get(p)), None) or next(iter(made))
+        problem = f"will not replace {shown}: {files.escape_name(other)} is not as its last build left it"
     else:
         return folder
     raise SiteError(f"website/build.py {problem}; choose a new folder (such as build/site)")
 
 
-def output_folder(folder: Path, repo: Path = REPO) -> Path:
-    """``folder`` emptied for this build: only a folder this tool made (its marker) or an empty one."""
+def _manifest(folder: Path) -> dict | None:
+    try:
+        return files.read_json(files.check_own(folder / MANIFEST, reading=True), "build manifest")
+    except (OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def output_folder(folder: Path, repo: Path = REPO) -> Iterator[Path]:
+    """A new folder to build ``folder`` in, swapped for it when the block ends normally, else removed.
+
+    A failed build leaves the last one whole; the new folder gets its manifest before the swap.
+    """
     folder = check_output_folder(folder, repo)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    files.atomic_write_text(folder / OUTPUT_MARKER, "made by website/build.py; it clears and rewrites it\n")
-    return folder
+    new, old = (folder.with_name(f".{folder.name}.{what}-{os.getpid()}") for what in ("new", "old"))
+    shutil.rmtree(new, ignore_errors=True)  # a leftover of a process with our id
+    new.mkdir(parents=True)
+    try:
+        yield new
+        files.write_json(new / MANIFEST, listing(new))
+        check_output_folder(folder, repo)  # again: it may have changed during the build
+        if folder.exists():
+            os.replace(folder, old)
+        os.replace(new, folder)
+    finally:
+        for leftover in (new, old):
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def read_notebook(path: Path) -> dict:
@@ -260,10 +288,13 @@ def rewrite_markdown(text: str, doc_dir: str, staged: set[str], repo: Path, stag
             return match.group(0)  # a lesson: Sphinx links the page
         source = repo / in_repo
         if bang:  # a local image: stage the file at the same place, Sphinx copies it
+            if not source.resolve().is_relative_to(repo.resolve()):  # ../.., /etc/x, a link out
+                raise SiteError(f"image {files.escape_name(target)} (in {doc_dir or '.'}/) is outside the checkout; "
+                                "copy it into the repository and link it relatively")
             if not source.is_file():
                 raise SiteError(f"image {target!r} (in {doc_dir or '.'}/) does not exist")
             (stage / in_repo).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, stage / in_repo)
+            files.atomic_write_text(stage / in_repo, source.read_bytes())
             return match.group(0)
         kind = "tree" if source.is_dir() else "blob"
         url = f"{GITHUB}/{kind}/{BRANCH}/{in_repo}" + (f"#{anchor}" if anchor else "")
@@ -286,7 +317,7 @@ def gifs_as_files(html: str, doc_dir: str, stage: Path) -> str:
         gif = base64.b64decode(re.sub(r"\s", "", match.group(1)))
         name = f"{GIF_FOLDER}/{hashlib.sha256(gif).hexdigest()[:20]}.gif"
         (stage / GIF_FOLDER).mkdir(parents=True, exist_ok=True)
-        (stage / name).write_bytes(gif)
+        files.atomic_write_text(stage / name, gif)
         return posixpath.relpath(name, doc_dir or ".")
 
     return _GIF_DATA.sub(one, html)
@@ -314,7 +345,7 @@ def stage_notebook(path: Path, staged: set[str], repo: Path, stage: Path) -> Non
         )
     target = stage / path.relative_to(repo)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(notebook, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    files.atomic_write_text(target, json.dumps(notebook, ensure_ascii=False, indent=1) + "\n")
 
 
 def _cell(text: str) -> str:
@@ -362,44 +393,48 @@ def _korean_site():
 
 
 def stage_sources(stage: Path, repo: Path = REPO) -> list[Lesson]:
-    stage = output_folder(stage, repo)  # clears only a folder this tool made
+    """Stage the sources into ``stage`` (a folder :func:`output_folder` gives)."""
     found = lessons(repo)
     if not found:
         raise SiteError(f"no notebooks in {repo / 'notebooks'}")
-    (stage / BADGE_ASSET).parent.mkdir(parents=True)
-    shutil.copy2(WEBSITE / "colab-badge.svg", stage / BADGE_ASSET)
+    (stage / BADGE_ASSET).parent.mkdir(parents=True, exist_ok=True)
+    files.atomic_write_text(stage / BADGE_ASSET, (WEBSITE / "colab-badge.svg").read_bytes())
     staged = {lesson.path.relative_to(repo).as_posix() for lesson in found}
     for lesson in found:
         stage_notebook(lesson.path, staged, repo, stage)
     _korean_site().stage_korean(stage, repo, staged, stage_notebook)  # notebooks/ko/ (website/korean_site.py)
     readme = (repo / "README.md").read_text(encoding="utf-8")
-    (stage / "index.md").write_text(home_page(found, readme, repo, stage), encoding="utf-8")
+    files.atomic_write_text(stage / "index.md", home_page(found, readme, repo, stage))
     return found
 
 
 def build(out: Path, stage: Path, repo: Path = REPO, jobs: str = "1", quiet: bool = True) -> list[Lesson]:
-    """Stage the sources and run Sphinx (-W); raises CalledProcessError when Sphinx fails."""
+    """Stage the sources and run Sphinx (-W); raises CalledProcessError when Sphinx fails.
+
+    Each folder is built beside the old one and swapped in when all are complete.
+    """
     doctrees = stage.parent / (stage.name + "-doctrees")
-    for folder in (stage, out, doctrees):  # all checked before any is cleared or made
+    for folder in (stage, out, doctrees):  # all checked before any is made
         check_output_folder(folder, repo)
-    for folder in (out, doctrees):
-        output_folder(folder, repo)  # clears only a folder this tool made
-    found = stage_sources(stage, repo)
-    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-j", jobs,
-               "-c", str(WEBSITE), "-d", str(doctrees), str(stage), str(out)]
-    if quiet:
-        command.append("-q")
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    subprocess.run(command, check=True, env=env)
-    # The download button offers _sources/<lesson>.ipynb: the repository's notebook itself, not the
-    # staged copy whose badge points at the site's local image (../_assets/colab-badge.svg); the
-    # Korean lessons' too (notebooks/ko/).
-    for notebook in [lesson.path for lesson in found] + _korean_site().korean_paths(repo):
-        download = out / "_sources" / notebook.relative_to(repo).with_suffix(".ipynb")
-        if download.is_file():
-            shutil.copyfile(notebook, download)
-    if (stage / GIF_FOLDER).is_dir():  # the animations (gifs_as_files)
-        shutil.copytree(stage / GIF_FOLDER, out / GIF_FOLDER, dirs_exist_ok=True)
+    with output_folder(stage, repo) as new_stage, output_folder(out, repo) as new_out, \
+            output_folder(doctrees, repo) as new_doctrees:
+        found = stage_sources(new_stage, repo)
+        command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-j", jobs,
+                   "-c", str(WEBSITE), "-d", str(new_doctrees), str(new_stage), str(new_out)]
+        if quiet:
+            command.append("-q")
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        subprocess.run(command, check=True, env=env)
+        # The download button offers _sources/<lesson>.ipynb: the repository's notebook itself, not the
+        # staged copy whose badge points at the site's local image (../_assets/colab-badge.svg); the
+        # Korean lessons' too (notebooks/ko/).
+        for notebook in [lesson.path for lesson in found] + _korean_site().korean_paths(repo):
+            download = new_out / "_sources" / notebook.relative_to(repo).with_suffix(".ipynb")
+            if download.is_file():
+                files.atomic_write_text(download, notebook.read_text(encoding="utf-8"))
+        for gif in sorted((new_stage / GIF_FOLDER).glob("*.gif")):  # the animations (gifs_as_files)
+            (new_out / GIF_FOLDER).mkdir(exist_ok=True)
+            files.atomic_write_text(new_out / GIF_FOLDER / gif.name, gif.read_bytes())
     return found
 
 
@@ -412,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         found = build(args.out.resolve(), args.stage.resolve(), jobs=args.jobs)
-    except (SiteError, ValueError) as error:
+    except (SiteError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except subprocess.CalledProcessError:

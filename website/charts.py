@@ -14,7 +14,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from project_files import files  # noqa: E402 - files.py without Keras: every write is atomic
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDS = REPO / "shiftvit_lib" / "assets" / "records"
@@ -72,7 +76,8 @@ def _save(plt, figure, axes, path: Path, title: str) -> Path:
     axes.set_title(title)
     axes.legend(loc="lower right")
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="svg", metadata={"Date": None})
+    with files.atomic_output(path) as partial:
+        figure.savefig(partial, format="svg", metadata={"Date": None})
     plt.close(figure)
     return path
 
@@ -113,7 +118,7 @@ def charts_markdown(stage: Path, records: Path = RECORDS) -> str:
     the home page's markdown that shows the charts and links the page."""
     draw_comparison(stage / "_assets" / "attention_vs_shift.svg", records)
     draw_curve(stage / "_assets" / "time_to_accuracy.svg", records)
-    (stage / "results.md").write_text(results_page(), encoding="utf-8")
+    files.atomic_write_text(stage / "results.md", results_page())
     return "\n\n".join([
         "Every recorded run, with its numbers, its data and its machine, is on [one page](results.md).",
         f"```{{figure}} _assets/attention_vs_shift.svg\n:alt: {COMPARISON_TITLE}\n:width: 100%\n\n"

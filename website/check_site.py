@@ -89,6 +89,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from project_files import files  # noqa: E402 - files.py without Keras: every write is atomic
+
 REPO_SLUG = "shiftvit-tutorial/shiftvit-step-by-step"
 BRANCH = "main"
 SEARCH_TERM = "ShiftViT"
@@ -301,7 +304,7 @@ class Browser:
             # namespaces it needs otherwise; the browser only opens this site, on 127.0.0.1.
             "--no-sandbox",
         ]
-        self._log = open(Path(self._profile) / "chromium.log", "wb")  # noqa: SIM115
+        self._log = open(Path(self._profile) / "chromium.log", "wb")  # noqa: SIM115  # atomic: a stream, in a temporary profile
         self.process = subprocess.Popen([executable, *flags, "about:blank"], stdout=self._log, stderr=self._log)
         port_file = Path(self._profile) / "DevToolsActivePort"
         deadline = time.monotonic() + timeout
@@ -746,7 +749,7 @@ def _shoot(browser: Browser, page: str, shots: Path, width: int, report: Report)
         browser.evaluate(f"{scroll}; new Promise(done => setTimeout(done, 300))")
         data = browser.call("Page.captureScreenshot", {"format": "png"})["data"]
         name = f"{stem}{suffix}-{width}.png"
-        (shots / name).write_bytes(base64.b64decode(data))
+        files.atomic_write_text(shots / name, base64.b64decode(data))
         report.shots.append(name)
     browser.evaluate("window.scrollTo(0, 0)")
 

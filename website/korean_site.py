@@ -10,8 +10,12 @@ puts a language switch on every page that has a counterpart, and makes Korean wo
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from project_files import files  # noqa: E402 - files.py without Keras: every write is atomic
 
 KOREAN_DIR = "notebooks/ko"
 
@@ -59,5 +63,5 @@ def stage_korean(stage: Path, repo: Path, staged: set[str], stage_notebook: Call
     staged = staged | {path.relative_to(repo).as_posix() for path in paths}
     for path in paths:
         stage_notebook(path, staged, repo, stage)
-    (stage / KOREAN_DIR / "index.md").write_text(home_page(paths), encoding="utf-8")
+    files.atomic_write_text(stage / KOREAN_DIR / "index.md", home_page(paths))
     return paths

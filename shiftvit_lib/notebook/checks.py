@@ -28,7 +28,7 @@ from keras import ops
 from shiftvit_lib.layers import MLP, PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
 from shiftvit_lib.model import build_shiftvit
 from shiftvit_lib.schedules import WarmUpCosine
-from shiftvit_lib.shift import shift_channels
+from shiftvit_lib.shift import SHIFT_DIRECTIONS, shift_channels
 
 
 def try_yours(check: Callable[[Any], None], yours: Any, library: Any) -> Any:
@@ -181,7 +181,6 @@ SHIFT_CASES = [
     ((1, 5, 7, 11), 4, 1),
     ((1, 6, 5, 47), 4, 2),
 ]
-DIRECTIONS = ["left", "right", "up", "down"]
 
 
 def check_shift(shift: Callable[..., Any]) -> None:
@@ -194,9 +193,9 @@ def check_shift(shift: Callable[..., Any]) -> None:
         assert got.shape == x.shape, f"the shift must keep the shape {shape}, got {got.shape} {where}"
         moved = int((got != x).any(axis=(0, 1, 2)).sum())
         assert moved == 4 * g, f"4 * (C // num_div) = {4 * g} move, the rest stay; {moved} moved {where}"
-        for k, direction in enumerate(DIRECTIONS):
+        for k, direction in enumerate(SHIFT_DIRECTIONS):
             part = slice(k * g, (k + 1) * g)
-            ways = zip(DIRECTIONS, _each_way(x[..., part], s))
+            ways = zip(SHIFT_DIRECTIONS, _each_way(x[..., part], s))
             hint = f"channels [{k * g}, {(k + 1) * g}) must move {direction}, they moved {{}} {where}"
             mistakes = {hint.format(other): way for other, way in ways if other != direction}
             first_only = np.concatenate([expected[:1, ..., part], x[1:, ..., part]])
@@ -434,32 +433,28 @@ def library_train_step(model: keras.Model, optimizer: Any, loss_fn: Any, images:
 def check_train_step(step: Callable[..., float]) -> None:
     """``step(model, optimizer, loss_fn, images, labels)`` must return the loss of
     the model in training mode and take one step of the optimizer it is given (Adam
-    here) along the gradient. Needs the TensorFlow backend (the reference step uses
-    ``GradientTape``)."""
-    import tensorflow as tf
-
+    here) along the gradient. Needs the TensorFlow backend (the reference steps are
+    :func:`library_train_step`'s ``GradientTape``)."""
     rng, lr = np.random.default_rng(7), 0.01
     images, labels = rng.normal(size=(16, 6)).astype("float32"), rng.integers(0, 3, size=16)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    model, reference = _step_model(), _step_model()
+    model, reference, sgd = _step_model(), _step_model(), _step_model()  # the same weights
     optimizer = keras.optimizers.Adam(lr)
-    reference.set_weights(before := [w.copy() for w in model.get_weights()])
+    before = [w.copy() for w in model.get_weights()]
     training_loss, inference_loss = (float(loss_fn(labels, model(images, training=t))) for t in (True, False))
     got = step(model, optimizer, loss_fn, images, labels)
     number = isinstance(got, float | int | np.floating) or np.ndim(_numpy(got)) == 0
     assert number, f"the step must return the loss as one number (float(loss)), not {type(got).__name__}"
     loss = float(got)
-    with tf.GradientTape() as tape:
-        reference_loss = loss_fn(labels, reference(images, training=True))
-    gradients = tape.gradient(reference_loss, reference.trainable_variables)
-    keras.optimizers.Adam(lr).apply_gradients(zip(gradients, reference.trainable_variables))
+    library_train_step(reference, keras.optimizers.Adam(lr), loss_fn, images, labels)
+    library_train_step(sgd, keras.optimizers.SGD(lr), loss_fn, images, labels)
     mistakes = {"run the model with training=True (that is the inference loss)": inference_loss}
     otherwise = f"return the loss of this batch before the update: {training_loss:.4f}, got {loss:.4f}"
     _diagnose(loss, training_loss, mistakes, f"the step must {otherwise}")
     moves = [a - b for a, b in zip(model.get_weights(), before)]
     wanted = [w - b for w, b in zip(reference.get_weights(), before)]
     still, uphill, twice = ([factor * m for m in wanted] for factor in (0, -1, 2))
-    plain_sgd = [-lr * _numpy(g) for g in gradients]
+    plain_sgd = [w - b for w, b in zip(sgd.get_weights(), before)]
     mistakes = {
         "no weight changed: the step must apply the gradients (optimizer.apply_gradients)": still,
         "the weights moved uphill: the optimizer needs the gradients, not their negatives": uphill,
@@ -564,17 +559,15 @@ def check_block_parameters(answer: Any, channels: int = 384) -> None:
     """Lesson 03: the parameters of one block with ``channels`` channels and MLP ratio 2."""
     _blank(answer, "Replace None with your number, then run the cell.")
     whole = isinstance(answer, int | np.integer) and not isinstance(answer, bool)
-    kind = type(answer).__name__
-    assert whole, f"give the count as a whole number, such as 123456, not the {kind} {answer!r}"
+    assert whole, f"give the count as a whole number (123456), not the {type(answer).__name__} {answer!r}"
     c = channels
     mistakes = {
-        "counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,
-        "leaves out the norm: it has 2C parameters (scale, offset)": 4 * c * c + 3 * c,
-        "counts one Dense: the MLP has two (C -> 2C -> C)": 2 * c * c + 3 * c,
+        f"{answer:,} counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,
+        f"{answer:,} leaves out the norm: it has 2C parameters (scale, offset)": 4 * c * c + 3 * c,
+        f"{answer:,} counts one Dense: the MLP has two (C -> 2C -> C)": 2 * c * c + 3 * c,
     }
-    otherwise = "is not the count: C·2C + 2C and 2C·C + C for the MLP, 2C for the norm"
-    hint = next((hint for hint, wrong in mistakes.items() if answer == wrong), otherwise)
-    assert answer == 4 * c * c + 5 * c, f"{answer:,} {hint}"
+    otherwise = f"{answer:,} is not the count: C·2C + 2C and 2C·C + C for the MLP, 2C for the norm"
+    _diagnose(answer, 4 * c * c + 5 * c, mistakes, otherwise)
 
 
 def check_shapes(my_shapes: Callable[[Any], list]) -> None:

@@ -89,7 +89,7 @@ def setup_lesson(full_mode: bool = False, *, recipe: str | None = None, seed: in
     """
     import keras
 
-    from shiftvit_lib.tools.devices import has_accelerator
+    from shiftvit_lib.tools.devices import accelerator_platform
 
     if recipe is not None and (recipe not in RECIPES or full_mode):
         raise ValueError(f"recipe must be one of {RECIPES}, without full_mode; got {recipe!r}")
@@ -107,6 +107,5 @@ def setup_lesson(full_mode: bool = False, *, recipe: str | None = None, seed: in
     else:
         quick, reason = choose_mode(recipe != "quick", switch=f"RECIPE = {recipe!r}")
         switch, full_preset = "RECIPE", "seed" if recipe == "quick" else recipe
-    full = (os.environ.get(DATA_ENV, "auto"), full_preset)
-    data_source, preset_name = ("sample", "quick") if quick else full
-    return LessonSettings(quick, reason, data_source, preset_name, seed, has_accelerator(), switch)
+    data_and_preset = ("sample", "quick") if quick else (os.environ.get(DATA_ENV, "auto"), full_preset)
+    return LessonSettings(quick, reason, *data_and_preset, seed, accelerator_platform() is not None, switch)

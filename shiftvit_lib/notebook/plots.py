@@ -365,17 +365,6 @@ def plot_reliability(confidence: Sequence[float], correct: Sequence[bool], bins:
 
 
 # --------------------------------------------------------------------------- a shift by numbers, animations
-def animation_path(name: str) -> Any:
-    """Path of a rendered animation GIF shipped with the package (e.g. ``"shift_operation"``)."""
-    folder = resources.files("shiftvit_lib") / "assets" / "animations"
-    if not (folder / f"{name}.gif").is_file():
-        available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
-        raise FileNotFoundError(
-            f"no animation named {name!r}; available: {available} (`python animations/render.py`)"
-        )
-    return folder / f"{name}.gif"
-
-
 def numbered_feature_map(channels: int, height: int = 5, width: int = 5) -> Any:
     """A ``(1, height, width, channels)`` float32 array whose every channel holds 1, 2, ... row by row.
 
@@ -408,7 +397,8 @@ def format_channels(tensor: Any, titles: Sequence[str]) -> str:
 
 
 def show_animation(name: str, width: int | None = None) -> Any:
-    """The GIF embedded in the notebook as an HTML ``<img>``, so it plays everywhere.
+    """The animation GIF ``name`` shipped with the package (e.g. ``"shift_operation"``), embedded in
+    the notebook as an HTML ``<img>``, so it plays everywhere.
 
     The GIF travels inside the notebook as a base64 ``data:`` URI in a ``text/html``
     output. JupyterLab, Colab, nbconvert's HTML and GitHub's notebook view all show
@@ -419,7 +409,11 @@ def show_animation(name: str, width: int | None = None) -> Any:
 
     from IPython.display import HTML
 
-    data = base64.b64encode(animation_path(name).read_bytes()).decode("ascii")
+    folder = resources.files("shiftvit_lib") / "assets" / "animations"
+    if not (folder / f"{name}.gif").is_file():
+        available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
+        raise FileNotFoundError(f"no animation named {name!r}; available: {available} (animations/render.py)")
+    data = base64.b64encode((folder / f"{name}.gif").read_bytes()).decode("ascii")
     size = f' width="{int(width)}"' if width else ""
     alt = f"Animation: {name.replace('_', ' ')}"
     return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}"{size}>')

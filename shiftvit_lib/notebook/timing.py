@@ -7,7 +7,6 @@ before the lesson trains. ``benchmarks/backend_step.py`` and the GPU library che
 them too.
 """
 
-import functools
 import itertools
 import time
 from collections.abc import Sequence
@@ -52,7 +51,6 @@ def time_training_steps(
     (another process, a late recompilation) does not move it; ``startup_seconds`` is the
     warm-up's time (tracing, compilation, the first batches).
     """
-    from shiftvit_lib.config import family_of
     from shiftvit_lib.data import make_dataset
     from shiftvit_lib.tools.runs import build_for_training
 
@@ -67,12 +65,11 @@ def time_training_steps(
     batches = make_dataset(images, labels, config.batch_size, shuffle=False, **mixing)
     ends: list[float] = []  # when each training batch ends
     clock = LambdaCallback(on_train_batch_end=lambda *_, **__: ends.append(time.perf_counter()))
-    build = functools.partial(family_of(config).build, seed=0)
     rows = []
     for policy, jit in itertools.product((None, mixed) if mixed else (None,), xla):
         keras.backend.clear_session()
         keras.utils.set_random_seed(0)
-        model = build_for_training(config, build, warmup + steps, 1, jit_compile=jit, mixed_precision=policy)
+        model = build_for_training(config, warmup + steps, 1, seed=0, jit_compile=jit, mixed_precision=policy)
         ends.clear()
         began = time.perf_counter()
         model.fit(batches, verbose=0, callbacks=[clock])

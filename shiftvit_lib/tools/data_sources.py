@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import multiprocessing.pool
 import os
 import socket
@@ -28,7 +29,6 @@ import urllib.parse
 import urllib.request
 import warnings
 import zipfile
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -106,10 +106,7 @@ def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
     """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip,
     read as your own copies are (it passes their caps and layout checks)."""
     if not SAMPLE_ARCHIVE.is_file():
-        raise FileNotFoundError(
-            f"the bundled CIFAR-10 sample is missing ({SAMPLE_ARCHIVE}). Reinstall "
-            "shiftvit_lib, or rebuild it with `python scripts/make_sample.py`."
-        )
+        raise FileNotFoundError(f"the bundled sample {SAMPLE_ARCHIVE} is missing; reinstall shiftvit_lib")
     raw = _decode_class_folders(*_read_source(SAMPLE_ARCHIVE), limit, rng)
     sizes = f"{len(raw.y_train):,} train / {len(raw.y_test):,} test images, JPEG q75"
     raw.description = (
@@ -258,6 +255,8 @@ def _raise_walk_error(error: OSError) -> None:
 def _zip_entries(path: Path) -> Iterator[_Entry]:
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():  # read() never returns more than an entry declares
+            if problem := files.zip_member_problem(info):
+                raise InputError(f"{files.escape_name(path)}: {problem}; give it unpacked (a folder)")
             kind = "a symbolic link" if stat.S_ISLNK(info.external_attr >> 16) else None
             if not info.is_dir():
                 yield info.filename, kind, info.file_size, functools.partial(archive.read, info)
@@ -293,10 +292,9 @@ def _read_source(path: Path) -> tuple[_Layout, str]:
     try:
         entries = _zip_entries(path) if kind == "zip" else _tar_entries(path)
         return _read_layout(entries, where, path.stat().st_size), where
-    except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, OSError) as error:
-        # zlib.error: a damaged byte inside a compressed member
+    except files.ARCHIVE_ERRORS as error:
         raise InputError(
-            f"{path} is not a readable {kind} archive, damaged or truncated ({error}); download or build it again"
+            f"{path} is not a readable {kind} archive, damaged or truncated ({' '.join(str(error).split())}); download or build it again"
         ) from None
 
 
@@ -429,31 +427,65 @@ def _load_archive_cached(path: Path) -> RawData:
     plain arrays and strings, read with ``allow_pickle=False``; a truncated or altered
     cache fails its zip's CRC-32 checks (:func:`_read_cache`) and is decoded again.
     """
-    cache = array_cache_dir() / f"cifar10-{files.sha256_of(path)[:32]}.npz"
-    raw = _read_cache(cache)
+    source = files.sha256_of(path)
+    cache = array_cache_dir() / f"cifar10-{source[:32]}.npz"
+    raw = _read_cache(cache, source)
     if raw is None:
         raw = _decode_class_folders(*_read_source(path), None, np.random.default_rng(0))
-        _write_cache(cache, raw)
+        _write_cache(cache, raw, source)
     return raw
 
 
-def _read_cache(cache: Path) -> RawData | None:
-    """The arrays in ``cache``, else None: missing, unreadable, or damaged since it was written.
+def _read_cache(cache: Path, source: str) -> RawData | None:
+    """The arrays in ``cache``, else None: missing, or set aside (named) when it fails a check.
 
-    Reading each array to its end checks the CRC-32 the zip stores for it, so a truncated
-    file or a changed byte fails (``BadZipFile``) instead of giving other pixels.
+    The cache proves itself: the sha256 of the archive it was built from, a sha256 of its
+    arrays (names, dtypes, shapes, bytes), uint8 32x32 RGB images with one label in 0..9
+    each; a truncated file or a changed byte also fails its zip's CRC-32 (``BadZipFile``).
     """
-    # missing, unreadable or damaged: None, and the archive is decoded again
-    with contextlib.suppress(OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
-        with files.open_regular(cache) as handle, np.load(handle, allow_pickle=False) as arrays:
-            return RawData(**{name: value if value.ndim else str(value) for name, value in arrays.items()})
+    if files.special_file_kind(cache) == "missing":
+        return None
+    try:
+        with files.open_regular(cache) as handle, np.load(handle, allow_pickle=False) as stored:
+            arrays = {name: value if value.ndim else str(value) for name, value in stored.items()}
+        checks = {  # in this order: the digest is of the arrays left once the two digests are taken out
+            "it was built from another archive": arrays.pop("source_sha256", "") == source,
+            "its arrays do not match their digest": arrays.pop("digest", "") == _arrays_digest(arrays),
+            "its images are not uint8 32x32 RGB, one label 0..9 each": all(
+                _sound(arrays[f"x_{split}"], arrays[f"y_{split}"]) for split in SPLIT_FOLDERS
+            ),
+        }
+        problem = next((why for why, sound in checks.items() if not sound), None)
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
+        problem = f"it cannot be read ({' '.join(str(error).split())})"
+    if not problem:
+        return RawData(**arrays)
+    with contextlib.suppress(OSError):
+        os.replace(cache, cache.with_name(f"{cache.name}.damaged"))
+    message = f"the data cache {files.escape_name(cache)} is set aside ({problem}); decoding the data again"
+    warnings.warn(message, stacklevel=4)
     return None
 
 
-def _write_cache(cache: Path, raw: RawData) -> None:
-    """Write ``cache`` atomically; a failed write (a full disk) leaves no partial file."""
+def _arrays_digest(arrays: dict[str, Any]) -> str:
+    digest = hashlib.sha256()
+    for name, value in sorted(arrays.items()):
+        digest.update(f"{name} {np.asarray(value).dtype} {np.shape(value)}\n".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+    return digest.hexdigest()
+
+
+def _sound(x: np.ndarray, y: np.ndarray) -> bool:
+    """uint8 32x32 RGB images, one whole-number label 0..9 each."""
+    shapes = x.dtype == np.uint8 and x.shape[1:] == (32, 32, 3) and y.shape == x.shape[:1]
+    return shapes and y.dtype.kind in "iu" and set(np.unique(y)) <= set(range(len(CIFAR10_CLASSES)))
+
+
+def _write_cache(cache: Path, raw: RawData, source: str) -> None:
+    """Write ``cache`` atomically, with its digests; a failed write (a full disk) leaves no partial file."""
     with contextlib.suppress(OSError):  # no writable cache (or no space): the next run decodes again
         cache.parent.mkdir(parents=True, exist_ok=True)
         files.remove_abandoned_partials(cache.parent, "*cifar10-*")
         with files.atomic_output(cache) as partial:  # a reader never sees half a file
-            np.savez(partial, **vars(raw))  # plain arrays and strings: no pickle needed to read them
+            # plain arrays and strings: no pickle needed to read them
+            np.savez(partial, **vars(raw), digest=_arrays_digest(vars(raw)), source_sha256=source)

@@ -1,7 +1,7 @@
 """Devices and precision: what the machine offers and how training uses it.
 
 Lesson 05 and :func:`shiftvit_lib.tools.runs.train` ask: is there a GPU or TPU
-(:func:`has_accelerator`), which mixed precision suits it (:func:`recommended_mixed_precision`),
+(:func:`accelerator_platform`), which mixed precision suits it (:func:`recommended_mixed_precision`),
 and how to build a model under a dtype policy (:func:`precision_policy`). Training on several
 devices needs no code here: set ``keras.distribution.DataParallel`` (lesson 05 shows how).
 """
@@ -87,11 +87,6 @@ def accelerator_platform() -> str | None:
     """``"gpu"`` or ``"tpu"`` if the current backend sees one, else ``None`` (CPU only)."""
     platforms = {"gpu" if kind in GPU_PLATFORMS else kind for kind, _, _ in _devices()}
     return next((kind for kind in ("tpu", "gpu") if kind in platforms), None)  # a TPU before a GPU
-
-
-def has_accelerator() -> bool:
-    """True if the current backend sees a GPU or TPU."""
-    return accelerator_platform() is not None
 
 
 def gpu_compute_capability() -> tuple[int, int] | None:

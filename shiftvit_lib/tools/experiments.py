@@ -160,26 +160,21 @@ def run_comparison(
     data: DataSplits,
     out_root: str | os.PathLike[str],
     *,
-    epochs: int,
     seed: int = 42,
     restart: bool = True,
     log: Callable[[str], None] | None = print,
 ) -> list[dict[str, Any]]:
-    """Train every config on ``data`` for ``epochs`` epochs with ``seed``; one row per model (:func:`_row`).
+    """Train every config on ``data`` with ``seed`` for the epochs they share; one row per model (:func:`_row`).
 
-    The configs must be on equal terms (:func:`shared_terms`) and say ``epochs`` too. Each
+    The configs must be on equal terms (:func:`shared_terms`), their ``epochs`` included. Each
     trains in ``out_root/<name>`` with :func:`~shiftvit_lib.tools.runs.train`; its test
     metrics are those of its best-validation checkpoint. ``restart=True`` starts every run
     afresh; ``False`` resumes an interrupted run and reuses a finished one with the same
     settings (:func:`~shiftvit_lib.tools.run_folder.run_spec`), so a long comparison survives a
     re-execution. ``log`` gets one line per model (``None``: silence).
     """
-    if (shared := shared_terms(configs)["epochs"]) != epochs:
-        raise InputError(
-            f"epochs={epochs} but the configs say epochs={shared}; "
-            "set it on the configs too (equalise(configs, epochs=...)) so the records agree."
-        )
-    rows, options = [], dict(epochs=epochs, seed=seed, verbose=0, overwrite=restart, reuse=not restart)
+    shared_terms(configs)  # the configs' own epochs: one figure, on every run and in the record
+    rows, options = [], dict(seed=seed, verbose=0, overwrite=restart, reuse=not restart)
     for name, config in configs.items():
         started = time.perf_counter()
         run = train(config, data, Path(out_root) / name, **options)
@@ -230,18 +225,18 @@ def comparison_record(
     configs: Mapping[str, Config],
     data: DataSplits,
     *,
-    epochs: int,
     seed: int,
     mode: str,
     note: str = "",
 ) -> dict[str, Any]:
-    """A JSON-ready record of a comparison: rows, shared terms, configs, data and machine."""
+    """A JSON-ready record of a comparison: rows, shared terms (the epochs among them), configs, data and machine."""
+    terms = shared_terms(configs)
     return {
         "mode": mode,
         "note": note,
-        "epochs": int(epochs),
+        "epochs": int(terms["epochs"]),
         "seed": int(seed),
-        "shared_terms": {k: list(v) if isinstance(v, tuple) else v for k, v in shared_terms(configs).items()},
+        "shared_terms": {k: list(v) if isinstance(v, tuple) else v for k, v in terms.items()},
         "rows": [dict(row) for row in rows],
         "configs": {name: config.to_dict() for name, config in configs.items()},
         **provenance(data),

@@ -35,12 +35,15 @@ import contextlib
 import hashlib
 import itertools
 import json
+import lzma
 import os
 import re
 import socket
 import stat
+import tarfile
 import time
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -258,10 +261,10 @@ def _fsync(path: Path, flags: int = 0) -> None:
         os.close(fd)
 
 
-def atomic_write_text(path: PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_output`: all of it or nothing."""
+def atomic_write_text(path: PathLike, text: str | bytes) -> Path:
+    """Write ``text`` (UTF-8; bytes as they are) to ``path`` through :func:`atomic_output`: all or nothing."""
     with atomic_output(path) as partial:
-        partial.write_text(text, encoding="utf-8")
+        partial.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     return Path(path)
 
 
@@ -357,6 +360,21 @@ def json_depth(text: bytes) -> int:
     return max(itertools.accumulate(1 if byte in b"[{" else -1 for byte in brackets), default=0)
 
 
+# Every error Python's archive readers raise for a damaged file (bz2's and gzip's are OSErrors).
+ARCHIVE_ERRORS = (zipfile.BadZipFile, tarfile.TarError, lzma.LZMAError, zlib.error, EOFError, OSError)
+# The zip compression methods Python reads (7-Zip and Windows also write Deflate64, method 9).
+_ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
+
+
+def zip_member_problem(info: zipfile.ZipInfo) -> str | None:
+    """Why Python cannot unpack a zip member it lists (encrypted, or compressed as it cannot), else None."""
+    encrypted = info.flag_bits & 0x1
+    how = "is encrypted" if encrypted else f"uses compression method {info.compress_type} (9: Deflate64)"
+    if encrypted or info.compress_type not in _ZIP_METHODS:
+        return f"its member {escape_name(info.filename)} {how}, which Python cannot unpack"
+    return None
+
+
 def check_keras_archive(path: PathLike) -> None:
     """Raise ``ValueError`` (one line) for a ``.keras`` zip Keras should not be given.
 
@@ -367,7 +385,7 @@ def check_keras_archive(path: PathLike) -> None:
     try:
         with zipfile.ZipFile(path) as archive:
             problem = _keras_archive_problem(archive)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as error:
+    except ARCHIVE_ERRORS as error:
         problem = (
             f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
         )
@@ -378,6 +396,8 @@ def check_keras_archive(path: PathLike) -> None:
 def _keras_archive_problem(archive: zipfile.ZipFile) -> str | None:
     infos = archive.infolist()
     for info in infos:
+        if problem := zip_member_problem(info):
+            return f"is not a .keras file Keras saved: {problem}; save the model again (save_model)"
         if info.file_size > KERAS_MEMBER_MAX_EXPANSION * info.compress_size + KERAS_MEMBER_SLACK_BYTES:
             return (
                 f"is not a model file: its member {escape_name(info.filename)} would unpack from "

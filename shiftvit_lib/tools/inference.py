@@ -12,8 +12,8 @@ report confidences apply the softmax themselves.
 
 from __future__ import annotations
 
+import textwrap
 import warnings
-import zipfile
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -31,6 +31,9 @@ from shiftvit_lib.tools.files import escape_name, special_file_kind
 Fit = Literal["crop", "stretch"]
 # An image file larger than this is refused before it is read (a 24-megapixel JPEG is ~10 MB).
 MAX_IMAGE_BYTES = 64 * 2**20
+# A prediction's memory grows with the model's input, not with the file: CIFAR-10 models take 32x32.
+MAX_MODEL_INPUT_PIXELS = 1024 * 1024
+MAX_MODEL_PARAMETERS = 500_000_000
 
 
 # --------------------------------------------------------------------------- reading images
@@ -255,8 +258,14 @@ def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)
 
     Checked before a model is used for :func:`predict_folder` or an evaluation, so
     a model of another task (or with several outputs) fails with one clear sentence
-    instead of deep inside NumPy.
+    instead of deep inside NumPy; so does one past the caps on its input and parameters.
     """
+    height, width = _model_image_size(model) or (0, 0)
+    if height * width > MAX_MODEL_INPUT_PIXELS or model.count_params() > MAX_MODEL_PARAMETERS:
+        raise InputError(
+            f"the model takes {height}x{width} images and has {model.count_params():,} parameters, past the caps "
+            f"(1024x1024, {MAX_MODEL_PARAMETERS:,}) of shiftvit_lib's predict: is it the right file?"
+        )
     shape = getattr(model, "output_shape", None)
     if not (isinstance(shape, tuple) and len(shape) == 2 and shape[1] == num_classes):
         several = isinstance(shape, list | dict | tuple) and not all(isinstance(n, int | None) for n in shape)
@@ -288,8 +297,7 @@ class ModelLoadError(InputError):
 
     def __init__(self, path: Path, reason: str, cause: BaseException) -> None:
         # Keras' message may quote whole weight arrays: its first 300 characters, on one line.
-        said = " ".join(str(cause).split())
-        said = said if len(said) <= 300 else said[:300] + " ..."
+        said = textwrap.shorten(str(cause), 300, placeholder=" ...")
         super().__init__(f"could not load {escape_name(path)} ({type(cause).__name__}: {said}). {reason}")
         self.reason = reason
 
@@ -315,7 +323,7 @@ def load_model(path: str | Path) -> keras.Model:
     files.check_keras_archive(path)
     # The custom layers are registered (importing this module imported the package's core);
     # safe_mode refuses to run code embedded in the file (e.g. lambdas).
-    failures = (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile, RecursionError)
+    failures = (ValueError, TypeError, KeyError, RecursionError, *files.ARCHIVE_ERRORS)
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except failures as error:

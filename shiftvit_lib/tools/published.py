@@ -83,8 +83,7 @@ def pretrained(name: str = "cpu") -> keras.Model:
     model = family.build(config)
     if sorted(variable.path for variable in model.weights) != sorted(values):
         raise ValueError(
-            f"the weights of {name!r} do not fit the model its config builds (this version of "
-            "shiftvit_lib builds other layers); install the version that published them"
+            f"the weights of {name!r} do not fit the layers this shiftvit_lib builds; install the version that published them"
         )
     for variable in model.weights:
         variable.assign(values[variable.path])

@@ -24,7 +24,6 @@ import csv
 import json
 import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -184,13 +183,9 @@ def check_location(out_dir: str | os.PathLike[str]) -> Path:
     out = files.check_name_length(out_dir)
     existing = next(path for path in (out, *out.parents) if path.exists())  # the nearest
     if not existing.is_dir():
-        raise RunFolderError(
-            f"cannot use the output folder {escape_name(out)}: {escape_name(existing)} is a file; choose another folder"
-        )
+        raise RunFolderError(f"{escape_name(existing)} is a file, not a folder: choose another output folder")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise RunFolderError(
-            f"cannot write to {escape_name(existing)} (permission denied); choose another output folder"
-        )
+        raise RunFolderError(f"{escape_name(existing)}: permission denied; choose another output folder")
     return out
 
 
@@ -267,7 +262,17 @@ def clear_run(out_dir: str | os.PathLike[str]) -> None:
     out = Path(out_dir)
     for name in RUN_FILES:
         (out / name).unlink(missing_ok=True)
-    shutil.rmtree(out / BACKUP_DIR, ignore_errors=True)
+    remove_backups(out)
+
+
+def remove_backups(out: Path) -> None:
+    """Remove the backups :class:`RunBackup` wrote; a damaged one set aside (or a file of yours) is kept."""
+    backup = files.check_own(out / BACKUP_DIR, folder=True)
+    for path in backup.glob("*"):
+        if path.name == BACKUP_METADATA or _BACKUP_WEIGHTS.fullmatch(path.name):
+            path.unlink()
+    with contextlib.suppress(OSError):  # not empty: what is left is kept
+        backup.rmdir()
 
 
 # --------------------------------------------------------------------------- the folder
@@ -498,7 +503,7 @@ def mark_fit_finished(folder: RunFolder) -> None:
 def write_record(folder: RunFolder, record: dict[str, Any]) -> None:
     """Write ``run.json`` and remove the backup: the run is finished, nothing is left to resume."""
     write_json(folder.path / RUN_RECORD, record)
-    shutil.rmtree(folder.path / BACKUP_DIR, ignore_errors=True)
+    remove_backups(folder.path)
 
 
 # --------------------------------------------------------------------------- finished runs

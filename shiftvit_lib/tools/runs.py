@@ -10,10 +10,9 @@ evaluates the best checkpoint on the test split and writes ``run.json``.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,6 @@ from shiftvit_lib.data import DataSplits
 from shiftvit_lib.tools import devices, files
 from shiftvit_lib.tools import run_folder as rf
 from shiftvit_lib.tools.inference import load_model
-
-# Lesson 05 reads finished runs with these; they live with the folder they read.
-from shiftvit_lib.tools.run_folder import describe_run, load_run  # noqa: F401
 
 
 class BestModelCheckpoint(keras.callbacks.Callback):
@@ -71,16 +67,17 @@ def run_callbacks(
 
 def build_for_training(
     config: TrainingRecipe,
-    builder: Callable[[Any], keras.Model],
     steps_per_epoch: int,
     epochs: int,
     *,
+    seed: int,
     jit_compile: bool | str = "auto",
     mixed_precision: str | None = None,
 ) -> keras.Model:
-    """Build the model in the asked precision (a dtype policy) and compile it with the recipe."""
+    """Build ``config``'s model (its family's builder, seeded) in the asked precision (a dtype policy)
+    and compile it with the recipe."""
     with devices.precision_policy(mixed_precision):
-        model = builder(config)
+        model = family_of(config).build(config, seed=seed)
         recipe.compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
     return model
 
@@ -94,10 +91,6 @@ class TrainingRun:
     out_dir: Path
     record: dict[str, Any] = field(default_factory=dict)
     reused: bool = False  # read back from a finished run (train's ``reuse``), not trained
-
-    @property
-    def best_model_path(self) -> Path:
-        return self.out_dir / rf.BEST_MODEL
 
 
 def fit_remaining(
@@ -164,7 +157,7 @@ def train(
     run with the same settings instead of refusing it. For several devices, set a
     ``keras.distribution`` (``DataParallel``) first.
     """
-    family = family_of(config)  # a TypeError for anything but a model config
+    family_of(config)  # a TypeError for anything but a model config
     epochs = check_whole_number(epochs if epochs is not None else config.epochs, "epochs")
     recipe.check_training_inputs(config, data, seed=seed)
     if mixed_precision == "auto":
@@ -179,8 +172,7 @@ def train(
         folder = rf.open_run_folder(claim, spec, config)
         keras.utils.set_random_seed(seed)
         train_ds, val_ds, steps_per_epoch = recipe.training_datasets(config, data, seed)
-        builder = functools.partial(family.build, seed=seed)
-        model = build_for_training(config, builder, steps_per_epoch, epochs, **precision)
+        model = build_for_training(config, steps_per_epoch, epochs, seed=seed, **precision)
         started = time.perf_counter()
         if not folder.fit_finished:
             images_per_epoch = min(steps_per_epoch * config.batch_size, len(data.y_train))

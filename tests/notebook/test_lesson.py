@@ -39,11 +39,11 @@ def test_a_gpu_never_switches_to_full_mode(monkeypatch):
     devices = importlib.import_module("shiftvit_lib.tools.devices")
 
     monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
-    monkeypatch.setattr(devices, "has_accelerator", lambda: True)
+    monkeypatch.setattr(devices, "accelerator_platform", lambda: "gpu")
     settings = setup_lesson(seed=3)
     assert settings.quick and settings.preset_name == "quick" and settings.accelerator is True
     assert "A GPU/TPU was found" in settings.describe()
-    monkeypatch.setattr(devices, "has_accelerator", lambda: False)
+    monkeypatch.setattr(devices, "accelerator_platform", lambda: None)
     assert "GPU" not in setup_lesson(seed=3).describe()
 
 
@@ -92,7 +92,7 @@ def test_setup_lesson_refuses_a_switch_it_cannot_read(switch):
 def test_a_gpu_hint_names_lesson05s_recipe_switch(monkeypatch):
     devices = importlib.import_module("shiftvit_lib.tools.devices")
     monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
-    monkeypatch.setattr(devices, "has_accelerator", lambda: True)
+    monkeypatch.setattr(devices, "accelerator_platform", lambda: "tpu")
     assert 'Full mode needs RECIPE = "cpu" or "seed".' in setup_lesson(recipe="quick").describe()
     assert "Full mode needs FULL_MODE = True." in setup_lesson().describe()
 

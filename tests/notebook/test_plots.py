@@ -185,7 +185,7 @@ def test_reliability_table_bins_and_ece() -> None:
 # --- a shift by numbers, and the animations
 def test_unknown_animation_lists_the_available_ones():
     with pytest.raises(FileNotFoundError, match="no animation named 'nope'"):
-        plots.animation_path("nope")
+        plots.show_animation("nope")
 
 
 def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
@@ -196,7 +196,8 @@ def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
     html = shown._repr_html_()
     match = re.fullmatch(r'<img src="data:image/gif;base64,([A-Za-z0-9+/=]+)" alt="[^"]+" width="480">', html)
     assert match, html[:120]
-    assert base64.b64decode(match.group(1)) == plots.animation_path("shift_operation").read_bytes()
+    gif = Path(plots.__file__).parents[1] / "assets" / "animations" / "shift_operation.gif"
+    assert base64.b64decode(match.group(1)) == gif.read_bytes()
 
 
 def test_channel_grids_show_where_each_value_went():

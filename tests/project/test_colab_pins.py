@@ -7,10 +7,10 @@ import ast
 import importlib.util
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 

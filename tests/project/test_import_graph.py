@@ -47,9 +47,12 @@ REPO = Path(__file__).resolve().parents[2]
 # 1,384 / notebook 947 / library 4,002 (2026-11-26) under budgets of 1,400 / 1,400 / 950 / 4,050.
 # On 2026-11-28 the data readers moved from core to tools and three rounds of features landed (file
 # safety in run folders, learners' exceptions as hints in the checks, a CLI that speaks in flags):
-# core 1,391 / tools 1,505 / notebook 1,002 / library 4,216 after a cut of 48 lines. The budgets
-# below are those figures, so nothing grows further; getting back to 1,400 / 950 / 4,050 is open work.
-BUDGETS = {"core": 1400, "tools": 1505, "notebook": 1002, "library": 4216}
+# core 1,391 / tools 1,505 / notebook 1,002 / library 4,216 after a cut of 48 lines (4,219 with the
+# CLI's Ctrl-C handling). The i49-lib cut of the same day (no alias, no re-export, no plumbing a
+# config already carries, one reference training step, messages that fit a line) brought them to
+# core 1,391 / tools 1,484 / notebook 988 / library 4,183: the budgets below, so nothing grows
+# further; the issue's 1,400 / 950 / 4,050 are still open.
+BUDGETS = {"core": 1400, "tools": 1484, "notebook": 988, "library": 4183}
 # Test code lines per library code line (issue 49: tests had grown to 1.86x the library in one round).
 TEST_BUDGET = 1.5
 # Until the cut to TEST_BUDGET lands, the tests may not grow past this: 7,448 -> 7,419 by the first
@@ -441,6 +444,38 @@ def private_name_uses(path: Path, package_name: str) -> list[str]:
     return found
 
 
+# A call that writes a file at a path, by name: a path's methods, a module's functions, or an
+# opener given a writing mode. Only files.py may write otherwise than through files.atomic_output.
+PATH_WRITERS = {"write_text", "write_bytes", "savefig", "save", "savez", "savez_compressed"}
+MODULE_WRITERS = {"json.dump", "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "nbformat.write"}
+WRITING = ("shiftvit_lib", "scripts", "website", "animations")
+
+
+def unsafe_writes(path: Path) -> list[str]:
+    """Writes to a path in ``path``'s code not through ``files.atomic_output`` (or a name a ``with``
+    derives from it), unless the line says why it need not be (``# atomic: <why>``)."""
+    source = path.read_text()
+    lines, tree, atomic = source.splitlines(), ast.parse(source), set()
+    for node in ast.walk(tree):
+        for item in node.items if isinstance(node, ast.With) else []:
+            used = {name.id for name in ast.walk(item.context_expr) if isinstance(name, ast.Name)}
+            if isinstance(item.optional_vars, ast.Name) and ("atomic_output" in ast.unparse(item.context_expr)
+                                                             or used & atomic):
+                atomic.add(item.optional_vars.id)
+    found = []
+    for node in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
+        called = ast.unparse(node.func)
+        name = called.rpartition(".")[2]
+        modes = [arg.value for arg in [*node.args, *(k.value for k in node.keywords if k.arg == "mode")]
+                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and len(arg.value) <= 3]
+        writes = (name in PATH_WRITERS and (node.args or node.keywords)) or called in MODULE_WRITERS \
+            or (name in ("open", "File", "ZipFile") and any(set(mode) & set("wax+") for mode in modes))
+        uses_atomic = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & atomic
+        if writes and not uses_atomic and "# atomic: " not in "".join(lines[node.lineno - 1 : node.end_lineno]):
+            found.append(f"{path.name}:{node.lineno} writes without files.atomic_output: {called}")
+    return found
+
+
 def test_the_tests_mirror_the_library():
     assert house_problems(REPO, "shiftvit_lib", budget=None) == []
     # The checker sees what it must see: the facade's names by module, a test's imports.
@@ -462,6 +497,25 @@ def test_the_tests_grow_no_further_while_they_are_cut():
 def test_scripts_website_and_benchmarks_use_only_public_names():
     paths = [path for folder in OUTSIDE for path in sorted((REPO / folder).rglob("*.py"))]
     assert len(paths) > 20 and [problem for path in paths for problem in private_name_uses(path, "shiftvit_lib")] == []
+
+
+def test_every_file_the_project_writes_goes_through_files_py():
+    paths = [path for folder in WRITING for path in sorted((REPO / folder).rglob("*.py")) if path.name != "files.py"]
+    assert len(paths) > 40 and [problem for path in paths for problem in unsafe_writes(path)] == []
+
+
+@pytest.mark.parametrize(("code", "unsafe"), [
+    ("path.write_text('x')", True), ("Path(p).write_bytes(b'')", True), ("json.dump(d, f)", True),
+    ("shutil.copy2(a, b)", True), ("nbformat.write(nb, p)", True), ("fig.savefig(p)", True),
+    ("image.save(p, optimize=True)", True), ("open(p, 'w')", True), ("open(p, mode='ab')", True),
+    ("p.open('a')", True), ("h5py.File(p, 'w')", True), ("zipfile.ZipFile(p, 'x')", True),
+    ("with atomic_output(p) as t, t.open('wb') as f:\n    np.savez(f)", False), ("open(p)", False),
+    ("with files.atomic_output(p) as t:\n    image.save(t)", False), ("a = b.copy()", False),
+    ("p.write_text('x')  # atomic: a temporary folder", False), ("p.read_text()", False),
+])
+def test_the_write_check_finds_each_kind_of_write(tmp_path, code, unsafe):
+    (tmp_path / "planted.py").write_text(code + "\n")
+    assert bool(unsafe_writes(tmp_path / "planted.py")) == unsafe
 
 
 def _fake_house(tmp_path: Path, changes: dict[str, str]) -> Path:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import one_line
 
 from website import build as site_build
 from website.check_site import (
@@ -124,6 +125,89 @@ def test_a_remote_image_or_script_or_a_readme_without_results_is_refused(tiny_re
     (tiny_repo / "README.md").write_text(readme)
     with pytest.raises(site_build.SiteError, match=refused):
         site_build.stage_sources(tmp_path / "stage", tiny_repo)
+
+
+# --------------------------------------------------------------------------- what a build may replace
+def _build_folder(folder: Path, page: str = "old") -> Path:
+    with site_build.output_folder(folder) as new:
+        (new / "sub").mkdir()
+        (new / "sub" / "page.html").write_text(page)
+    return folder
+
+
+@pytest.mark.parametrize(("state", "refused"), [
+    ("missing", False), ("empty", False), ("last build", False), ("a file of yours", True),
+    ("a copy with .git and CNAME added", True), ("a page edited", True), ("the old marker", True),
+])
+def test_a_build_replaces_only_a_folder_as_its_last_build_left_it(tmp_path, state, refused):
+    folder = tmp_path / "site"
+    if state != "missing":
+        folder.mkdir()
+    if state in ("last build", "a copy with .git and CNAME added", "a page edited"):
+        _build_folder(tmp_path / "built")
+        shutil.copytree(tmp_path / "built", folder, dirs_exist_ok=True)  # cp -r keeps the manifest
+    extra = {"a file of yours": "thesis.tex", "a copy with .git and CNAME added": "CNAME",
+             "a page edited": "sub/page.html", "the old marker": ".made-by-shiftvit"}.get(state)
+    if extra:
+        (folder / extra).write_text("mine, edited")
+    if refused:
+        with pytest.raises(site_build.SiteError, match="will not replace") as error:
+            _build_folder(folder, "new")
+        assert str(folder) in one_line(error.value) and (folder / extra).read_text() == "mine, edited"
+    else:
+        assert (_build_folder(folder, "new") / "sub" / "page.html").read_text() == "new"
+        assert sorted(p.name for p in folder.iterdir()) == [site_build.MANIFEST, "sub"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no new/old folder left
+
+
+def test_a_broken_notebook_leaves_the_last_site_whole(tiny_repo, tmp_path):
+    builds = tmp_path / "builds"
+    site = _build_folder(builds / "site")
+    (tiny_repo / "notebooks" / "01_broken.ipynb").write_text('{"cells": [')
+    with pytest.raises(site_build.SiteError, match="01_broken.ipynb"):
+        site_build.build(site, builds / "stage", tiny_repo)
+    assert (site / "sub" / "page.html").read_text() == "old" and sorted(p.name for p in builds.iterdir()) == ["site"]
+
+
+@pytest.mark.parametrize("where", ["checkout", "ancestor", "home", "root", "mount point"])
+def test_the_checkout_its_ancestors_home_root_and_a_mount_point_are_refused(tmp_path, monkeypatch, where):
+    checkout, home = tmp_path / "work" / "repo", tmp_path / "home" / "me"
+    for folder in (checkout, home):
+        folder.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    folder = {"checkout": checkout, "ancestor": checkout.parent, "home": home, "root": Path("/"),
+              "mount point": Path("/proc")}[where]
+    with pytest.raises(site_build.SiteError, match="will not write into") as refused:
+        site_build.check_output_folder(folder, checkout)
+    assert str(folder) in one_line(refused.value) and checkout.is_dir() and home.is_dir()
+
+
+def test_the_website_build_refuses_a_folder_it_did_not_make_and_the_checkout(tmp_path, capsys):
+    mine = tmp_path / "mydocs"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("work")
+    site, stage = str(tmp_path / "site"), str(tmp_path / "stage")
+    for arguments in (["--out", str(mine), "--stage", stage], ["--stage", str(mine), "--out", site],
+                      ["--out", str(REPO), "--stage", stage], ["--out", str(REPO.parent), "--stage", stage],
+                      ["--stage", str(REPO.parent), "--out", site], ["--out", "/", "--stage", stage]):
+        assert site_build.main(arguments) == 1, arguments
+        error = capsys.readouterr().err.strip()
+        assert error.startswith("error: website/build.py will not") and "\n" not in error, error
+    assert (mine / "thesis.tex").read_text() == "work"
+    assert not (tmp_path / "site").exists() and not Path(f"{REPO.parent}-doctrees").exists()  # nothing made
+
+
+@pytest.mark.parametrize("target", ["../../outside.png", "/OUTSIDE/outside.png", "link.png"])
+def test_an_image_link_that_leaves_the_checkout_is_one_line(tiny_repo, tmp_path, target):
+    (tmp_path / "outside.png").write_bytes(b"not the project's")
+    (tiny_repo / "notebooks" / "link.png").symlink_to(tmp_path / "outside.png")
+    target = target.replace("/OUTSIDE", str(tmp_path))
+    path = tiny_repo / "notebooks" / "01_out.ipynb"
+    path.write_text(json.dumps(_notebook(f"# 01\n\n![plot]({target})")))
+    with pytest.raises(site_build.SiteError, match="outside the checkout") as refused:
+        site_build.stage_sources(tmp_path / "stage", tiny_repo)
+    assert target in one_line(refused.value)
+    assert [p.name for p in (tmp_path / "stage").rglob("*.png")] == []
 
 
 def test_expected_gifs_come_from_the_stored_outputs():

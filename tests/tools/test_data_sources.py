@@ -21,7 +21,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from fakes import one_line, png_bytes, write_tar_gz, write_tree, write_zip
+from fakes import one_line, png_bytes, unreadable_zip, write_tar_gz, write_tree, write_zip
 from PIL import Image
 
 from shiftvit_lib.data import CIFAR10_CLASSES
@@ -586,6 +586,30 @@ def test_a_truncated_data_tar_gz_is_one_line(tmp_path):
     assert "data.tar.gz is not a readable tar archive, damaged or truncated" in one_line(damaged.value)
 
 
+@pytest.mark.parametrize(("name", "damage", "words"), [
+    ("data.zip", "encrypted", "is encrypted, which Python cannot unpack; give it unpacked (a folder)"),
+    ("data.zip", "deflate64", "uses compression method 9 (9: Deflate64), which Python cannot unpack"),
+    ("data.zip", "lzma", "is not a readable zip archive"),
+    ("data.tar", "xz", "is not a readable tar archive"), ("data.tar", "bz2", "is not a readable tar archive"),
+])
+def test_an_archive_python_cannot_unpack_is_one_line_naming_it(tmp_path, name, damage, words):
+    path = tmp_path / name
+    if name.endswith(".zip"):
+        unreadable_zip(path, class_folder_members(), damage)
+    else:
+        with tarfile.open(path, f"w:{damage}") as tar:
+            for member, content in class_folder_members().items():
+                info = tarfile.TarInfo(member)
+                info.size = len(content * 20)
+                tar.addfile(info, io.BytesIO(content * 20))
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    with pytest.raises(ValueError) as refused:
+        data_sources.load_cifar10(path)
+    assert str(path) in one_line(refused.value) and words in one_line(refused.value)
+
+
 def test_a_small_zip_that_unpacks_to_a_lot_is_refused_early(tmp_path, monkeypatch):
     # 300 entries of 0.9 MiB zeros: under the per-file cap each, 270 MiB in all, about 0.3 MB as a zip.
     path = tmp_path / "bomb.zip"
@@ -646,22 +670,40 @@ def cache_file(cache: Path) -> Path:
     return npz
 
 
-def test_a_truncated_or_altered_cache_is_rebuilt_not_trusted(archive_and_cache):
+def _forged(arrays: dict, forge: str) -> dict:
+    """A cache rewritten consistently (each array's zip CRC-32 is right), as a tool or a person would."""
+    x, y = arrays["x_train"], arrays["y_train"]
+    arrays |= {"altered": {"x_train": 255 - x}, "float images": {"x_train": x.astype(np.float32)},
+               "a label short": {"y_train": y[:-1]}, "a label out of range": {"y_train": y + 10},
+               "no digest": {}}[forge]
+    if forge in ("float images", "a label short", "a label out of range"):  # its digest forged too
+        arrays["digest"] = data_sources._arrays_digest({k: v for k, v in arrays.items() if k not in ("digest", "source_sha256")})
+    return {k: v for k, v in arrays.items() if not (forge == "no digest" and k == "digest")}
+
+
+@pytest.mark.parametrize("forge", ["truncated", "a byte changed", "altered", "float images", "a label short",
+                                   "a label out of range", "no digest", "from another archive"])
+def test_a_cache_that_fails_its_checks_is_named_set_aside_and_rebuilt(archive_and_cache, tmp_path, forge):
     path, cache = archive_and_cache
     first = data_sources.load_cifar10(path, seed=1)
     npz = cache_file(cache)
-    for damage in ("truncate", "alter"):
+    if forge == "from another archive":  # another archive's cache under this archive's name
+        other = write_zip(tmp_path / "other.zip", class_folder_members(per_class=3))
+        data_sources.load_cifar10(other)
+        (other_npz,) = set(cache.glob("cifar10-*.npz")) - {npz}
+        other_npz.replace(npz)
+    elif forge in ("truncated", "a byte changed"):  # the zip's CRC-32 of the array catches a changed byte
         content = bytearray(npz.read_bytes())
-        if damage == "truncate":
-            content = content[: len(content) // 2]
-        else:  # same size, other pixels: the zip's CRC-32 of the array catches it
-            index = content.find(b"x_train.npy") + 400
-            content[index] ^= 0xFF
-        npz.write_bytes(bytes(content))
+        content[content.find(b"x_train.npy") + 400] ^= 0xFF
+        npz.write_bytes(bytes(content[: len(content) // 2] if forge == "truncated" else content))
+    else:
+        with np.load(npz) as stored:
+            np.savez(npz, **_forged(dict(stored), forge))
+    with pytest.warns(UserWarning, match="data cache .* is set aside") as warned:
         again = data_sources.load_cifar10(path, seed=1)
-        np.testing.assert_array_equal(again.x_train, first.x_train)
-        np.testing.assert_array_equal(again.y_test, first.y_test)
-        assert npz.stat().st_size == len(npz.read_bytes()) and data_sources._read_cache(npz) is not None
+    assert str(npz) in str(warned[0].message) and (npz.parent / f"{npz.name}.damaged").is_file()
+    np.testing.assert_array_equal(again.x_train, first.x_train)
+    np.testing.assert_array_equal(again.y_train, first.y_train)
 
 
 def test_a_cache_write_that_fails_leaves_no_partial_file(archive_and_cache, monkeypatch):

@@ -114,7 +114,7 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
     data = _tiny_splits()
     configs = equalise(_quick_pair(), epochs=1, batch_size=20)
     lines = []
-    rows = run_comparison(configs, data, tmp_path, epochs=1, log=lines.append)
+    rows = run_comparison(configs, data, tmp_path, log=lines.append)
     assert [row["name"] for row in rows] == ["vit", "shift"]
     for row, config in zip(rows, configs.values()):
         assert row["parameters"] == model_costs(config)["parameters"]
@@ -124,7 +124,7 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
     assert len(lines) == 2 and "trained" in lines[0]
 
     # restart=False reuses finished runs with the same config and epochs, without training.
-    again = run_comparison(configs, data, tmp_path, epochs=1, restart=False, log=lines.append)
+    again = run_comparison(configs, data, tmp_path, restart=False, log=lines.append)
     assert "reused a finished run" in lines[-1]
     assert [r["test_top1"] for r in again] == [r["test_top1"] for r in rows]
     # A reused row reports the training time recorded in the run, not this call's wall time.
@@ -133,23 +133,19 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
         assert row["train_seconds"] == recorded > 0
     assert [r["train_seconds"] for r in again] == [r["train_seconds"] for r in rows]
     # restart=True trains afresh: one epoch in the history, not two.
-    fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, epochs=1, restart=True, log=None)
+    fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, restart=True, log=None)
     assert [r["epochs_run"] for r in fresh] == [1]
 
-    record = comparison_record(rows, configs, data, epochs=1, seed=42, mode="quick")
+    record = comparison_record(rows, configs, data, seed=42, mode="quick")
     text = json.dumps(record)
     assert json.loads(text)["shared_terms"]["input_shape"] == [32, 32, 3]
     assert record["data_source"] == "random test images" and record["epochs"] == 1
 
 
-def test_run_comparison_refuses_unequal_terms_or_epochs(tmp_path):
-    data = _tiny_splits()
+def test_run_comparison_refuses_unequal_terms(tmp_path):
     unequal = {"vit": preset("vit_quick"), "shift": preset("quick")}  # 16 px vs 32 px crops
     with pytest.raises(ValueError, match="not on equal terms"):
-        run_comparison(unequal, data, tmp_path, epochs=1)
-    configs = equalise(_quick_pair(), epochs=2)
-    with pytest.raises(ValueError, match="epochs=1 but the configs say epochs=2"):
-        run_comparison(configs, data, tmp_path, epochs=1)
+        run_comparison(unequal, _tiny_splits(), tmp_path)
 
 
 def test_comparison_configs_are_the_five_models_on_equal_terms():

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from fakes import one_line
+from fakes import one_line, unreadable_zip
 
 from shiftvit_lib.tools import files, inference
 from shiftvit_lib.tools.files import LOCK_FILE, RunFolderInUseError, run_folder_lock
@@ -195,6 +195,17 @@ def test_escaped_names_keep_one_line_and_no_escape_codes():
     assert files.escape_name("bad\udcffname") == "bad\\udcffname"
 
 
+@pytest.mark.parametrize(("damage", "words"), [
+    ("encrypted", "its member config.json is encrypted"), ("deflate64", "uses compression method 9"),
+    ("lzma", "is corrupt or truncated"),
+])
+def test_a_keras_file_python_cannot_unpack_is_one_line_naming_it(tmp_path, damage, words):
+    path = unreadable_zip(tmp_path / "model.keras", {"config.json": b'{"a": "%s"}' % (b"x" * 9), "w.h5": b"w"}, damage)
+    with pytest.raises(ValueError) as refused:
+        inference.load_model(path)
+    assert str(path) in one_line(refused.value) and words in one_line(refused.value)
+
+
 # --------------------------------------------------------------------------- .keras config (case 7)
 def test_a_keras_file_whose_config_nests_too_deep_is_refused_unparsed(tmp_path):
     path = tmp_path / "deep.keras"
@@ -206,60 +217,6 @@ def test_a_keras_file_whose_config_nests_too_deep_is_refused_unparsed(tmp_path):
     assert str(path) in one_line(refused.value)
     assert files.json_depth(b'{"a": "[[[[[[", "b": [{"c": "\\"["}]}') == 3  # brackets in strings skipped
 
-
-# --------------------------------------------------------------------------- output folders (case 1): website/build.py's, the one tool that clears folders
-def test_an_output_folder_without_the_marker_is_never_cleared(tmp_path):
-    from website import build as site_build
-
-    mine = tmp_path / "mydocs"
-    mine.mkdir()
-    (mine / "thesis.tex").write_text("work")
-    with pytest.raises(site_build.SiteError, match="not made by this project") as refused:
-        site_build.output_folder(mine)
-    assert "mydocs" in one_line(refused.value)
-    assert (mine / "thesis.tex").read_text() == "work"
-
-    made = site_build.output_folder(tmp_path / "site")  # new: made, marked
-    (made / "page.html").write_text("old")
-    again = site_build.output_folder(tmp_path / "site")  # marked: cleared
-    assert sorted(p.name for p in again.iterdir()) == [site_build.OUTPUT_MARKER]
-    (tmp_path / "empty").mkdir()
-    site_build.output_folder(tmp_path / "empty")  # empty: nothing to lose
-
-
-@pytest.mark.parametrize("where", ["checkout", "ancestor", "home", "root"])
-def test_the_checkout_its_ancestors_home_and_root_are_refused_even_with_a_marker(tmp_path, monkeypatch, where):
-    from website import build as site_build
-
-    checkout = tmp_path / "work" / "repo"
-    checkout.mkdir(parents=True)
-    home = tmp_path / "home" / "me"
-    home.mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    folder = {"checkout": checkout, "ancestor": checkout.parent, "home": home, "root": Path("/")}[where]
-    with pytest.raises(site_build.SiteError, match="will not write into") as refused:
-        site_build.output_folder(folder, checkout)
-    one_line(refused.value)
-    assert checkout.is_dir() and home.is_dir()
-
-
-def test_the_website_build_refuses_a_folder_it_did_not_make_and_the_checkout(tmp_path, capsys):
-    # Case 1 through website/build.py's command line: --out and --stage.
-    from website import build as site_build
-
-    mine = tmp_path / "mydocs"
-    mine.mkdir()
-    (mine / "thesis.tex").write_text("work")
-    site, stage = str(tmp_path / "site"), str(tmp_path / "stage")
-    for arguments in (["--out", str(mine), "--stage", stage], ["--stage", str(mine), "--out", site],
-                      ["--out", str(REPO), "--stage", stage], ["--out", str(REPO.parent), "--stage", stage],
-                      ["--stage", str(REPO.parent), "--out", site], ["--out", "/", "--stage", stage]):
-        assert site_build.main(arguments) == 1, arguments
-        error = capsys.readouterr().err.strip()
-        assert error.startswith("error: website/build.py will not") and "\n" not in error, error
-    assert (mine / "thesis.tex").read_text() == "work"
-    assert not (tmp_path / "site").exists() and not Path(f"{REPO.parent}-doctrees").exists()  # nothing made
-    assert (REPO / "README.md").is_file() and (REPO / "shiftvit_lib" / "tools" / "files.py").is_file()
 
 
 # --------------------------------------------------------------------------- notebooks cut short (case 7)

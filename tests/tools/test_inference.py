@@ -15,6 +15,7 @@ import pytest
 from fakes import (
     left_right_sensitive_model,
     one_line,
+    png_bytes,
     tiny_classifier,
     tiny_splits,
 )
@@ -340,6 +341,22 @@ def test_check_classifier_names_what_is_wrong() -> None:
     with pytest.raises(ValueError, match=r"outputs shape \(None, 5\).*\(batch, 10\)"):
         inference.check_classifier(five_classes)
     inference.check_classifier(tiny_model())  # (None, 10): fine
+
+
+@pytest.mark.parametrize(("side", "parameter_cap", "words"), [
+    (8000, None, "takes 8000x8000 images"), (1025, None, "takes 1025x1025"), (32, 10, "has 40 parameters"),
+])
+def test_a_model_past_the_input_or_parameter_cap_is_refused_before_predicting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, side, parameter_cap, words
+) -> None:
+    if parameter_cap:
+        monkeypatch.setattr(inference, "MAX_MODEL_PARAMETERS", parameter_cap)
+    inputs = keras.Input((side, side, 3))
+    huge = keras.Model(inputs, keras.layers.Dense(10)(keras.layers.GlobalAveragePooling2D()(inputs)))
+    (tmp_path / "one.png").write_bytes(png_bytes(1))
+    with pytest.raises(ValueError, match=words) as refused:
+        inference.predict_folder(huge, tmp_path)  # 8000x8000: 1.7 GB for one 1 KB image
+    assert "is it the right file?" in one_line(refused.value)
 
 
 def test_predict_folder_reports_links_and_pipes_without_opening_them(

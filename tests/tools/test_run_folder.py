@@ -173,6 +173,20 @@ def test_a_bad_backup_epoch_resumes_from_the_newest_readable_backup_and_deletes_
     assert sorted(p.name for p in (run / "backup").glob("epoch-*")) == ["epoch-0001.weights.h5", "epoch-0002.weights.h5"]
 
 
+@pytest.mark.parametrize("end", ["restart", "record"])
+def test_damaged_backups_set_aside_are_kept_by_a_restart_and_by_the_record(tmp_path, end):
+    run = tmp_path / "run"
+    spec = make_interrupted_run(run)
+    for path in (run / "backup").glob("epoch-*"):
+        path.write_bytes(b"torn")  # every backup unreadable: set aside, the run restarts from epoch 0
+    (run / "backup" / "notes.txt").write_text("mine")
+    folder = rf.open_run_folder(rf.Claim(run, "resume"), spec, preset("quick"))
+    if end == "record":
+        rf.write_record(folder, {})
+    kept = ["epoch-0001.weights.h5.damaged", "epoch-0002.weights.h5.damaged", "notes.txt"]
+    assert folder.resumed_from == 0 and sorted(p.name for p in (run / "backup").iterdir()) == kept
+
+
 def test_a_backup_whose_data_lives_in_an_outside_pipe_is_set_aside_not_read(tmp_path):
     run = tmp_path / "run"
     spec = make_interrupted_run(run, backups=(1,))

@@ -159,11 +159,11 @@ def test_accelerator_detection_matches_the_backend_device_list():
     # quick or full mode from this answer.
     import tensorflow as tf
 
-    from shiftvit_lib.tools.devices import accelerator_platform, has_accelerator, recommended_mixed_precision
+    from shiftvit_lib.tools.devices import accelerator_platform, recommended_mixed_precision
 
     gpus = tf.config.list_physical_devices("GPU")
     tpus = tf.config.list_physical_devices("TPU")
-    assert has_accelerator() == bool(gpus or tpus)
+    assert (accelerator_platform() is not None) == bool(gpus or tpus)
     if not (gpus or tpus):
         assert accelerator_platform() is None
         assert recommended_mixed_precision() is None
@@ -331,7 +331,7 @@ def test_a_mixed_label_run_trains_with_soft_targets_and_reports_hard_label_metri
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_load_run_reads_back_a_finished_run_and_names_a_missing_one(tmp_path):
-    from shiftvit_lib.tools.runs import describe_run, load_run
+    from shiftvit_lib.tools.run_folder import describe_run, load_run
 
     data = _tiny_splits(n_train=40, n_val=16, n_test=16)
     run = train(preset("quick", batch_size=16), data, tmp_path / "run", epochs=2, verbose=0)

@@ -291,7 +291,7 @@ def _korean_finish(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     for page in (Path(app.outdir) / KO_PREFIX).glob("*.html"):
-        page.write_text(korean_attributes(page.read_text(encoding="utf-8")), encoding="utf-8")
+        page.write_text(korean_attributes(page.read_text(encoding="utf-8")), encoding="utf-8")  # atomic: Sphinx's output, a new folder website/build.py swaps in whole
     messages = {}
     catalog = Path(sphinx.__file__).parent / "locale" / "ko" / "LC_MESSAGES" / "sphinx.js"
     text = catalog.read_text(encoding="utf-8") if catalog.is_file() else ""
@@ -307,7 +307,7 @@ def _korean_finish(app, exception) -> None:
               f"Documentation.addTranslations({json.dumps(catalog, ensure_ascii=False)});\n")
     target = Path(app.outdir) / "_static" / "translations-ko.js"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(script, encoding="utf-8")
+    target.write_text(script, encoding="utf-8")  # atomic: Sphinx's output, a new folder website/build.py swaps in whole
 
 
 def setup(app):

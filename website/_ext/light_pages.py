@@ -68,7 +68,7 @@ def subset_icon_fonts(outdir: Path) -> None:
         subset.save_font(font, str(font_file), options)
     if script.is_file():
         script.write_text("/* Font Awesome's icon script is not needed: the theme's CSS draws the icons "
-                          "from its (subset) web fonts (website/_ext/light_pages.py). */\n", encoding="utf-8")
+                          "from its (subset) web fonts (website/_ext/light_pages.py). */\n", encoding="utf-8")  # atomic: Sphinx's output, a new folder website/build.py swaps in whole
     for source_map in (static / "scripts").glob("fontawesome.js*.map"):
         source_map.unlink()
 
@@ -108,7 +108,7 @@ def write_summaries(app: Sphinx, exception: Exception | None) -> None:
         return
     summaries = getattr(app.env, "shiftvit_summaries", {})
     data = json.dumps(dict(sorted(summaries.items())), ensure_ascii=False, separators=(",", ":"))
-    (Path(app.outdir) / "_static" / "search-summaries-data.js").write_text(
+    (Path(app.outdir) / "_static" / "search-summaries-data.js").write_text(  # atomic: Sphinx's output, a new folder website/build.py swaps in whole
         f"window.SHIFTVIT_SUMMARIES = {data};\n", encoding="utf-8"
     )
     subset_icon_fonts(Path(app.outdir))
