@@ -144,16 +144,6 @@ def test_diagonal_shifts_match_numpy(b, h, w, c, data):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(g), want[direction], err_msg=direction)
 
 
-def test_diagonal_shifts_move_a_pixel_the_named_way():
-    x = np.zeros((1, 9, 9, 1), "float32")
-    x[0, 4, 4, 0] = 1.0
-    expected = {"left_up": (2, 2), "left_down": (6, 2), "right_up": (2, 6), "right_down": (6, 6)}
-    for direction, g in zip(DIAGONAL_DIRECTIONS, diagonal_shifts(x, 2), strict=True):
-        g = keras.ops.convert_to_numpy(g)
-        assert g.sum() == 1.0
-        assert tuple(np.argwhere(g[0, :, :, 0])[0]) == expected[direction], direction
-
-
 @pytest.mark.parametrize("shape, p", [((2, 8, 8, 3), 4), ((1, 12, 6, 15), 3), ((2, 4, 4, 1), 1)])
 def test_extract_patches_matches_numpy(shape, p):
     x = np.random.default_rng(2).normal(size=shape).astype("float32")
@@ -209,43 +199,22 @@ def test_position_embedding_adds_one_learned_vector_per_position():
 # -------------------------------------------------------------------------------------
 # Attention: vanilla and LSA
 # -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("num_heads, key_dim", [(1, 4), (2, 3), (4, 12)])
-def test_vanilla_attention_matches_numpy(num_heads, key_dim):
-    x = tokens(2, 7, 12)
-    layer = MultiHeadSelfAttention(num_heads, key_dim)
+@pytest.mark.parametrize("num_heads, key_dim, locality, temperature", [
+    (1, 4, False, None), (2, 3, False, None), (4, 12, False, None), (2, 4, True, 0.7), (1, 3, True, 1e6)])
+def test_attention_matches_numpy(num_heads, key_dim, locality, temperature):
+    """Vanilla attention, and LSA: the diagonal masked, the *variable* temperature used (1e6: uniform)."""
+    x = tokens(2, 7, 12, seed=7)
+    layer = MultiHeadSelfAttention(num_heads, key_dim, locality=locality)
     layer.build(x.shape)
     w = random_attention_weights(layer, 12)
+    if locality:
+        np.testing.assert_allclose(layer.temperature.numpy(), math.sqrt(key_dim))  # initial value
+        layer.temperature.assign(temperature)
     out, weights = layer(x, return_attention_scores=True)
-    want, want_weights = np_attention(x.astype("float64"), w, num_heads, key_dim)
+    want, want_weights = np_attention(x.astype("float64"), w, num_heads, key_dim, temperature, mask_diagonal=locality)
     assert out.shape == x.shape and weights.shape == (2, num_heads, 7, 7)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(weights), want_weights, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(out), want, rtol=1e-4, atol=1e-4)
-
-
-def test_lsa_matches_numpy_with_mask_and_learned_temperature():
-    x = tokens(2, 6, 8, seed=7)
-    layer = MultiHeadSelfAttention(2, 4, locality=True)
-    layer.build(x.shape)
-    w = random_attention_weights(layer, 8, seed=3)
-    np.testing.assert_allclose(layer.temperature.numpy(), math.sqrt(4))  # initial value
-    layer.temperature.assign(0.7)  # the forward pass must use the *variable*
-    out, weights = layer(x, return_attention_scores=True)
-    want, want_weights = np_attention(x.astype("float64"), w, 2, 4, temperature=0.7, mask_diagonal=True)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(weights), want_weights, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(out), want, rtol=1e-4, atol=1e-4)
-
-
-def test_lsa_attention_weights_have_zero_diagonal():
-    x = tokens(2, 9, 8)
-    lsa = MultiHeadSelfAttention(2, 4, locality=True)
-    vanilla = MultiHeadSelfAttention(2, 4, locality=False)
-    _, w_lsa = lsa(x, return_attention_scores=True)
-    _, w_van = vanilla(x, return_attention_scores=True)
-    w_lsa, w_van = keras.ops.convert_to_numpy(w_lsa), keras.ops.convert_to_numpy(w_van)
-    diag = np.diagonal(w_lsa, axis1=-2, axis2=-1)
-    np.testing.assert_array_equal(diag, 0.0)
-    np.testing.assert_allclose(w_lsa.sum(-1), 1.0, rtol=1e-5)  # still a distribution
-    assert np.all(np.diagonal(w_van, axis1=-2, axis2=-1) > 0)  # vanilla does attend to itself
 
 
 @pytest.mark.parametrize("locality", [True, False])
@@ -278,39 +247,12 @@ def test_lsa_token_output_ignores_its_own_value(locality):
         assert not np.allclose(out1[0, i], out2[0, i], atol=1e-4)
 
 
-def test_lsa_temperature_is_trainable_and_learns():
-    lsa = MultiHeadSelfAttention(2, 4, locality=True)
-    vanilla = MultiHeadSelfAttention(2, 4, locality=False)
+def test_lsa_temperature_is_one_trainable_scalar():
+    lsa, vanilla = MultiHeadSelfAttention(2, 4, locality=True), MultiHeadSelfAttention(2, 4, locality=False)
     lsa.build((None, 5, 8))
     vanilla.build((None, 5, 8))
-    assert any(w is lsa.temperature for w in lsa.trainable_weights)
-    assert lsa.temperature.shape == ()
-    # Vanilla has no temperature: exactly one parameter fewer.
-    assert vanilla.temperature is None
-    assert lsa.count_params() == vanilla.count_params() + 1
-
-    keras.utils.set_random_seed(0)
-    inputs = keras.Input((5, 8))
-    model = keras.Model(inputs, MultiHeadSelfAttention(2, 4, locality=True, name="lsa")(inputs))
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", run_eagerly=True)
-    layer = model.get_layer("lsa")
-    before = float(layer.temperature.numpy())
-    x = tokens(4, 5, 8)
-    model.train_on_batch(x, 2.0 * x[:, ::-1])
-    after = float(layer.temperature.numpy())
-    assert before == pytest.approx(2.0)
-    assert after != pytest.approx(before, abs=1e-7)
-
-
-def test_lsa_temperature_changes_the_sharpness():
-    x = tokens(1, 6, 8, seed=2)
-    layer = MultiHeadSelfAttention(1, 8, locality=True)
-    layer.build(x.shape)
-    random_attention_weights(layer, 8)
-    layer.temperature.assign(1e6)  # very hot: uniform over the 5 other tokens
-    _, w = layer(x, return_attention_scores=True)
-    w = keras.ops.convert_to_numpy(w)[0, 0]
-    np.testing.assert_allclose(w, (1 - np.eye(6)) / 5, atol=1e-4)
+    assert any(w is lsa.temperature for w in lsa.trainable_weights) and lsa.temperature.shape == ()
+    assert vanilla.temperature is None and lsa.count_params() == vanilla.count_params() + 1
 
 
 def test_attention_dropout_only_in_training():
@@ -332,19 +274,7 @@ def test_transformer_block_shape_and_params(locality):
     block = TransformerBlock(num_heads=4, key_dim=8, mlp_ratio=2.0, dropout=0.1, locality=locality)
     out = block(x)
     assert out.shape == (2, 9, 16)
-    d, inner, hidden = 16, 4 * 8, 32
-    expected = (
-        2 * 2 * d  # two LayerNorms
-        + 3 * (d * inner + inner)  # q, k, v
-        + inner * d
-        + d  # output projection
-        + d * hidden
-        + hidden
-        + hidden * d
-        + d  # MLP
-        + (1 if locality else 0)  # LSA temperature
-    )
-    assert block.count_params() == expected
+    assert block.count_params() == block_params(16, 4 * 8, 32, locality)
 
 
 def test_transformer_block_is_residual():
@@ -405,13 +335,7 @@ def test_registered_names_are_ours_after_importing_every_module():
             importlib.import_module(f"shiftvit_lib.{info.name}")
         except ImportError:  # optional dependencies (plots, manim...) are not our concern
             pass
-    for cls in (
-        PatchTokenizer,
-        ShiftedPatchTokenizer,
-        PositionEmbedding,
-        MultiHeadSelfAttention,
-        TransformerBlock,
-    ):
+    for cls in (PatchTokenizer, ShiftedPatchTokenizer, PositionEmbedding, MultiHeadSelfAttention, TransformerBlock):
         key = f"shiftvit_lib>{cls.__name__}"
         assert keras.saving.get_registered_object(key) is cls, key
 
@@ -446,24 +370,9 @@ def test_cifar_presets_follow_keras_io_and_the_shiftvit_pipeline():
 
 def test_training_fields_mirror_shiftvit_seed():
     seed, cfg = preset("seed"), preset("vit_cifar")
-    for field in (
-        "input_shape",
-        "num_classes",
-        "augment",
-        "resize_to",
-        "image_size",
-        "flip",
-        "random_erasing",
-        "patch_size",
-        "batch_size",
-        "epochs",
-        "lr_start",
-        "lr_max",
-        "warmup_fraction",
-        "weight_decay",
-        "label_smoothing",
-        "early_stopping_patience",
-    ):
+    fields = ("input_shape num_classes augment resize_to image_size flip random_erasing patch_size batch_size epochs "
+              "lr_start lr_max warmup_fraction weight_decay label_smoothing early_stopping_patience")
+    for field in fields.split():
         assert getattr(cfg, field) == getattr(seed, field), field
 
 
@@ -563,14 +472,18 @@ def test_keras_save_load_round_trip(quick_models, name, tmp_path):
     assert loaded.name == model.name and loaded.count_params() == model.count_params()
 
 
+def block_params(d: int, inner: int, hidden: int, lsa: bool) -> int:
+    """Two LayerNorms, q/k/v and the output projection, the MLP, LSA's temperature."""
+    return 2 * 2 * d + 3 * (d * inner + inner) + inner * d + d + d * hidden + hidden + hidden * d + d + int(lsa)
+
+
 def expected_cifar_params(cfg: ViTConfig) -> int:
     """Closed-form parameter count, so lesson 07 can explain where they live."""
     p, c, d, n = cfg.patch_size, cfg.input_shape[-1], cfg.projection_dim, cfg.num_tokens
     patch_dim = p * p * c * (5 if cfg.use_spt else 1)
     tokenizer = patch_dim * d + d + (2 * patch_dim if cfg.use_spt else 0)
     inner, hidden = cfg.num_heads * cfg.head_key_dim, int(cfg.mlp_ratio * d)
-    block = 4 * d + 3 * (d * inner + inner) + inner * d + d + d * hidden + hidden + hidden * d + d
-    block += 1 if cfg.use_lsa else 0
+    block = block_params(d, inner, hidden, cfg.use_lsa)
     head, width = 2 * d, n * d
     for u in cfg.head_units:
         head += width * u + u
