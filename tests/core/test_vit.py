@@ -337,13 +337,13 @@ def test_registered_names_are_ours_after_importing_every_module():
 # -------------------------------------------------------------------------------------
 # Config and presets
 # -------------------------------------------------------------------------------------
-def test_presets_are_data_and_valid():
+def test_presets_are_data_served_by_the_one_preset_door():
     assert {"vit_cifar", "vit_spt_lsa_cifar", "vit_quick"} <= set(VIT_PRESETS)
     assert all(isinstance(v, dict) for v in VIT_PRESETS.values())
     for name in VIT_PRESETS:
-        cfg = preset(name)
-        assert cfg.name == name
-        assert hash(cfg) is not None  # frozen and hashable
+        assert preset(name).name == name and hash(preset(name)) is not None  # frozen and hashable
+    assert isinstance(preset("vit_quick"), ViTConfig) and preset("seed").depths == (2, 4, 8, 2)
+    assert "vit_quick" in shiftvit_lib.config.list_presets("vit") and "seed" in shiftvit_lib.list_presets()
 
 
 def test_cifar_presets_follow_keras_io_and_the_shiftvit_pipeline():
@@ -368,11 +368,6 @@ def test_training_fields_mirror_shiftvit_seed():
               "lr_start lr_max warmup_fraction weight_decay label_smoothing early_stopping_patience")
     for field in fields.split():
         assert getattr(cfg, field) == getattr(seed, field), field
-
-
-def test_one_preset_door_serves_every_family():
-    assert isinstance(preset("vit_quick"), ViTConfig) and preset("seed").depths == (2, 4, 8, 2)
-    assert "vit_quick" in shiftvit_lib.config.list_presets("vit") and "seed" in shiftvit_lib.list_presets()
 
 
 def test_vit_preset_overrides_and_errors():
@@ -404,18 +399,15 @@ def test_quick_model_forward(quick_models, name):
     logits = keras.ops.convert_to_numpy(model(x, training=False))
     assert logits.shape == (3, 10) and np.all(np.isfinite(logits))
     # uint8 and float pixels give the same logits
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(model(x.astype("float32"), training=False)), logits, rtol=1e-5, atol=1e-5
-    )
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(model(x.astype("float32"), training=False)), logits,
+                               rtol=1e-5, atol=1e-5)
     # training mode (random crop + flip) runs and keeps the shape
     assert model(x, training=True).shape == (3, 10)
     assert model.get_layer("preprocessing").crop_size == cfg.image_size
     # the right layers are in the graph
     layer_types = {type(layer).__name__ for layer in model.layers}
-    if cfg.use_spt:
-        assert "ShiftedPatchTokenizer" in layer_types and "PatchTokenizer" not in layer_types
-    else:
-        assert "PatchTokenizer" in layer_types and "ShiftedPatchTokenizer" not in layer_types
+    assert {"ShiftedPatchTokenizer" if cfg.use_spt else "PatchTokenizer"} == layer_types & {"ShiftedPatchTokenizer",
+                                                                                             "PatchTokenizer"}
     blocks = [layer for layer in model.layers if isinstance(layer, TransformerBlock)]
     assert len(blocks) == cfg.depth and all(b.attention.locality == cfg.use_lsa for b in blocks)
 
@@ -439,11 +431,8 @@ def test_mixed_precision_keeps_float32_logits(mixed_float16):
 def test_quick_model_trains_one_step():
     keras.utils.set_random_seed(0)
     model = build_vit(preset("vit_spt_lsa_quick"))
-    model.compile(
-        optimizer=keras.optimizers.AdamW(1e-3, weight_decay=1e-4),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        run_eagerly=True,  # one step: tracing a graph would cost more than it saves
-    )
+    model.compile(optimizer=keras.optimizers.AdamW(1e-3, weight_decay=1e-4), run_eagerly=True,  # one step: no graph
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     x, y = images(8), np.arange(8) % 10
     temps = [b.attention.temperature.numpy().item() for b in model.layers if isinstance(b, TransformerBlock)]
     loss = model.train_on_batch(x, y)
@@ -459,10 +448,7 @@ def test_keras_save_load_round_trip(quick_models, name, tmp_path):
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
     x = images(4, seed=3)
-    np.testing.assert_array_equal(
-        keras.ops.convert_to_numpy(loaded(x, training=False)),
-        keras.ops.convert_to_numpy(model(x, training=False)),
-    )
+    np.testing.assert_array_equal(*(keras.ops.convert_to_numpy(m(x, training=False)) for m in (loaded, model)))
     assert loaded.name == model.name and loaded.count_params() == model.count_params()
 
 
