@@ -1,12 +1,18 @@
-"""Small fakes and checks shared by the tests: data, image files, models, the one-line error."""
+"""Small fakes and checks shared by the tests: data, image files, models, the one-line error, other backends."""
 
+import importlib.util
 import io
+import os
+import subprocess
+import sys
 import tarfile
+import textwrap
 import zipfile
 from pathlib import Path
 
 import keras
 import numpy as np
+import pytest
 from PIL import Image
 
 from shiftvit_lib.data import DataSplits
@@ -98,3 +104,17 @@ def one_line(error: BaseException | str) -> str:
     text = str(error)
     assert "\n" not in text.strip(), f"not one line: {text!r}"
     return text
+
+
+def run_on_backend(backend: str, script: str, timeout: int = 600) -> str:
+    """``script`` (dedented) run by a fresh Python on Keras ``backend`` (fixed at import), CPU only; its
+    stdout. Skips the test when the backend is not installed; a failed run fails it with its stderr."""
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
+           "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True,
+                            text=True, timeout=timeout, cwd=tests.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout

@@ -34,26 +34,21 @@ def split(seed: int = 42, pool: RawData | None = None, **options: float) -> Data
     return make_splits(pool or sorted_pool(), np.random.default_rng(seed), **options)
 
 
-def test_the_split_has_the_documented_sizes_and_class_balance() -> None:
+def test_the_split_has_the_documented_sizes_class_balance_summary_and_mixed_order() -> None:
     splits = split()
     assert splits.split_sizes() == {"train": 1600, "val": 400, "test": 500}
     counts = splits.class_counts()
-    assert counts["train"].tolist() == [160] * 10
-    assert counts["val"].tolist() == [40] * 10
+    assert counts["train"].tolist() == [160] * 10 and counts["val"].tolist() == [40] * 10
     assert counts["test"].tolist() == [50] * 10
     assert splits.x_train.shape == (1600, 32, 32, 3) and splits.x_train.dtype == np.uint8
     assert splits.class_names == CIFAR10_CLASSES and splits.source == "a sorted test pool"
-
-
-def test_summary_names_the_source_and_every_split() -> None:
-    splits = split()
     text = splits.summary()
-    assert text.splitlines()[0] == splits.source
-    assert "1,600 images (160 per class)" in text
-    assert "400 images (40 per class)" in text
-    assert "500 images (50 per class)" in text
-    assert str(splits) == text
-    assert "train=1,600" in repr(splits)
+    assert text.splitlines()[0] == splits.source and str(splits) == text and "train=1,600" in repr(splits)
+    for line in ("1,600 images (160 per class)", "400 images (40 per class)", "500 images (50 per class)"):
+        assert line in text
+    # Class folders list images class by class; the first images of a plot must still mix
+    # classes, or a lesson's "first eight test images" would all be airplanes.
+    assert len(set(splits.y_train[:50].tolist())) > 5 and len(set(splits.y_test[:20].tolist())) >= 5
 
 
 def test_train_and_val_partition_the_training_pool() -> None:
@@ -75,37 +70,29 @@ def test_split_is_reproducible_and_depends_on_the_seed() -> None:
     assert not np.array_equal(first.x_val, other.x_val)
 
 
-def test_every_split_interleaves_the_classes() -> None:
-    # Class folders list images class by class; the first images of a plot must still mix
-    # classes, or a lesson's "first eight test images" would all be airplanes.
-    splits = split()
-    assert len(set(splits.y_train[:50].tolist())) > 5
-    assert len(set(splits.y_test[:20].tolist())) >= 5
+X4, Y4 = np.zeros((4, 32, 32, 3), np.uint8), np.zeros(4, np.int64)
+SPLITS4 = dict(x_train=X4, y_train=Y4, x_val=X4, y_val=Y4, x_test=X4, y_test=Y4, class_names=CIFAR10_CLASSES,
+               source="test")
 
 
-@pytest.mark.parametrize("val_fraction", [1.0, -0.1])
-def test_a_validation_share_outside_0_to_1_is_refused(val_fraction: float) -> None:
-    with pytest.raises(ValueError, match=r"val_fraction must be in \[0, 1\)"):
-        split(val_fraction=val_fraction)
-
-
-def test_too_few_images_for_a_validation_split() -> None:
-    with pytest.raises(ValueError, match="too few"):
-        split(pool=sorted_pool(1, 1))
-
-
-def test_data_splits_rejects_inconsistent_arrays() -> None:
-    x = np.zeros((4, 32, 32, 3), np.uint8)
-    y = np.zeros(4, np.int64)
-    ok = dict(x_train=x, y_train=y, x_val=x, y_val=y, x_test=x, y_test=y,
-              class_names=CIFAR10_CLASSES, source="test")
-    DataSplits(**ok)
-    with pytest.raises(ValueError, match="uint8"):
-        DataSplits(**{**ok, "x_val": x.astype(np.float32)})
-    with pytest.raises(ValueError, match="4 images but 3 labels"):
-        DataSplits(**{**ok, "y_test": y[:3]})
-    with pytest.raises(ValueError, match=r"labels must lie in \[0, 9\]"):
-        DataSplits(**{**ok, "y_train": y + 10})
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: split(val_fraction=1.0), r"val_fraction must be in \[0, 1\)"),
+    (lambda: split(val_fraction=-0.1), r"val_fraction must be in \[0, 1\)"),
+    (lambda: split(pool=sorted_pool(1, 1)), "too few"),
+    (lambda: DataSplits(**{**SPLITS4, "x_val": X4.astype(np.float32)}), "uint8"),
+    (lambda: DataSplits(**{**SPLITS4, "y_test": Y4[:3]}), "4 images but 3 labels"),
+    (lambda: DataSplits(**{**SPLITS4, "y_train": Y4 + 10}), r"labels must lie in \[0, 9\]"),
+    (lambda: make_dataset(X4, Y4, 0, shuffle=False), "batch_size"),
+    (lambda: make_dataset(X4, Y4[:3], 2, shuffle=False), "4 items but y has 3"),
+    (lambda: make_dataset(X4, Y4, 4, shuffle=False, mixup_alpha=0.5), "pass num_classes"),
+    (lambda: NumpyBatches(X4, Y4, 8, shuffle=False, drop_remainder=True), "leaves no batch"),
+    (lambda: mix_batch(X4.astype("float32"), Y4, np.random.default_rng(0), mixup_alpha=1.0), "one-hot targets"),
+    (lambda: one_hot(np.array([0, 10]), 10), r"labels must lie in \[0, 10\)"),
+])
+def test_bad_input_is_refused_naming_what_is_wrong(call, message) -> None:
+    DataSplits(**SPLITS4)  # the arrays the bad cases change are a valid split
+    with pytest.raises(ValueError, match=message):
+        call()
 
 
 # --------------------------------------------------------------------------
@@ -123,54 +110,22 @@ def epoch_order(dataset: object) -> list[int]:
     return [int(v) for _, labels in iterate_batches(dataset) for v in labels]
 
 
-def test_make_dataset_batches_keep_uint8_and_pairing() -> None:
-    x, y = labelled_pixels(10)
-    batches = list(iterate_batches(make_dataset(x, y, 4, shuffle=True, seed=0)))
-    assert [len(labels) for _, labels in batches] == [4, 4, 2]
-    images, labels = batches[0]
-    assert images.shape == (4, 32, 32, 3) and images.dtype == np.uint8
-    np.testing.assert_array_equal(images[:, 0, 0, 0], labels)  # each image kept its label
-    dropped = list(iterate_batches(make_dataset(x, y, 4, shuffle=False, drop_remainder=True)))
-    assert [len(labels) for _, labels in dropped] == [4, 4]
-
-
-def test_make_dataset_seeded_shuffle_is_reproducible() -> None:
+def test_batches_keep_uint8_and_pairing_and_reshuffle_reproducibly_each_epoch() -> None:
     x, y = labelled_pixels(50)
-    first = make_dataset(x, y, 8, shuffle=True, seed=7)
-    second = make_dataset(x, y, 8, shuffle=True, seed=7)
-    epoch1 = epoch_order(first)
-    assert epoch1 == epoch_order(second)
-    assert sorted(epoch1) == list(range(50)) and epoch1 != list(range(50))
-    first.on_epoch_end()  # as Keras does after every epoch
-    assert epoch_order(first) != epoch1  # a new order every epoch
+    batches, again = make_dataset(x, y, 8, shuffle=True, seed=7), NumpyBatches(x, y, 8, shuffle=True, seed=7)
+    assert [len(labels) for _, labels in iterate_batches(batches)] == [8] * 6 + [2] and len(batches) == 7
+    images, labels = batches[0]
+    assert images.shape == (8, 32, 32, 3) and images.dtype == np.uint8
+    np.testing.assert_array_equal(images[:, 0, 0, 0], labels)  # each image kept its label
+    epoch1 = epoch_order(batches)
+    assert epoch1 == epoch_order(again) and sorted(epoch1) == list(range(50)) and epoch1 != list(range(50))
+    batches.on_epoch_end()  # as Keras does after every epoch
+    assert epoch_order(batches) != epoch1  # a new order every epoch
     assert epoch_order(make_dataset(x, y, 8, shuffle=True, seed=8)) != epoch1
     assert epoch_order(make_dataset(x, y, 8, shuffle=False)) == list(range(50))
-
-
-def test_numpy_batches_reshuffle_after_each_epoch() -> None:
-    x, y = labelled_pixels(10)
-    batches = NumpyBatches(x, y, 4, shuffle=True, seed=3)
-    again = NumpyBatches(x, y, 4, shuffle=True, seed=3)
-    assert len(batches) == 3
-    images, labels = batches[0]
-    assert images.shape == (4, 32, 32, 3) and images.dtype == np.uint8
-    np.testing.assert_array_equal(images[:, 0, 0, 0], labels)
-    epoch1 = epoch_order(batches)
-    assert epoch1 == epoch_order(again) and sorted(epoch1) == list(range(10))
-    batches.on_epoch_end()
-    assert epoch_order(batches) != epoch1
-    assert len(NumpyBatches(x, y, 4, shuffle=False, drop_remainder=True)) == 2
-    assert epoch_order(NumpyBatches(x, y, 4, shuffle=False)) == list(range(10))
+    assert len(NumpyBatches(x, y, 8, shuffle=False, drop_remainder=True)) == 6
     with pytest.raises(IndexError):
-        batches[3]
-
-
-def test_make_dataset_rejects_bad_input() -> None:
-    x, y = labelled_pixels(4)
-    with pytest.raises(ValueError, match="batch_size"):
-        make_dataset(x, y, 0, shuffle=False)
-    with pytest.raises(ValueError, match="4 items but y has 3"):
-        make_dataset(x, y[:3], 2, shuffle=False)
+        batches[7]
 
 
 def _distinct_images(n: int, side: int = 8) -> np.ndarray:
@@ -220,13 +175,6 @@ def test_both_alphas_pick_each_kind_and_zero_alphas_change_nothing():
     np.testing.assert_array_equal(same_targets, targets)
 
 
-def test_mix_batch_and_one_hot_reject_bad_input():
-    with pytest.raises(ValueError, match="one-hot targets"):
-        mix_batch(_distinct_images(4), np.arange(4), np.random.default_rng(0), mixup_alpha=1.0)
-    with pytest.raises(ValueError, match=r"labels must lie in \[0, 10\)"):
-        one_hot(np.array([0, 10]), 10)
-
-
 def test_mixed_batches_are_reproducible_whatever_order_they_are_loaded_in():
     x, y = np.random.default_rng(0).integers(0, 256, (40, 8, 8, 3)).astype("uint8"), np.arange(40) % 10
     kwargs = dict(shuffle=True, seed=5, num_classes=10, mixup_alpha=0.8, cutmix_alpha=1.0, drop_remainder=True)
@@ -243,12 +191,8 @@ def test_mixed_batches_are_reproducible_whatever_order_they_are_loaded_in():
     assert not np.array_equal(first[0][0], forward[0][0])  # a new epoch mixes differently
 
 
-def test_make_dataset_one_hot_without_mixing_keeps_uint8_and_needs_classes_to_mix():
+def test_make_dataset_one_hot_without_mixing_keeps_uint8():
     x, y = np.zeros((5, 8, 8, 3), "uint8"), np.array([0, 1, 2, 3, 9])
     images, targets = make_dataset(x, y, 5, shuffle=False, num_classes=10)[0]
     assert images.dtype == np.uint8
     np.testing.assert_array_equal(targets.argmax(axis=1), y)
-    with pytest.raises(ValueError, match="pass num_classes"):
-        make_dataset(x, y, 5, shuffle=False, mixup_alpha=0.5)
-    with pytest.raises(ValueError, match="leaves no batch"):
-        NumpyBatches(x, y, 8, shuffle=False, drop_remainder=True)

@@ -65,11 +65,16 @@ def test_preprocessing_without_augment_is_deterministic_in_training():
     np.testing.assert_array_equal(layer(images, training=True), layer(images, training=False))
 
 
-def test_mlp_shape_and_width():
-    mlp = MLP(mlp_ratio=2.0)
-    y = mlp(np.zeros((2, 3, 3, 16), "float32"))
-    assert tuple(y.shape) == (2, 3, 3, 16)
-    assert mlp.count_params() == (16 * 32 + 32) + (32 * 16 + 16)
+@pytest.mark.parametrize(("make", "shape", "out", "params"), [
+    (lambda: MLP(mlp_ratio=2.0), (2, 3, 3, 16), (2, 3, 3, 16), (16 * 32 + 32) + (32 * 16 + 16)),
+    (PatchMerging, (2, 6, 6, 8), (2, 3, 3, 16), 2 * 8 + 2 * 2 * 8 * 16),  # norm + conv without bias
+    (PatchMerging, (1, 3, 3, 8), (1, 2, 2, 16), 2 * 8 + 2 * 2 * 8 * 16),  # an odd map is padded
+    (lambda: ShiftViTStage(drop_path_rates=[0.0], merge=False, num_div=4), (1, 4, 4, 16), (1, 4, 4, 16), None),
+])
+def test_shapes_and_parameter_counts(make, shape, out, params):
+    layer = make()
+    assert tuple(layer(np.zeros(shape, "float32")).shape) == out
+    assert params is None or layer.count_params() == params
 
 
 def test_drop_path_identity_at_inference_and_per_sample_in_training():
@@ -110,21 +115,11 @@ def test_block_shift_kinds_differ():
         ShiftViTBlock(shift="diagonal")
 
 
-def test_patch_merging_halves_size_and_doubles_channels():
-    merge = PatchMerging()
-    y = merge(np.zeros((2, 6, 6, 8), "float32"))
-    assert tuple(y.shape) == (2, 3, 3, 16)
-    assert tuple(merge(np.zeros((1, 3, 3, 8), "float32")).shape) == (1, 2, 2, 16)
-    assert merge.count_params() == 2 * 8 + 2 * 2 * 8 * 16  # norm + conv without bias
-
-
 def test_stage_output_and_block_rates():
     stage = ShiftViTStage(drop_path_rates=[0.0, 0.05, 0.1], merge=True, num_div=4)
     y = stage(np.zeros((1, 8, 8, 16), "float32"))
     assert tuple(y.shape) == (1, 4, 4, 32)
     assert [b.drop_path.rate for b in stage.blocks] == [0.0, 0.05, 0.1]
-    last = ShiftViTStage(drop_path_rates=[0.0], merge=False, num_div=4)
-    assert tuple(last(np.zeros((1, 4, 4, 16), "float32")).shape) == (1, 4, 4, 16)
 
 
 def test_drop_path_schedules():

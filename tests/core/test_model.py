@@ -1,13 +1,10 @@
 """The full model: parameter count, shapes, inputs, determinism, saving."""
 
-import os
-import subprocess
-import sys
-import textwrap
 
 import keras
 import numpy as np
 import pytest
+from fakes import run_on_backend
 from keras import ops
 
 from shiftvit_lib import build_shiftvit, count_macs, preset
@@ -43,20 +40,27 @@ def test_quick_model_shapes(quick_model):
     assert shapes["stage_1"] == (None, 4, 4, 48) and shapes["stage_3"] == (None, 2, 2, 96)
 
 
-def test_uint8_and_float_inputs_agree_and_predict_is_deterministic(quick_model):
+def test_uint8_and_float_inputs_agree(quick_model):
     images = np.random.default_rng(1).integers(0, 256, (4, 32, 32, 3)).astype("uint8")
     a = quick_model.predict(images, verbose=0)
     b = quick_model.predict(images.astype("float32"), verbose=0)
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
-    np.testing.assert_array_equal(a, quick_model.predict(images, verbose=0))
 
 
-def test_keras_save_and_safe_load_give_identical_logits(quick_model, tmp_path):
+@pytest.mark.parametrize(("name", "changes"), [("quick", {}), ("quick", {"stem_channels": 8}), pytest.param(
+    "strong", {}, marks=[pytest.mark.slow, pytest.mark.colab])])
+def test_keras_save_and_safe_load_give_identical_logits(name, changes, tmp_path):
+    """Predictions are deterministic and survive a .keras file: the conv stem's BatchNorm statistics,
+    the strong recipe's augmentation layers (ran in the Colab environment before it was marked slow)."""
+    model = build_shiftvit(preset(name, **changes), seed=0)
+    if changes:
+        model.get_layer("stem_norm").moving_mean.assign(np.full(8, 0.3, "float32"))  # as if trained
     images = np.random.default_rng(2).integers(0, 256, (4, 32, 32, 3)).astype("uint8")
-    path = tmp_path / "quick.keras"
-    quick_model.save(path)
-    loaded = keras.saving.load_model(path, safe_mode=True)
-    np.testing.assert_array_equal(loaded.predict(images, verbose=0), quick_model.predict(images, verbose=0))
+    before = model.predict(images, verbose=0)
+    np.testing.assert_array_equal(before, model.predict(images, verbose=0))
+    model.save(tmp_path / "model.keras")
+    np.testing.assert_array_equal(keras.saving.load_model(tmp_path / "model.keras", safe_mode=True).predict(
+        images, verbose=0), before)
 
 
 def test_model_config_round_trip(quick_model):
@@ -94,62 +98,41 @@ def test_conv_stem_keeps_the_stage_grid_and_counts_its_macs():
     assert macs["total"] == sum(v for k, v in macs.items() if k != "total")
 
 
-def test_conv_stem_model_saves_and_loads_with_its_batchnorm_statistics(tmp_path):
-    keras.utils.set_random_seed(0)
-    model = build_shiftvit(preset("quick", stem_channels=8), seed=0)
-    model.get_layer("stem_norm").moving_mean.assign(np.full(8, 0.3, "float32"))  # as if trained
-    images = np.random.default_rng(3).integers(0, 256, (4, 32, 32, 3)).astype("uint8")
-    model.save(tmp_path / "stem.keras")
-    loaded = keras.saving.load_model(tmp_path / "stem.keras", safe_mode=True)
-    np.testing.assert_array_equal(loaded.predict(images, verbose=0), model.predict(images, verbose=0))
-
-
-@pytest.mark.parametrize("changes, message", [
-    ({"stem_channels": -1}, "stem_channels must be >= 0"),
-    ({"stem_channels": 8, "patch_size": 1, "resize_to": 32}, "patch_size must be even"),
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: preset("quick", stem_channels=-1), ValueError, "stem_channels must be >= 0"),
+    (lambda: preset("quick", stem_channels=8, patch_size=1, resize_to=32), ValueError, "patch_size must be even"),
+    (lambda: build_shiftvit({"depths": [2, 2]}), TypeError, "ShiftViTConfig"),
 ])
-def test_conv_stem_settings_are_checked(changes, message):
-    with pytest.raises(ValueError, match=message):
-        preset("quick", **changes)
-
-
-def test_builder_rejects_non_configs():
-    with pytest.raises(TypeError, match="ShiftViTConfig"):
-        build_shiftvit({"depths": [2, 2]})
+def test_bad_settings_are_refused(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
 
 
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 @pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_model_trains_and_round_trips_on_other_backends(backend):
-    import importlib.util
-
-    if importlib.util.find_spec(backend) is None:
-        pytest.skip(f"{backend} is not installed")
-    script = textwrap.dedent(
-        """
+def test_model_trains_with_its_recipe_and_round_trips_on_other_backends(backend):
+    # Keras marks two of RandAugment's layers as not XLA-safe (a TensorFlow kernel); on JAX our
+    # preprocessing layer lifts that, so jit_compile="auto" keeps XLA on.
+    out = run_on_backend(backend, """
         import numpy as np, keras, tempfile, os
         from shiftvit_lib import build_shiftvit, preset
+        from shiftvit_lib.data import one_hot
         from shiftvit_lib.recipe import compile_for_training
-        config = preset("quick")
-        model = build_shiftvit(config)
-        x = np.random.default_rng(0).integers(0, 256, (8, 32, 32, 3)).astype("uint8")
-        y = np.arange(8) % 10
-        compile_for_training(model, config, steps_per_epoch=1, epochs=2, jit_compile=False)
-        history = model.fit(x, y, batch_size=8, epochs=2, verbose=0)
+        config = preset("quick", input_shape=(16, 16, 3), resize_to=16, image_size=16, depths=(1, 1),
+                        rand_augment_ops=2, random_erasing=0.5, mixup_alpha=0.8, batch_size=8)
+        model = build_shiftvit(config, seed=0)
+        compile_for_training(model, config, steps_per_epoch=2, epochs=2, jit_compile="auto")
+        x = np.random.default_rng(0).integers(0, 256, (16, 16, 16, 3)).astype("uint8")
+        history = model.fit(x, one_hot(np.arange(16) % 10, 10), batch_size=8, epochs=2, verbose=0)
         assert all(np.isfinite(history.history["loss"])), history.history
         a = model.predict(x, verbose=0)
         path = os.path.join(tempfile.mkdtemp(), "m.keras")
         model.save(path)
-        b = keras.saving.load_model(path, safe_mode=True).predict(x, verbose=0)
-        np.testing.assert_array_equal(a, b)
-        print("OK", keras.backend.backend(), a.shape)
-        """
-    )
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": repo}
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0 and f"OK {backend} (8, 10)" in result.stdout, result.stderr[-2000:]
+        np.testing.assert_array_equal(a, keras.saving.load_model(path, safe_mode=True).predict(x, verbose=0))
+        print("OK", keras.backend.backend(), a.shape, "JIT", model.jit_compile)
+        """)
+    assert f"OK {backend} (16, 10)" in out and ("JIT True" in out or backend != "jax"), out
 
 
 def test_roll_implementation_gives_the_same_model_output():
@@ -184,15 +167,3 @@ def test_initialise_like_spach_is_seeded():
     b = initialise_like_spach(build_shiftvit(preset("quick")), seed=7)
     for va, vb in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_array_equal(va, vb)
-
-
-@pytest.mark.slow
-@pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_strong_model_round_trips_and_predicts_deterministically(tmp_path):
-    model = build_shiftvit(preset("strong"), seed=0)
-    images = np.random.default_rng(1).integers(0, 256, (3, 32, 32, 3)).astype("uint8")
-    before = model.predict(images, verbose=0)
-    np.testing.assert_array_equal(before, model.predict(images, verbose=0))
-    model.save(tmp_path / "strong.keras")
-    again = keras.saving.load_model(tmp_path / "strong.keras", safe_mode=True)
-    np.testing.assert_array_equal(before, again.predict(images, verbose=0))

@@ -1,9 +1,5 @@
 """The training recipe (recipe.py): its datasets, compile, the smoothed loss, metrics from logits, flip TTA."""
 
-import os
-import subprocess
-import sys
-import textwrap
 import time
 from types import SimpleNamespace
 
@@ -21,9 +17,6 @@ from shiftvit_lib.recipe import (
     logits_metrics,
     training_datasets,
 )
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 # --------------------------------------------------------------------------- mix_batch
 
@@ -79,34 +72,6 @@ def test_mixing_on_the_device_gives_the_host_pixels_and_targets_for_the_same_dra
         np.testing.assert_allclose(mix_images(batch["images"], batch["mixing"]), mixed, atol=1e-3)
         np.testing.assert_allclose(model.predict_on_batch(batch), model.predict_on_batch(mixed), atol=1e-4)
     assert {device_ds[i][0]["mixing"][0, 1] == 1 for i in range(len(device_ds))} == {True, False}  # CutMix, MixUp
-
-
-@pytest.mark.slow
-@pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_rand_augment_model_compiles_with_xla_on_jax():
-    # Keras marks two of RandAugment's layers as not XLA-safe (a TensorFlow kernel);
-    # on JAX our preprocessing layer lifts that, so jit_compile="auto" keeps XLA on.
-    pytest.importorskip("jax")
-    script = textwrap.dedent(
-        """
-        import numpy as np
-        from shiftvit_lib import build_shiftvit, preset
-        from shiftvit_lib.recipe import compile_for_training
-        from shiftvit_lib.data import one_hot
-        config = preset("quick", input_shape=(16, 16, 3), resize_to=16, image_size=16, depths=(1,),
-                        rand_augment_ops=2, random_erasing=0.5, mixup_alpha=0.8, batch_size=8)
-        model = build_shiftvit(config, seed=0)
-        compile_for_training(model, config, steps_per_epoch=2, epochs=1, jit_compile="auto")
-        x = np.random.default_rng(0).integers(0, 256, (16, 16, 16, 3)).astype("float32")
-        history = model.fit(x, one_hot(np.arange(16) % 10, 10), batch_size=8, epochs=1, verbose=0)
-        assert np.isfinite(history.history["loss"][0])
-        print("JIT", model.jit_compile)
-        """
-    )
-    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": REPO}
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "JIT True" in result.stdout, result.stdout + result.stderr[-2000:]
 
 
 @pytest.mark.parametrize("outputs", [lambda x: keras.layers.Dense(5)(x), lambda x: [keras.layers.Dense(10)(x)] * 2])

@@ -12,55 +12,41 @@ import pytest
 from shiftvit_lib.notebook.lesson import choose_mode, setup_lesson
 
 
-def test_full_mode_only_when_asked():
-    assert choose_mode(False, {}) == (True, "FULL_MODE = False, the default")
-    assert choose_mode(True, {}) == (False, "FULL_MODE = True")
-    assert choose_mode(environ={})[0] is True  # the default is quick
+@pytest.mark.parametrize(("args", "expected"), [
+    (dict(environ={}), (True, "FULL_MODE = False, the default")),  # the default is quick
+    (dict(full_mode=True, environ={}), (False, "FULL_MODE = True")),
+    (dict(full_mode=True, environ={"SHIFTVIT_QUICK": " "}), (False, "FULL_MODE = True")),  # blank counts as unset
+    (dict(full_mode=True, environ={"SHIFTVIT_QUICK": "1"}), (True, "SHIFTVIT_QUICK=1 in the environment, which wins over FULL_MODE")),
+    (dict(environ={"SHIFTVIT_QUICK": "0"}), (False, "SHIFTVIT_QUICK=0 in the environment, which wins over FULL_MODE")),
+    (dict(full_mode=True, environ={"SHIFTVIT_QUICK": "1"}, switch="RECIPE = 'cpu'"),
+     (True, "SHIFTVIT_QUICK=1 in the environment, which wins over RECIPE")),
+])
+def test_the_environment_variable_wins_over_the_switch(args, expected):
+    assert choose_mode(**args) == expected
 
 
-def test_environment_variable_wins_over_the_switch():
-    quick, reason = choose_mode(True, {"SHIFTVIT_QUICK": "1"})
-    assert quick is True and reason.startswith("SHIFTVIT_QUICK=1")
-    quick, reason = choose_mode(False, {"SHIFTVIT_QUICK": "0"})
-    assert quick is False and reason.startswith("SHIFTVIT_QUICK=0")
-    assert choose_mode(True, {"SHIFTVIT_QUICK": " "}) == (False, "FULL_MODE = True")  # blank counts as unset
-    _, reason = choose_mode(True, {"SHIFTVIT_QUICK": "1"}, switch="RECIPE = 'cpu'")
-    assert reason == "SHIFTVIT_QUICK=1 in the environment, which wins over RECIPE"
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda: choose_mode(False, {"SHIFTVIT_QUICK": "maybe"}), ValueError, "SHIFTVIT_QUICK"),
+    (lambda: choose_mode("False", {}), TypeError, "full_mode"),  # a string would be truthy: refuse it
+    (lambda: setup_lesson(recipe="gpu"), ValueError, "recipe must be one of"),
+    (lambda: setup_lesson(recipe="cpu", full_mode=True), ValueError, "recipe must be one of"),
+    (lambda: setup_lesson(full_mode="yes"), TypeError, "full_mode must be True or False"),
+])
+def test_a_switch_that_cannot_be_read_is_refused(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
 
 
-def test_bad_values_are_rejected():
-    with pytest.raises(ValueError, match="SHIFTVIT_QUICK"):
-        choose_mode(False, {"SHIFTVIT_QUICK": "maybe"})
-    with pytest.raises(TypeError, match="full_mode"):
-        choose_mode("False", {})  # a string would be truthy: refuse it
-
-
-def test_a_gpu_never_switches_to_full_mode(monkeypatch):
-    devices = importlib.import_module("shiftvit_lib.tools.devices")
-
+@pytest.mark.parametrize("accelerator", [True, False])
+def test_a_gpu_never_switches_to_full_mode_and_names_the_lessons_switch(monkeypatch, accelerator):
     monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
-    monkeypatch.setattr(devices, "accelerator_platform", lambda: "gpu")
+    platform = "gpu" if accelerator else None
+    monkeypatch.setattr(importlib.import_module("shiftvit_lib.tools.devices"), "accelerator_platform", lambda: platform)
     settings = setup_lesson(seed=3)
-    assert settings.quick and settings.preset_name == "quick" and settings.accelerator is True
-    assert "A GPU/TPU was found" in settings.describe()
-    monkeypatch.setattr(devices, "accelerator_platform", lambda: None)
-    assert "GPU" not in setup_lesson(seed=3).describe()
-
-
-def test_setup_lesson_quick_uses_the_sample(monkeypatch):
-    monkeypatch.setenv("SHIFTVIT_QUICK", "1")
-    settings = setup_lesson(seed=3, full_mode=True)
-    assert settings.quick and settings.data_source == "sample" and settings.preset_name == "quick"
-    assert "QUICK mode" in settings.describe()
-
-
-def test_setup_lesson_full_when_the_learner_asks(monkeypatch):
-    monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
-    monkeypatch.setenv("SHIFTVIT_DATA", "/data/cifar10-jpeg.tar.gz")
-    settings = setup_lesson(full_mode=True)
-    assert not settings.quick and settings.preset_name == "seed"
-    assert settings.data_source == "/data/cifar10-jpeg.tar.gz"
-    assert "FULL mode" in settings.describe() and "FULL_MODE = True" in settings.describe()
+    assert settings.quick and settings.preset_name == "quick" and settings.accelerator is accelerator
+    assert ("A GPU/TPU was found" in settings.describe()) == accelerator
+    assert ("Full mode needs FULL_MODE = True." in settings.describe()) == accelerator
+    assert ('Full mode needs RECIPE = "cpu" or "seed".' in setup_lesson(recipe="quick").describe()) == accelerator
 
 
 @pytest.mark.parametrize(("switch", "mode", "preset", "reason"), [
@@ -73,35 +59,20 @@ def test_setup_lesson_full_when_the_learner_asks(monkeypatch):
 def test_setup_lesson_takes_each_lessons_switch_as_it_is(monkeypatch, switch, mode, preset, reason):
     # Lesson 05's RECIPE picks quick mode, or full mode with its own preset; no lesson rewrites the result.
     monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
+    monkeypatch.setenv("SHIFTVIT_DATA", "/data/cifar10-jpeg.tar.gz")
     settings = setup_lesson(**switch)
     assert (settings.mode, settings.preset_name, settings.reason) == (mode, preset, reason)
-    assert f"(mode chosen by {reason})" in settings.describe()
+    assert settings.data_source == ("sample" if mode == "quick" else "/data/cifar10-jpeg.tar.gz")
+    assert f"{mode.upper()} mode" in settings.describe() and f"(mode chosen by {reason})" in settings.describe()
     name = "RECIPE" if "recipe" in switch else "FULL_MODE"
     monkeypatch.setenv("SHIFTVIT_QUICK", "0")  # the runner's full mode: RECIPE = "quick" trains the seed recipe
     forced = setup_lesson(**switch)
     assert forced.mode == "full" and forced.preset_name == ("seed" if preset == "quick" else preset)
     assert forced.reason == f"SHIFTVIT_QUICK=0 in the environment, which wins over {name}"
-
-
-@pytest.mark.parametrize("switch", [dict(recipe="gpu"), dict(recipe="cpu", full_mode=True), dict(full_mode="yes")])
-def test_setup_lesson_refuses_a_switch_it_cannot_read(switch):
-    with pytest.raises((ValueError, TypeError), match="recipe must be one of|full_mode must be True or False"):
-        setup_lesson(**switch)
-
-
-def test_a_gpu_hint_names_lesson05s_recipe_switch(monkeypatch):
-    devices = importlib.import_module("shiftvit_lib.tools.devices")
-    monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
-    monkeypatch.setattr(devices, "accelerator_platform", lambda: "tpu")
-    assert 'Full mode needs RECIPE = "cpu" or "seed".' in setup_lesson(recipe="quick").describe()
-    assert "Full mode needs FULL_MODE = True." in setup_lesson().describe()
-
-
-def test_setup_lesson_full_reads_the_data_variable(monkeypatch):
-    monkeypatch.setenv("SHIFTVIT_QUICK", "0")
-    monkeypatch.setenv("SHIFTVIT_DATA", "/data/cifar10-jpeg.tar.gz")
-    settings = setup_lesson()
-    assert not settings.quick and settings.data_source == "/data/cifar10-jpeg.tar.gz"
+    assert forced.data_source == "/data/cifar10-jpeg.tar.gz"
+    monkeypatch.setenv("SHIFTVIT_QUICK", "1")  # the runner's quick mode: the sample, whatever the switch
+    forced = setup_lesson(**switch)
+    assert (forced.mode, forced.preset_name, forced.data_source) == ("quick", "quick", "sample")
 
 
 # --- The lesson header (see shiftvit_lib/notebook/lesson.py) and the runner's time card ---
