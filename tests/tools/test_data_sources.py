@@ -306,37 +306,28 @@ def test_links_pipes_and_devices_in_a_data_folder_are_named_not_read(tree: Path)
     assert "train/linked_class (a symbolic link)" in message  # a linked folder, not followed
 
 
-def test_link_and_device_members_of_a_tar_are_named(tmp_path: Path) -> None:
-    path = tmp_path / "links.tar"
-    with tarfile.open(path, "w") as archive:
+def test_link_and_device_members_of_a_tar_or_zip_are_named(tmp_path: Path) -> None:
+    members = [(tarfile.SYMTYPE, "train/cat/link.png"), (tarfile.CHRTYPE, "test/dog/zero.png"),
+               (tarfile.SYMTYPE, "README.link")]  # outside train/ and test/: not data, ignored
+    with tarfile.open(tmp_path / "links.tar", "w") as archive:
         for name, content in class_folder_files().items():
             info = tarfile.TarInfo(name)
             info.size = len(content)
             archive.addfile(info, io.BytesIO(content))
-        link = tarfile.TarInfo("train/cat/link.png")
-        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
-        archive.addfile(link)
-        device = tarfile.TarInfo("test/dog/zero.png")
-        device.type = tarfile.CHRTYPE
-        archive.addfile(device)
-        outside = tarfile.TarInfo("README.link")  # outside train/ and test/: not data, ignored
-        outside.type, outside.linkname = tarfile.SYMTYPE, "/etc/passwd"
-        archive.addfile(outside)
-    with pytest.raises(ValueError) as raised:
-        load_cifar10(path)
-    message = str(raised.value)
-    assert "train/cat/link.png (a symbolic link)" in message and "test/dog/zero.png (a device)" in message
-    assert "README.link" not in message
-
-
-def test_a_symlink_entry_of_a_zip_is_named(tmp_path: Path) -> None:
-    path = write_zip(tmp_path / "links.zip", class_folder_files())
-    with zipfile.ZipFile(path, "a") as archive:
+        for kind, name in members:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, "/etc/passwd"
+            archive.addfile(info)
+    with zipfile.ZipFile(write_zip(tmp_path / "links.zip", class_folder_files()), "a") as archive:
         info = zipfile.ZipInfo("train/cat/link.png")
         info.external_attr = (stat.S_IFLNK | 0o777) << 16
         archive.writestr(info, "/etc/passwd")
-    with pytest.raises(ValueError, match=r"train/cat/link\.png \(a symbolic link\)"):
-        load_cifar10(path)
+    for name in ("links.tar", "links.zip"):
+        with pytest.raises(ValueError) as raised:
+            load_cifar10(tmp_path / name)
+        message = str(raised.value)
+        assert "train/cat/link.png (a symbolic link)" in message and "README.link" not in message
+        assert ("test/dog/zero.png (a device)" in message) == (name == "links.tar")
 
 
 def test_a_folder_that_cannot_be_listed_is_named(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:

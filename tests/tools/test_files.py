@@ -17,6 +17,7 @@ from fakes import one_line
 
 from shiftvit_lib.tools import files, inference
 from shiftvit_lib.tools.files import LOCK_FILE, RunFolderInUseError, run_folder_lock
+from website import build as site_build
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -191,9 +192,8 @@ def test_a_keras_file_whose_config_nests_too_deep_is_refused_unparsed(tmp_path):
 
 
 # --------------------------------------------------------------------------- output folders (case 1): website/build.py's, the one tool that clears folders
-def test_an_output_folder_without_the_marker_is_never_cleared(tmp_path):
-    from website import build as site_build
-
+def test_an_output_folder_without_the_marker_the_checkout_its_ancestors_home_and_root_are_never_cleared(
+        tmp_path, monkeypatch):
     mine = tmp_path / "mydocs"
     mine.mkdir()
     (mine / "thesis.tex").write_text("work")
@@ -201,35 +201,27 @@ def test_an_output_folder_without_the_marker_is_never_cleared(tmp_path):
         site_build.output_folder(mine)
     assert "mydocs" in one_line(refused.value)
     assert (mine / "thesis.tex").read_text() == "work"
-
     made = site_build.output_folder(tmp_path / "site")  # new: made, marked
     (made / "page.html").write_text("old")
     again = site_build.output_folder(tmp_path / "site")  # marked: cleared
     assert sorted(p.name for p in again.iterdir()) == [site_build.OUTPUT_MARKER]
     (tmp_path / "empty").mkdir()
     site_build.output_folder(tmp_path / "empty")  # empty: nothing to lose
-
-
-@pytest.mark.parametrize("where", ["checkout", "ancestor", "home", "root"])
-def test_the_checkout_its_ancestors_home_and_root_are_refused_even_with_a_marker(tmp_path, monkeypatch, where):
-    from website import build as site_build
-
-    checkout = tmp_path / "work" / "repo"
-    checkout.mkdir(parents=True)
-    home = tmp_path / "home" / "me"
-    home.mkdir(parents=True)
+    # Even with a marker, never the checkout, a folder above it, home or the root.
+    checkout, home = tmp_path / "work" / "repo", tmp_path / "home" / "me"
+    for folder in (checkout, home):
+        folder.mkdir(parents=True)
+        (folder / site_build.OUTPUT_MARKER).write_text("")
     monkeypatch.setenv("HOME", str(home))
-    folder = {"checkout": checkout, "ancestor": checkout.parent, "home": home, "root": Path("/")}[where]
-    with pytest.raises(site_build.SiteError, match="will not write into") as refused:
-        site_build.output_folder(folder, checkout)
-    one_line(refused.value)
-    assert checkout.is_dir() and home.is_dir()
+    for folder in (checkout, checkout.parent, home, Path("/")):
+        with pytest.raises(site_build.SiteError, match="will not write into") as refused:
+            site_build.output_folder(folder, checkout)
+        one_line(refused.value)
+    assert checkout.is_dir() and home.is_dir() and (checkout / site_build.OUTPUT_MARKER).exists()
 
 
 def test_the_website_build_refuses_a_folder_it_did_not_make_and_the_checkout(tmp_path, capsys):
     # Case 1 through website/build.py's command line: --out and --stage.
-    from website import build as site_build
-
     mine = tmp_path / "mydocs"
     mine.mkdir()
     (mine / "thesis.tex").write_text("work")
@@ -249,8 +241,6 @@ def test_the_website_build_refuses_a_folder_it_did_not_make_and_the_checkout(tmp
 def test_the_site_and_the_korean_build_name_a_cut_short_notebook_or_a_cell_without_id(tmp_path):
     sys.path.insert(0, str(REPO / "scripts"))
     import build_korean
-
-    from website import build as site_build
 
     cut = tmp_path / "00_cut.ipynb"
     cut.write_text('{"cells": [{"cell_type": "markdown", "id": "a", "source": "# T')
