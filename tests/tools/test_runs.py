@@ -396,7 +396,7 @@ CHAIN_STEP = textwrap.dedent(
     real_replace, seen = os.replace, {{}}
 
     def replace(source, target, *args, **kwargs):
-        kind = re.sub(r"[0-9]+", "N", os.path.basename(target))
+        kind = re.sub(r"-[0-9]+[.]", "-N.", os.path.basename(target))  # epoch-0001.weights.h5: one kind
         seen[kind] = seen.get(kind, 0) + 1
         print(f"RENAME {{kind}}", flush=True)
         if (kind, seen[kind]) == (kill_kind, kill_at):
