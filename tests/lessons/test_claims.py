@@ -21,19 +21,16 @@ GPU_RECORD = "gpu_h200_2026-11-26"
 
 
 def load_records() -> dict:
-    def run(name):
-        return json.loads((RESULTS / name / "run.json").read_text())
-
-    def history(name):
+    def read(name):
         with (RESULTS / name / "history.csv").open() as file:
-            return list(csv.DictReader(file))
+            return json.loads((RESULTS / name / "run.json").read_text()), list(csv.DictReader(file))
 
+    (cpu, cpu_history), (v1, v1_history), (gpu, gpu_history) = map(read, ("cpu_full", "cpu_full_v1", GPU_RECORD))
     comparison = json.loads((RESULTS / "attention_vs_shift_cpu.json").read_text())
     return {
-        "cpu": run("cpu_full"), "cpu_history": history("cpu_full"),
-        "v1": run("cpu_full_v1"), "v1_history": history("cpu_full_v1"),
-        "seed43": run("cpu_full_seed43"), "seed44": run("cpu_full_seed44"),
-        "gpu": run(GPU_RECORD), "gpu_history": history(GPU_RECORD), "gpu_source": json.loads((RESULTS / GPU_RECORD / "source.json").read_text()),
+        "cpu": cpu, "cpu_history": cpu_history, "v1": v1, "v1_history": v1_history, "gpu": gpu, "gpu_history": gpu_history,
+        "seed43": read("cpu_full_seed43")[0], "seed44": read("cpu_full_seed44")[0],
+        "gpu_source": json.loads((RESULTS / GPU_RECORD / "source.json").read_text()),
         "comparison": {row["name"]: row for row in comparison["rows"]},
     }
 
@@ -106,32 +103,30 @@ def test_the_prose_quotes_the_records(korean):
     assert missing_claims(load_records(), korean) == []
 
 
+def _with(records: dict, part: str, change) -> dict:
+    changed = copy.deepcopy(records)
+    change(changed[part])
+    return changed
+
+
 @pytest.mark.parametrize("korean", [False, True], ids=["english", "korean"])
-def test_a_changed_record_breaks_a_claim(korean):
-    records = load_records()
-    changed = copy.deepcopy(records)
-    changed["cpu"]["best_val_accuracy"] += 0.0021  # 83.17 % -> 83.38 %
-    assert any("83.38" in line for line in missing_claims(changed, korean))
-    changed = copy.deepcopy(records)
-    changed["gpu"]["train_seconds"] *= 2.5  # 2.2 min -> 5.4 (1.5x gave 3.2: lesson 05's own time card)
-    assert missing_claims(changed, korean)
-    changed = copy.deepcopy(records)
-    changed["gpu_history"][-1]["val_loss"] = "1.01"  # the curve's last validation loss
-    assert any("1.01" in line for line in missing_claims(changed, korean))
+@pytest.mark.parametrize("part, change, shown", [
+    ("cpu", lambda run: run.update(best_val_accuracy=run["best_val_accuracy"] + 0.0021), "83.38"),  # 83.17 -> 83.38 %
+    # 2.2 min -> 5.4 (1.5x gave 3.2: lesson 05's own time card)
+    ("gpu", lambda run: run.update(train_seconds=run["train_seconds"] * 2.5), ""),
+    ("gpu_history", lambda rows: rows[-1].update(val_loss="1.01"), "1.01"),  # the curve's last validation loss
+])
+def test_a_changed_record_breaks_a_claim(korean, part, change, shown):
+    assert any(shown in line for line in missing_claims(_with(load_records(), part, change), korean))
 
 
-def test_the_readme_quotes_the_gpu_record():
+def test_the_readme_quotes_the_gpu_record_and_lesson_05s_stored_quick_run():
     gpu = load_records()["gpu"]
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert (f"test top-1 {_pct(gpu['test']['accuracy'])}, best validation {_pct(gpu['best_val_accuracy'])}, "
             f"early-stopped at epoch {gpu['epochs_run']}, {gpu['train_seconds']:.1f} s of training") in readme
-
-
-def test_the_readme_quotes_lesson_05s_stored_quick_run():
     cells = json.loads((ROOT / "notebooks" / "05_training.ipynb").read_text())["cells"]
-    printed = "".join(
-        "".join(output.get("text", "")) for cell in cells if cell["cell_type"] == "code"
-        for output in cell.get("outputs", []))
+    printed = "".join("".join(output.get("text", "")) for cell in cells if cell["cell_type"] == "code"
+                      for output in cell.get("outputs", []))
     top1, top5 = re.search(r"test top-1 ([\d.]+)%, top-5 ([\d.]+)% on 500 test images", printed).groups()
-    readme = (ROOT / "README.md").read_text()
     assert f"lesson 05's 10-epoch quick run: test top-1 {top1} %, top-5 {top5} %" in readme, (top1, top5)

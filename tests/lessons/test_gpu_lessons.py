@@ -47,18 +47,14 @@ def test_lesson05_shows_timings_and_an_estimate_before_it_trains_and_says_where_
     assert printed[training].startswith("runs go to ")
 
 
-@pytest.mark.parametrize("name", ["05_training", "07_attention_vs_shift"])
-def test_time_cards_give_estimates_with_a_source_not_hours(name):
-    card = "".join(_cells(name)[0]["source"])
-    full_row = next(line for line in card.splitlines() if line.startswith("| Full mode"))
-    # a GPU figure comes from a source: the keras-io example's logs, or the project's H200 record
-    assert "estimate" in full_row and ("keras-io" in full_row or "H200" in full_row) and "hours" not in full_row
-
-
-def test_lesson06_chooses_the_learners_model_and_lesson07_keeps_its_record_by_its_runs():
+def test_time_cards_give_estimates_with_a_source_and_lessons_06_07_use_the_learners_runs():
+    for name in ("05_training", "07_attention_vs_shift"):
+        card = "".join(_cells(name)[0]["source"])
+        full_row = next(line for line in card.splitlines() if line.startswith("| Full mode"))
+        # a GPU figure comes from a source: the keras-io example's logs, or the project's H200 record
+        assert "estimate" in full_row and ("keras-io" in full_row or "H200" in full_row) and "hours" not in full_row
     assert any("learners_best_model(" in source and "sv.load_model(best)" in source for source in _code("06_inference"))
-    code = _code("07_attention_vs_shift")
-    assert any("runs_root(" in source and "run_comparison(" in source for source in code)
+    assert any("runs_root(" in source and "run_comparison(" in source for source in _code("07_attention_vs_shift"))
 
 
 def test_lesson07_reads_back_the_comparison_its_full_mode_saves(tmp_path, capsys):

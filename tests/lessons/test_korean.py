@@ -1,12 +1,18 @@
-"""The Korean edition (issue 29): translations in sync with the English source, code unchanged.
+"""The Korean edition (issues 29, 38): translations in sync with the English source, code unchanged,
+one vocabulary, the same numbers, and `run.sh main` / `site` refusing a stale edition.
 
 The English notebooks are the source; i18n/ko/catalog/<lesson>.json holds each translated cell with the
-hash of the English cell it was made from; scripts/build_korean.py builds notebooks/ko/ from both.
+hash of the English cell it was made from; scripts/build_korean.py builds notebooks/ko/ from both. Its
+check (`build_all`) names every missing or stale translation, translated code that differs, a number the
+English and the Korean do not share, and each variant i18n/ko/glossary.md rules out (its table
+"Ruled-out variants", a regular expression per variant) in the lessons and in README.ko.md.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -26,105 +32,20 @@ STEMS = [path.stem for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
 GLOSSARY = REPO / "i18n" / "ko" / "glossary.md"
 
 
-def _english(stem: str) -> dict:
-    return json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
+def _notebook(stem: str, folder: str = "") -> dict:
+    return json.loads((NOTEBOOKS / folder / f"{stem}.ipynb").read_text(encoding="utf-8"))
 
 
-def _korean(stem: str) -> dict:
-    return json.loads((NOTEBOOKS / "ko" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+def _lesson_and_catalog(stem: str) -> tuple[dict, dict]:
+    """The English lesson and a copy of its catalogue, to plant a mistake in."""
+    return _notebook(stem), json.loads(json.dumps(load_catalog(stem)))
 
 
-def test_nine_lessons_in_both_languages():
+def test_nine_lessons_in_both_languages_built_fresh_with_one_vocabulary_and_the_same_numbers():
     assert len(STEMS) == 9
     assert sorted(p.name for p in (NOTEBOOKS / "ko").glob("*.ipynb")) == [f"{s}.ipynb" for s in STEMS]
-
-
-@pytest.mark.parametrize("stem", STEMS)
-def test_every_cell_has_a_fresh_translation(stem):
-    """Every markdown cell, and every code cell with comments, is translated from the current English."""
-    found = build_korean.problems(stem, _english(stem), load_catalog(stem))
-    assert not found, "stale or missing Korean translations:\n" + "\n".join(found)
-
-
-def test_changing_one_english_markdown_cell_fails_the_check_naming_it(tmp_path):
-    """End to end, on a copy of the repository's sources: edit one English cell, run --check."""
-    for folder in ("scripts", "i18n"):
-        shutil.copytree(REPO / folder, tmp_path / folder)
-    (tmp_path / "shiftvit_lib" / "tools").mkdir(parents=True)  # the scripts' file safety (issue 35)
-    shutil.copy(REPO / "shiftvit_lib" / "tools" / "files.py", tmp_path / "shiftvit_lib" / "tools")
-    shutil.copytree(NOTEBOOKS, tmp_path / "notebooks", ignore=shutil.ignore_patterns("conftest.py"))
-    shutil.copy(REPO / "README.ko.md", tmp_path)  # --check reads it for the glossary's variants
-    stem = "02_shift_operation"
-    path = tmp_path / "notebooks" / f"{stem}.ipynb"
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    catalog = load_catalog(stem)
-    # a markdown cell that is translated in the catalogue and fresh, so the edit is what makes it stale
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and c["id"] in catalog["cells"]
-                and catalog["cells"][c["id"]]["en_sha256"] == english_hash(cell_source(c)))
-    before = subprocess.run([sys.executable, "scripts/build_korean.py", "--check"], cwd=tmp_path,
-                            capture_output=True, text=True)
-    assert cell["id"] not in before.stdout
-    cell["source"] = cell_source(cell) + "\nOne more English sentence."
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    after = subprocess.run([sys.executable, "scripts/build_korean.py", "--check"], cwd=tmp_path,
-                           capture_output=True, text=True)
-    assert after.returncode == 1
-    assert f"notebooks/{stem}.ipynb: cell {cell['id']} (markdown): stale" in after.stdout
-    # and the translator's list shows the cell with its new English text and the old Korean
-    todo = subprocess.run([sys.executable, "scripts/build_korean.py", "todo", stem], cwd=tmp_path,
-                          capture_output=True, text=True, check=True)
-    assert f"===== {stem} {cell['id']} (markdown, stale)" in todo.stdout
-    assert "One more English sentence." in todo.stdout
-
-
-def test_a_missing_translation_and_changed_code_are_named():
-    stem = "01_data"
-    nb, catalog = _english(stem), load_catalog(stem)
-    markdown = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
-    code = next(c for c in nb["cells"] if c["cell_type"] == "code" and c["id"] in catalog["cells"])
-    catalog = json.loads(json.dumps(catalog))
-    del catalog["cells"][markdown["id"]]
-    catalog["cells"][code["id"]]["ko"] += "\nextra = 1  # 코드 한 줄 추가"
-    found = "\n".join(build_korean.problems(stem, nb, catalog))
-    assert f"cell {markdown['id']} (markdown): no translation" in found
-    assert f"cell {code['id']} (code): the translated code differs" in found
-
-
-@pytest.mark.parametrize("stem", STEMS)
-def test_korean_code_cells_equal_the_english_ones_apart_from_comments(stem):
-    english, korean = _english(stem), _korean(stem)
-    assert [c["id"] for c in korean["cells"]] == [c["id"] for c in english["cells"]]
-    for en, ko in zip(english["cells"], korean["cells"]):
-        assert ko["cell_type"] == en["cell_type"]
-        if en["cell_type"] != "code":
-            continue
-        assert build_korean.code_only(cell_source(ko)) == build_korean.code_only(
-            cell_source(en)), f"{stem} cell {en['id']}: the code differs"
-        assert ko.get("outputs") == en.get("outputs"), f"{stem} cell {en['id']}: outputs differ"
-        assert ko.get("metadata") == en.get("metadata")
-    assert korean["metadata"]["language"] == "ko"
-
-
-def test_comment_stripping_sees_code_changes():
-    assert build_korean.without_comments("x = 1  # one") == build_korean.without_comments("x = 1  # 하나")
-    assert build_korean.without_comments("x = 1  # one") != build_korean.without_comments("x = 2  # one")
-    assert build_korean.without_comments("s = '# not a comment'") != build_korean.without_comments("s = ''")
-    magic = '%pip install -q "x"  # note\nimport os  # os'
-    assert build_korean.without_comments(magic).endswith("import os")
-
-
-def test_built_notebooks_are_up_to_date():
-    stale = [line for line in build_korean.build_all(write=False) if line.startswith("notebooks/ko/")]
-    assert not stale, "\n".join(stale) + "\nrun: python scripts/build_korean.py"
-
-
-@pytest.mark.parametrize("stem", STEMS)
-def test_korean_notebook_links_and_time_card(stem):
-    first = cell_source(_korean(stem)["cells"][0])
-    if load_catalog(stem)["cells"].get(_english(stem)["cells"][0]["id"]) is None:
-        pytest.skip(f"{stem}: the first cell is not translated yet")
-    assert f"/blob/main/notebooks/ko/{stem}.ipynb" in first  # the Colab badge opens the Korean notebook
-    assert "{measured}" not in first and "분, 레슨 실행기가 측정" in first
+    report = build_korean.build_all(write=False)
+    assert not report, "run python scripts/build_korean.py (or translate):\n" + "\n".join(report)
 
 
 def _glossary() -> dict[str, str]:
@@ -136,56 +57,300 @@ def _glossary() -> dict[str, str]:
     return rows
 
 
-def test_glossary_has_one_korean_term_per_concept():
-    rows = _glossary()
-    assert len(rows) >= 50
-    for english in ("shift (operation)", "channel group", "patch merging", "stage", "stochastic depth",
-                    "warm-up", "label smoothing", "receptive field"):
-        assert english in rows, english
-
-
 # The key terms: the Korean from the glossary, the English a lesson puts beside it on first use.
-KEY_TERMS = {
-    "shift (operation)": "shift",
-    "attention": "attention",
-    "channel": "channel",
-    "patch merging": "patch merging",
-    "stage": "stage",
-    "stochastic depth": "stochastic depth",
-    "receptive field": "receptive field",
-    "warm-up": "warm-up",
-    "label smoothing": "label smoothing",
-    "data augmentation": "augmentation",
-    "quick mode": "quick mode",
-}
+KEY_TERMS = {"shift (operation)": "shift", "attention": "attention", "channel": "channel",
+             "patch merging": "patch merging", "stage": "stage", "stochastic depth": "stochastic depth",
+             "receptive field": "receptive field", "warm-up": "warm-up", "label smoothing": "label smoothing",
+             "data augmentation": "augmentation", "quick mode": "quick mode"}
 
 
-@pytest.mark.parametrize("stem", STEMS)
-def test_key_terms_carry_the_english_on_first_use(stem):
-    """The first markdown cell that uses a key term (after the title) puts the English beside it."""
-    catalog = load_catalog(stem)["cells"]
-    english = _english(stem)
-    if not any(c["id"] in catalog for c in english["cells"] if c["cell_type"] == "markdown"):
-        pytest.skip(f"{stem}: not translated yet")
-    glossary = _glossary()
-    cells = [catalog[c["id"]]["ko"] for c in english["cells"] if c["cell_type"] == "markdown" and c["id"] in catalog]
+def _first_uses_without_english(stem: str) -> list[str]:
+    """Key terms whose first markdown cell (after the title) lacks the English beside the Korean."""
+    catalog, glossary = load_catalog(stem)["cells"], _glossary()
+    cells = [catalog[c["id"]]["ko"] for c in _notebook(stem)["cells"] if c["cell_type"] == "markdown"]
     cells[0] = cells[0].split("\n", 1)[1]  # the title is a heading, not the first use
-    text = "\n".join(cells)
     missing = []
     for key, gloss in KEY_TERMS.items():
         korean = re.sub(r"\s*\(.*\)$", "", glossary[key]).split(" / ")[0].strip()
         first = next((cell for cell in cells if korean in cell), None)
-        if first is None:
-            continue  # the lesson does not use the term
         beside = re.escape(korean) + r"[^()\n]{0,12}\([^)]*" + re.escape(gloss)  # 시프트(shift)
         before = re.escape(gloss) + r"\s*\(" + re.escape(korean)  # Quick mode(빠른 모드, ...)
-        if not re.search(f"{beside}|{before}", first, flags=re.IGNORECASE):
+        if first is not None and not re.search(f"{beside}|{before}", first, flags=re.IGNORECASE):
             missing.append(f"{korean} ({gloss})")
-    assert not missing, f"{stem}: first use without the English beside it: {missing}"
-    assert text
+    return missing
 
 
-# --- the website's Korean pages, without Sphinx (the built site: tests/project/test_site.py, website/check_site.py)
+def _unrendered_bold(cells: list[dict]) -> list[str]:
+    """No literal ** after CommonMark rendering (markdown-it, as myst-nb and Jupyter use): a bold closed
+    after punctuation and followed by a Korean letter (`**채널(channel)**로`) stays as asterisks."""
+    render = pytest.importorskip("markdown_it").MarkdownIt("commonmark").enable("table").render
+    broken = []
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            html = re.sub(r"<code>.*?</code>|<pre>.*?</pre>", "", render(cell_source(cell)), flags=re.DOTALL)
+            broken += [f"cell {cell['id']}: …{html[max(0, m.start() - 30):m.end() + 10]}…"
+                       for m in re.finditer(r"\*\*", html)]
+    return broken
+
+
+def _english_docstrings(cells: list[dict]) -> list[str]:
+    """Functions and classes of the code cells whose docstring has no Korean letter."""
+    english = []
+    for cell in cells:
+        source = cell_source(cell)
+        if cell["cell_type"] == "code" and build_korean.has_docstring(source):
+            english += [f"cell {cell['id']}: {node.name}" for node in ast.walk(ast.parse(
+                build_korean._code_without_magics(source))) if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                and ast.get_docstring(node) and not re.search("[가-힣]", ast.get_docstring(node))]
+    return english
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_each_korean_lesson_is_its_english_twin_in_korean(stem):
+    english, korean = _notebook(stem), _notebook(stem, "ko")
+    assert [c["id"] for c in korean["cells"]] == [c["id"] for c in english["cells"]]
+    for en, ko in zip(english["cells"], korean["cells"]):
+        assert ko["cell_type"] == en["cell_type"]
+        if en["cell_type"] == "code":  # the same code, outputs and metadata; only comments are translated
+            assert build_korean.code_only(cell_source(ko)) == build_korean.code_only(cell_source(en)), en["id"]
+            assert (ko.get("outputs"), ko.get("metadata")) == (en.get("outputs"), en.get("metadata")), en["id"]
+    assert korean["metadata"]["language"] == "ko"
+    first = cell_source(korean["cells"][0])
+    assert f"/blob/main/notebooks/ko/{stem}.ipynb" in first  # the Colab badge opens the Korean notebook
+    assert "{measured}" not in first and "분, 레슨 실행기가 측정" in first
+    assert _first_uses_without_english(stem) == []
+    assert _unrendered_bold(korean["cells"]) == []
+    # the exercise specifications (centre_crop, my_shift, warmup_cosine, inside_block, ...) too
+    assert _english_docstrings(korean["cells"]) == []
+
+
+def test_the_checks_of_a_korean_lesson_see_what_they_look_for():
+    cells = [{"id": "c", "cell_type": "markdown", "source": "**채널(channel)**로"}]
+    assert _unrendered_bold(cells) and not _unrendered_bold([{**cells[0], "source": "**채널**(channel)로"}])
+    code = [{"id": "d", "cell_type": "code", "source": 'def f():\n    """Add one."""\n'}]
+    assert _english_docstrings(code) == ["cell d: f"]
+    assert _english_docstrings([{**code[0], "source": 'def f():\n    """1을 더합니다."""\n'}]) == []
+
+
+def test_the_exercise_specifications_of_issue_38_are_translated():
+    built = "".join(cell_source(c) for stem in STEMS for c in _notebook(stem, "ko")["cells"])
+    for name, korean in (("centre_crop", "가운데에서"), ("my_shift", "빈자리는 0으로"), ("my_shapes", "패치 투영 뒤"),
+                         ("warmup_cosine", "워밍업한 뒤"), ("inside_block", "잔차 가지 안에")):
+        assert f"def {name}(" in built and korean in built, name
+
+
+def test_a_missing_translation_and_changed_code_are_named():
+    stem = "01_data"
+    nb, catalog = _lesson_and_catalog(stem)
+    markdown = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+    code = next(c for c in nb["cells"] if c["cell_type"] == "code" and c["id"] in catalog["cells"])
+    del catalog["cells"][markdown["id"]]
+    catalog["cells"][code["id"]]["ko"] += "\nextra = 1  # 코드 한 줄 추가"
+    found = "\n".join(build_korean.problems(stem, nb, catalog))
+    assert f"cell {markdown['id']} (markdown): no translation" in found
+    assert f"cell {code['id']} (code): the translated code differs" in found
+
+
+def _copy_of_the_sources(root: Path) -> Path:
+    """What `build_korean.py --check` and `run.sh main` / `site` read before their set-up."""
+    for folder in ("scripts", "i18n"):
+        shutil.copytree(REPO / folder, root / folder)
+    shutil.copytree(NOTEBOOKS, root / "notebooks", ignore=shutil.ignore_patterns("conftest.py"))
+    (root / "shiftvit_lib" / "tools").mkdir(parents=True)  # the scripts' file safety (issue 35)
+    shutil.copy(REPO / "shiftvit_lib" / "tools" / "files.py", root / "shiftvit_lib" / "tools")
+    for name in ("run.sh", "README.ko.md"):  # --check reads README.ko.md for the glossary's variants
+        shutil.copy(REPO / name, root)
+    return root
+
+
+def test_one_changed_english_cell_is_named_by_the_check_listed_to_translate_and_stops_run_sh(tmp_path):
+    """End to end, on a copy of the repository's sources: edit one English cell, run the commands."""
+    root = _copy_of_the_sources(tmp_path)
+    stem = "02_shift_operation"
+    path = root / "notebooks" / f"{stem}.ipynb"
+    nb, catalog = json.loads(path.read_text(encoding="utf-8")), load_catalog(stem)
+    # a markdown cell that is translated in the catalogue and fresh, so the edit is what makes it stale
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and c["id"] in catalog["cells"]
+                and catalog["cells"][c["id"]]["en_sha256"] == english_hash(cell_source(c)))
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHON": sys.executable, "SHIFTVIT_VENV": str(tmp_path / "venv-never-made")}
+        return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+
+    assert cell["id"] not in run(sys.executable, "scripts/build_korean.py", "--check").stdout
+    cell["source"] = cell_source(cell) + "\nOne more English sentence."
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    stale = f"notebooks/{stem}.ipynb: cell {cell['id']} (markdown): stale"
+    after = run(sys.executable, "scripts/build_korean.py", "--check")
+    assert after.returncode == 1 and stale in after.stdout
+    # the translator's list shows the cell with its new English text and the old Korean
+    todo = run(sys.executable, "scripts/build_korean.py", "todo", stem)
+    assert f"===== {stem} {cell['id']} (markdown, stale)" in todo.stdout
+    assert "One more English sentence." in todo.stdout
+    for job in ("site", "main"):  # refused before anything is set up or published
+        done = run("bash", "run.sh", job)
+        assert done.returncode == 1 and stale in done.stdout, done.stdout + done.stderr
+        assert "error: notebooks/ko/ is not in step with the English lessons" in done.stderr
+        assert not (tmp_path / "venv-never-made").exists() and not (root / "build").exists()
+
+
+def test_comment_stripping_sees_code_changes():
+    assert build_korean.without_comments("x = 1  # one") == build_korean.without_comments("x = 1  # 하나")
+    assert build_korean.without_comments("x = 1  # one") != build_korean.without_comments("x = 2  # one")
+    assert build_korean.without_comments("s = '# not a comment'") != build_korean.without_comments("s = ''")
+    magic = '%pip install -q "x"  # note\nimport os  # os'
+    assert build_korean.without_comments(magic).endswith("import os")
+
+
+def _built_cell(cell_type: str, english: str, translated_from: str, korean: str) -> str:
+    nb = {"cells": [{"id": "c1", "cell_type": cell_type, "source": english, "outputs": []}], "metadata": {}}
+    catalog = {"cells": {"c1": {"en_sha256": english_hash(translated_from), "ko": korean}}}
+    return cell_source(build_korean.build_one(nb, catalog)["cells"][0])
+
+
+def test_a_stale_code_translation_never_puts_old_code_in_the_korean_notebook():
+    # the new code, in English until refreshed
+    assert _built_cell("code", "x = 2  # two\n", "x = 1  # two\n", "x = 1  # 둘\n") == "x = 2  # two\n"
+
+
+def test_links_to_an_english_section_anchor_open_the_korean_lesson_at_its_top():
+    english = "see [a](08_appendix_engineering.ipynb#a2-x)"
+    built = _built_cell("markdown", english, english, "[부록](08_appendix_engineering.ipynb#a2-x) 참고")
+    assert built == "[부록](08_appendix_engineering.ipynb) 참고"
+
+
+def test_refresh_moves_korean_comments_onto_reformatted_code():
+    english = "f(a,\n  b)  # first\n# second\ny = 1\n"
+    korean_comments = ["# 첫째", "# 둘째"]
+    carried = build_korean.with_comments(english, korean_comments)
+    assert carried == "f(a,\n  b)  # 첫째\n# 둘째\ny = 1\n"
+    assert build_korean.without_comments(carried) == build_korean.without_comments(english)
+    assert [t.string for t in build_korean.comments(carried)] == korean_comments
+
+
+# --- one vocabulary (issue 38)
+
+
+def test_the_glossary_names_its_terms_and_rules_out_their_variants():
+    rows, glossary = _glossary(), GLOSSARY.read_text(encoding="utf-8")
+    assert len(rows) >= 50 and {*KEY_TERMS, "channel group"} <= set(rows)
+    for english in ("| layer |", "| shape (of a tensor) |", "| stride |", "| import |", "| crop / centre crop |",
+                    "| multiply-accumulate (MAC, MACs) |", "| noise |", "| gradient |", "| regularisation | 규제 |",
+                    "| normalisation | 정규화 |", "| practice copy |", "| compile (a Keras model, a step with XLA) | 컴파일 |",
+                    "| payoff (what a lesson ends with) | 성과 |", "| laptop | 랩톱 |",
+                    "| blank (an exercise's gap to fill) | 빈칸 |"):
+        assert english in glossary, english
+    ruled_out = {concept for _, _, concept in build_korean.glossary_rules()}
+    assert {"layer", "shape", "stride", "import", "crop", "multiply-accumulate", "noise", "gradient",
+            "quick mode", "exercise prompt", "compile", "payoff", "laptop", "blank"} <= ruled_out
+
+
+@pytest.mark.parametrize("cell_type, planted, variant", [
+    ("markdown", "모든 어텐션 층을 시프트로 바꿉니다.", "층"),
+    ("markdown", "그 기울기가 Adam을 거칩니다.", "기울기"),
+    ("markdown", "퀵 모드로 실행합니다.", "퀵 모드"),
+    ("markdown", "배열의 shape은 (N, H, W, C)입니다.", "shape"),
+    ("markdown", "**여러분 차례입니다.** 함수를 작성하세요.", "여러분 차례"),
+    ("markdown", "**채널(channel)** 로 나눕니다.", "** 로"),
+    ("markdown", "*패치 병합(patch merging)* 이 줄입니다.", "* 이"),
+    ("markdown", "시프트는 연산을 전혀 하지 않습니다.", "연산을 전혀"),
+    ("markdown", "곱셈-누적 연산 수", "곱셈-누적"),
+    ("markdown", "측정의 노이즈", "노이즈"),
+    ("markdown", "레시피로 모델을 compile하고 학습합니다.", "compile"),
+    ("markdown", "compile된 모델은 옵티마이저를 저장합니다.", "compile"),
+    ("markdown", "마지막에 얻는 보상은 학습된 모델입니다.", "보상"),
+    ("markdown", "노트북 CPU용 값을 갖습니다.", "노트북 CPU"),
+    ("markdown", "노트북 컴퓨터 사진도 레이블을 받습니다.", "노트북 컴퓨터"),
+    ("markdown", "빈칸이 비어 있으면 라이브러리끼리 비교합니다.", "빈칸이 비어"),
+    ("code", "# 기울기:", "기울기"),  # in a code comment
+])
+def test_a_planted_variant_fails_the_check_naming_the_cell(cell_type, planted, variant):
+    stem = "03_shift_block"
+    nb, catalog = _lesson_and_catalog(stem)
+    cell = next(c for c in nb["cells"] if c["cell_type"] == cell_type and c["id"] in catalog["cells"])
+    entry = catalog["cells"][cell["id"]]
+    entry["ko"] = entry["ko"] + "\n\n" + planted if cell_type == "markdown" else entry["ko"].replace("#", planted, 1)
+    found = build_korean.problems(stem, nb, catalog)
+    assert len(found) == 1 and f"cell {cell['id']} ({cell_type}): '{variant}'" in found[0], found
+
+
+@pytest.mark.parametrize("allowed", [
+    "Swin의 계층 구조", "다층 퍼셉트론(MLP)", "층화 분할(stratified split)", "형태(shape)", "`x.shape`",
+    "십자 모양까지 닿습니다", "```python\nimport keras  # 층\n```", "**채널**(channel)로", "**81.7 %**, Swin-T",
+    "**직접 해 보세요.** `call`을 작성하세요", "파라미터도 산술 연산도 없습니다", "스트라이드(stride) 2",
+    # issue 44: code and names keep "compile"; a Jupyter notebook is a 노트북
+    "`model.compile`로 컴파일합니다", "`compile_for_training`으로 컴파일된 모델", "`jit_compile=True`",
+    "이 노트북의 장치에서", "빈칸을 채우지 않았으면", "랩톱 CPU에 맞춘 값",
+])
+def test_the_allowed_forms_pass(allowed):
+    assert build_korean.glossary_violations(build_korean.prose(allowed, "markdown")) == []
+
+
+def test_a_broken_pattern_in_the_glossary_is_one_line_naming_the_row(tmp_path):
+    glossary = tmp_path / "glossary.md"
+    glossary.write_text("## Ruled-out variants\n\n| ruled out | use | concept |\n|---|---|---|\n"
+                        "| `층(` | 레이어 | layer |\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"glossary.md:5: the ruled-out pattern `층\(` is not a regular"):
+        build_korean.glossary_rules(glossary)
+
+
+# --- the same numbers, the same code (issue 38): a re-imported translation cannot ship old text
+
+
+def test_numbers_are_compared_as_values():
+    assert build_korean.numbers("11.7 million parameters") == build_korean.numbers("파라미터 1,170만 개")
+    assert build_korean.numbers("about 2 million") == build_korean.numbers("약 200만")
+    assert build_korean.numbers("40,000 images, 83.17 %") == ["40000", "83.17"]
+    assert build_korean.number_slips("two points", "2포인트") == []  # English spells small numbers out
+    assert build_korean.number_slips("81.09 %", "81.9 %") == ["81.09 is in the English, not in the Korean",
+                                                              "81.9 is in the Korean, not in the English"]
+
+
+@pytest.mark.parametrize("stem, number, changed, where, expected", [
+    # the English changed and its old Korean re-imported against it (the hash then matches)
+    ("05_training", "83.17 %", "83.71 %", "en", ["83.71 is in the English, not in the Korean",
+                                                  "83.17 is in the Korean, not in the English"]),
+    ("07_attention_vs_shift", "10,000", "1,000", "ko", ["10000 is in the English, not in the Korean"]),
+])
+def test_a_number_changed_on_one_side_fails_the_check(stem, number, changed, where, expected):
+    nb, catalog = _lesson_and_catalog(stem)
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and number in cell_source(c)
+                and number in catalog["cells"][c["id"]]["ko"])
+    assert not build_korean.problems(stem, nb, catalog)
+    if where == "en":
+        cell["source"] = cell_source(cell).replace(number, changed)
+        catalog["cells"][cell["id"]]["en_sha256"] = english_hash(cell["source"])
+    else:
+        catalog["cells"][cell["id"]]["ko"] = catalog["cells"][cell["id"]]["ko"].replace(number, changed, 1)
+    found = build_korean.problems(stem, nb, catalog)
+    for slip in expected:
+        assert f"notebooks/{stem}.ipynb: cell {cell['id']} (markdown): numbers differ: {slip}" in found, found
+
+
+def test_a_translated_docstring_passes_and_changed_code_still_fails():
+    english = 'def add_one(x):\n    """Add one to x."""\n    return x + 1  # one more\n'
+    translated = 'def add_one(x):\n    """x에 1을 더합니다."""\n    return x + 1  # 하나 더\n'
+    assert build_korean.code_only(translated) == build_korean.code_only(english)
+    for changed in ('def add_one(x):\n    """x에 1을 더합니다."""\n    return x + 2  # 하나 더\n',  # the code
+                    'def add_one(x):\n    return x + 1\n',  # the docstring dropped
+                    'def add_one(x):\n    """x에 1을 더합니다."""\n    s = "one"\n    return x + 1\n'):  # a line added
+        assert build_korean.code_only(changed) != build_korean.code_only(english), changed
+    # a string that is not a docstring is code: translating it changes the program
+    assert build_korean.code_only('x = "one"\n') != build_korean.code_only('x = "하나"\n')
+
+
+def test_a_changed_line_in_a_cell_with_a_translated_docstring_fails_the_check():
+    stem = "05_training"
+    nb, catalog = _lesson_and_catalog(stem)
+    cell = next(c for c in nb["cells"] if "def warmup_cosine" in cell_source(c))
+    assert "워밍업" in catalog["cells"][cell["id"]]["ko"] and not build_korean.problems(stem, nb, catalog)
+    catalog["cells"][cell["id"]]["ko"] = catalog["cells"][cell["id"]]["ko"].replace("def warmup_cosine(", "def warmup(")
+    assert build_korean.problems(stem, nb, catalog) == [
+        f"notebooks/{stem}.ipynb: cell {cell['id']} (code): the translated code differs from the "
+        "English code (not only comments and docstrings)"]
+
+
+# --- the website's Korean pages, without Sphinx (the built site: tests/project/test_site.py)
 
 
 def _site_modules():
@@ -198,7 +363,7 @@ def _site_modules():
     return korean_edition, site_build
 
 
-def test_every_lesson_page_has_a_counterpart_in_the_other_language():
+def test_every_page_has_a_counterpart_and_korean_words_are_searchable_without_their_particles():
     korean_edition, _ = _site_modules()
     for stem in STEMS:
         assert korean_edition.counterpart(f"notebooks/{stem}") == (f"notebooks/ko/{stem}", "ko", "한국어")
@@ -209,10 +374,6 @@ def test_every_lesson_page_has_a_counterpart_in_the_other_language():
     assert korean_edition.counterpart("search") == ("notebooks/ko/search", "ko", "한국어")
     assert korean_edition.counterpart("notebooks/ko/search") == ("search", "en", "English")
     assert korean_edition.counterpart("results") is None
-
-
-def test_korean_words_are_searchable_without_their_particles():
-    korean_edition, _ = _site_modules()
     words = korean_edition.SearchEnglishAndKorean({}).split("시프트를 채널의 ShiftViT")
     assert {"시프트", "채널", "시프트를", "ShiftViT"} <= set(words)
 
@@ -222,32 +383,6 @@ def test_the_korean_lessons_are_staged_at_their_repository_paths(tmp_path):
     site_build.stage_sources(tmp_path / "stage")
     for stem in STEMS:
         staged = json.loads((tmp_path / "stage" / "notebooks" / "ko" / f"{stem}.ipynb").read_text(encoding="utf-8"))
-        assert [c["id"] for c in staged["cells"]] == [c["id"] for c in _korean(stem)["cells"]]
+        assert [c["id"] for c in staged["cells"]] == [c["id"] for c in _notebook(stem, "ko")["cells"]]
     home = (tmp_path / "stage" / "notebooks" / "ko" / "index.md").read_text(encoding="utf-8")
     assert all(f"]({stem}.ipynb)" in home for stem in STEMS) and "](../../index.md)" in home
-
-
-def test_a_stale_code_translation_never_puts_old_code_in_the_korean_notebook():
-    nb = {"cells": [{"id": "c1", "cell_type": "code", "source": "x = 2  # two\n", "outputs": []}],
-          "metadata": {}}
-    catalog = {"cells": {"c1": {"en_sha256": english_hash("x = 1  # two\n"), "ko": "x = 1  # 둘\n"}}}
-    built = build_korean.build_one(nb, catalog)
-    assert cell_source(built["cells"][0]) == "x = 2  # two\n"  # the new code, in English until refreshed
-
-
-def test_refresh_moves_korean_comments_onto_reformatted_code():
-    english = "f(a,\n  b)  # first\n# second\ny = 1\n"
-    korean_comments = ["# 첫째", "# 둘째"]
-    carried = build_korean.with_comments(english, korean_comments)
-    assert carried == "f(a,\n  b)  # 첫째\n# 둘째\ny = 1\n"
-    assert build_korean.without_comments(carried) == build_korean.without_comments(english)
-    assert [t.string for t in build_korean.comments(carried)] == korean_comments
-
-
-def test_links_to_an_english_section_anchor_open_the_korean_lesson_at_its_top():
-    nb = {"cells": [{"id": "m1", "cell_type": "markdown", "source": "see [a](08_appendix_engineering.ipynb#a2-x)"}],
-          "metadata": {}}
-    catalog = {"cells": {"m1": {"en_sha256": english_hash("see [a](08_appendix_engineering.ipynb#a2-x)"),
-                                "ko": "[부록](08_appendix_engineering.ipynb#a2-x) 참고"}}}
-    built = build_korean.build_one(nb, catalog)
-    assert cell_source(built["cells"][0]) == "[부록](08_appendix_engineering.ipynb) 참고"

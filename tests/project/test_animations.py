@@ -15,7 +15,6 @@ intended visual change with ``python animations/render.py --write-controls``.
 from __future__ import annotations
 
 import importlib.util
-import sys
 import warnings
 from pathlib import Path
 
@@ -24,8 +23,6 @@ import pytest
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 CONTROLS = REPO / "tests" / "controls"
 SCENES = {
@@ -47,7 +44,8 @@ MP4_MAX_MEAN_DIFF = 4.0
 MP4_MAX_CHANGED_FRACTION = 0.02
 
 
-def manim_or_skip():
+@pytest.fixture(scope="module")
+def manim():
     """Import manim; skip the test only when manim is not installed at all.
 
     A manim that is installed but fails to import (e.g. a missing system
@@ -77,23 +75,15 @@ def load_control(stem: str) -> np.ndarray:
 # ---------------------------------------------------------------- the maths shown
 
 
-def test_numpy_shift_matches_official_formula():
-    manim_or_skip()
+def test_the_scenes_shift_is_the_official_formula_moving_in_the_named_directions(manim):
     from reference import shift_nhwc
 
-    from animations.shift_operation import shift_feat
+    from animations.shift_operation import NUM_DIV, cell_motion, example_feature_map, shift_feat
 
     rng = np.random.default_rng(0)
     for num_div, channels, shift_pixel in [(6, 6, 1), (12, 24, 1), (4, 10, 2), (5, 5, 1)]:
         x = rng.normal(size=(7, 6, channels))
-        expected = shift_nhwc(x[None], num_div, shift_pixel)[0]
-        np.testing.assert_array_equal(shift_feat(x, num_div, shift_pixel), expected)
-
-
-def test_scene_values_move_in_the_named_directions():
-    manim_or_skip()
-    from animations.shift_operation import NUM_DIV, cell_motion, example_feature_map, shift_feat
-
+        np.testing.assert_array_equal(shift_feat(x, num_div, shift_pixel), shift_nhwc(x[None], num_div, shift_pixel)[0])
     x = example_feature_map()
     y = shift_feat(x, NUM_DIV, 1)
     # Channel 0 moves LEFT: row 0 was 1..5 and becomes 2..5 then a zero.
@@ -107,9 +97,9 @@ def test_scene_values_move_in_the_named_directions():
     assert offsets == [(0, -1), (0, 1), (-1, 0), (1, 0), (0, 0), (0, 0)]
 
 
-def test_receptive_field_is_the_l1_ball_of_radius_k():
-    manim_or_skip()
+def test_the_receptive_field_is_the_l1_ball_of_radius_k_and_the_merges_widen_it(manim):
     from animations.receptive_field import BLOCKS, GRID, reach_by_block
+    from animations.receptive_field_stages import DEPTHS, PATCH, POINT, reach_through_stages
 
     first = reach_by_block(GRID, BLOCKS)
     rows, cols = np.indices((GRID, GRID))
@@ -119,13 +109,7 @@ def test_receptive_field_is_the_l1_ball_of_radius_k():
         np.testing.assert_array_equal(reached, distance <= k)
         assert reached.sum() == 2 * k * k + 2 * k + 1
     assert (first[distance > BLOCKS] == -1).all()
-
-
-def test_receptive_field_through_the_stages():
-    """The followed token's field: its patch, a diamond of tokens, then the merges widen it."""
-    manim_or_skip()
-    from animations.receptive_field_stages import DEPTHS, PATCH, POINT, reach_through_stages
-
+    # Through the stages, the followed token's field: its patch, a diamond of tokens, then the merges widen it.
     first = reach_through_stages()
     counts = [int(((first >= 0) & (first <= stage)).sum()) for stage in range(len(DEPTHS) + 1)]
     k = DEPTHS[0]
@@ -138,26 +122,22 @@ def test_receptive_field_through_the_stages():
     assert int((flat >= 0).sum()) < counts[2] * 0.7
 
 
-def test_shift_scene_checks_its_parameters():
-    manim_or_skip()
+@pytest.mark.parametrize("bad, words", [({"num_div": 7}, "num_div must be 1..channels"),
+                                        ({"shift_pixel": 5}, "shift_pixel must be 1..size - 1"),
+                                        ({"size": 12}, "size must be 2..9")])
+def test_shift_scene_checks_its_parameters(manim, bad, words):
     from animations.shift_operation import ShiftOperation
 
-    for bad, words in [
-        ({"num_div": 7}, "num_div must be 1..channels"),
-        ({"shift_pixel": 5}, "shift_pixel must be 1..size - 1"),
-        ({"size": 12}, "size must be 2..9"),
-    ]:
-        with pytest.raises(ValueError, match=words):
-            ShiftOperation(**bad)
+    with pytest.raises(ValueError, match=words):
+        ShiftOperation(**bad)
 
 
 # ---------------------------------------------------------------- rendering
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
+def rendered(manim, tmp_path_factory):
     """Every scene rendered once at low quality: {name: render.Rendered (mp4, gif, last frame)}."""
-    manim_or_skip()
     from animations import render
 
     out = tmp_path_factory.mktemp("rendered")
@@ -169,9 +149,11 @@ def rendered(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCENES))
-def test_scene_renders_an_mp4_with_frames(rendered, name):
+def test_each_scene_renders_an_mp4_and_a_small_looping_gif_that_end_on_its_control(rendered, name):
     av = pytest.importorskip("av")
-    mp4 = rendered[name].mp4
+    from animations.render import GIF_MAX_BYTES, GIF_WIDTH
+
+    mp4, control = rendered[name].mp4, load_control(SCENES[name])
     assert mp4.exists() and mp4.stat().st_size > 10_000
     with av.open(str(mp4)) as container:
         stream = container.streams.video[0]
@@ -181,36 +163,32 @@ def test_scene_renders_an_mp4_with_frames(rendered, name):
     assert frames[0].shape[:2] == LOW_QUALITY_SIZE
     # It is an animation, not a still: the picture changes a lot from start to end.
     assert frame_difference(frames[0], frames[-1])[1] > 0.05
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(SCENES))
-def test_last_frame_matches_control(rendered, name):
-    from animations.render import read_video
-
-    control = load_control(SCENES[name])
     mean, changed = frame_difference(rendered[name].last_frame, control)
     assert mean < MAX_MEAN_DIFF and changed < MAX_CHANGED_FRACTION, (mean, changed)
     # The video itself ends on that picture (up to compression).
-    frames, _ = read_video(rendered[name].mp4)
     mean, changed = frame_difference(frames[-1], control)
     assert mean < MP4_MAX_MEAN_DIFF and changed < MP4_MAX_CHANGED_FRACTION, (mean, changed)
+    gif = rendered[name].gif
+    assert 0 < gif.stat().st_size < GIF_MAX_BYTES
+    with Image.open(gif) as image:
+        assert image.format == "GIF" and image.is_animated and image.n_frames > 10
+        assert image.info.get("loop") == 0  # loops forever
+        assert image.size == (GIF_WIDTH, round(GIF_WIDTH * LOW_QUALITY_SIZE[0] / LOW_QUALITY_SIZE[1]))
+        image.seek(image.n_frames - 1)
+        final = np.asarray(image.convert("RGB"))
+    # The GIF's final picture is the scene's final frame (scaled, palette-reduced).
+    expected = np.asarray(Image.fromarray(rendered[name].last_frame).resize(image.size, Image.Resampling.LANCZOS))
+    assert frame_difference(final, expected)[0] < 6.0
 
 
 @pytest.mark.slow
-def test_shift_scene_ends_showing_the_formula_output(rendered):
+def test_the_shift_scene_ends_showing_the_formulas_output_for_its_parameters(rendered):
+    """ShiftOperation(size=..., channels=..., num_div=..., shift_pixel=...) draws that shift."""
+    from animations import render
     from animations.shift_operation import NUM_DIV, SHIFT_PIXEL, example_feature_map, shift_feat
 
     expected = shift_feat(example_feature_map(), NUM_DIV, SHIFT_PIXEL)
     np.testing.assert_array_equal(rendered["ShiftOperation"].scene.shown, expected)
-
-
-@pytest.mark.slow
-def test_shift_scene_with_other_parameters_shows_their_output():
-    """ShiftOperation(size=..., channels=..., num_div=..., shift_pixel=...) draws that shift."""
-    from animations import render
-    from animations.shift_operation import example_feature_map, shift_feat
-
     other = render.render_scene("ShiftOperation", "low", size=6, channels=8, num_div=4, shift_pixel=2)
     np.testing.assert_array_equal(other.scene.shown, shift_feat(example_feature_map(6, 8), 4, 2))
     mean, changed = frame_difference(other.last_frame, load_control("shift_operation"))
@@ -218,9 +196,8 @@ def test_shift_scene_with_other_parameters_shows_their_output():
 
 
 @pytest.mark.slow
-def test_control_comparison_catches_a_wrong_shift_direction(monkeypatch):
+def test_control_comparison_catches_a_wrong_shift_direction(manim, monkeypatch):
     """Render ShiftOperation with left and right swapped: it must NOT match the control."""
-    manim_or_skip()
     from animations import render, shift_operation
 
     correct = shift_operation.shift_feat
@@ -238,30 +215,6 @@ def test_control_comparison_catches_a_wrong_shift_direction(monkeypatch):
     # ... and the control comparison rejects that picture by a wide margin.
     mean, changed = frame_difference(broken.last_frame, load_control("shift_operation"))
     assert changed > 2 * MAX_CHANGED_FRACTION, (mean, changed)
-
-
-# ---------------------------------------------------------------- GIFs and committed outputs
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(SCENES))
-def test_gif_is_small_loops_and_ends_on_the_last_frame(rendered, name):
-    from animations.render import GIF_MAX_BYTES, GIF_WIDTH
-
-    gif = rendered[name].gif
-    assert 0 < gif.stat().st_size < GIF_MAX_BYTES
-    with Image.open(gif) as image:
-        assert image.format == "GIF" and image.is_animated and image.n_frames > 10
-        assert image.info.get("loop") == 0  # loops forever
-        assert image.size == (GIF_WIDTH, round(GIF_WIDTH * LOW_QUALITY_SIZE[0] / LOW_QUALITY_SIZE[1]))
-        image.seek(image.n_frames - 1)
-        final = np.asarray(image.convert("RGB"))
-    # The GIF's final picture is the scene's final frame (scaled, palette-reduced).
-    expected = np.asarray(
-        Image.fromarray(rendered[name].last_frame).resize(image.size, Image.Resampling.LANCZOS)
-    )
-    mean, _ = frame_difference(final, expected)
-    assert mean < 6.0, mean
 
 
 @pytest.mark.parametrize("stem", sorted(SCENES.values()))

@@ -1,6 +1,7 @@
 """The benchmark script's bookkeeping (not its timings: those belong in benchmarks/, not in tests)."""
 
 import importlib.util
+import itertools
 import json
 from pathlib import Path
 
@@ -76,62 +77,52 @@ def test_agreement_check_fails_when_the_benchmark_is_off_by_more_than_ten_percen
         bench.check_agreement(0.0, 1000.0)
 
 
-def _planted_measurements(bench, monkeypatch, benchmark_factor: float, cpu_factor: float = 1.0):
-    """Stand-ins for the timed parts: fit at 1,000 images/s, the benchmark at ``benchmark_factor`` times that."""
+def _fake_measurements(bench, monkeypatch, fit: list, benchmark: list) -> list[str]:
+    """Stand-ins for the timed parts: each call of fit and of the benchmark takes the next (wall rates,
+    CPU rates) per epoch from its list, in turn; returns the order of the calls."""
+    calls, fits, benchmarks = [], itertools.cycle(fit), itertools.cycle(benchmark)
 
     def fake_fit(config, batch, steps, epochs):
-        return {"images_per_second": 1000.0, "epoch_images_per_second": [10.0] + [1000.0] * (epochs - 1),
-                "epoch_images_per_cpu_second": [5.0] + [500.0] * (epochs - 1),
-                "variant": dict(jit=True, precision=None, shift_implementation="slice")}
+        calls.append("fit")
+        wall, cpu = next(fits)
+        return {"images_per_second": float(np.median(wall[1:])), "epoch_images_per_second": wall,
+                "epoch_images_per_cpu_second": cpu, "variant": dict(jit=False, precision=None,
+                                                                     shift_implementation="slice")}
 
     def fake_training(config, variant, batch, steps, warmup, epochs=3):
-        rate = 1000.0 * benchmark_factor
-        return {"images_per_second": rate, "step_ms": 1000 * batch / rate,
-                "epoch_images_per_second": [rate] * epochs,
-                "epoch_images_per_cpu_second": [500.0 * cpu_factor] * epochs, "warmup_seconds": 0.0}
+        calls.append("benchmark")
+        wall, cpu = next(benchmarks)
+        return {"images_per_second": wall[1], "step_ms": 1000 * batch / wall[1], "epoch_images_per_second": wall,
+                "epoch_images_per_cpu_second": cpu, "warmup_seconds": 0.0}
 
     monkeypatch.setattr(bench, "measure_fit", fake_fit)
     monkeypatch.setattr(bench, "measure_training", fake_training)
     monkeypatch.setattr(bench, "measure_shift_ops", lambda config, batch, repeats: [])
+    return calls
 
 
-def test_check_fit_exits_1_when_the_planted_benchmark_figure_is_off(monkeypatch, capsys):
+FIT = [([10.0, 1000.0, 1000.0], [5.0, 500.0, 500.0])]  # fit at 1,000 images/s, 500 per CPU second
+
+
+@pytest.mark.parametrize("wall, cpu, basis, status, printed", [
+    (1000.0, 500.0, "wall", 0, "ratio 1.000"),
+    (1150.0, 500.0, "wall", 1, "DISAGREE on the wall basis"),  # the benchmark 15 % fast
+    (1150.0, 500.0, "cpu", 0, "ratio"),  # on the CPU basis the verdict reads the CPU-time figures: they agree
+    (1000.0, 425.0, "cpu", 1, "DISAGREE on the cpu basis"),
+])
+def test_check_fit_exits_1_when_the_planted_benchmark_figure_is_off(monkeypatch, capsys, wall, cpu, basis, status,
+                                                                    printed):
     bench = _load_benchmark_module()
-    args = ["--preset", "quick", "--batch-size", "8", "--steps", "2", "--epochs", "3", "--variants",
-            "--check-fit", "--no-save"]
-    _planted_measurements(bench, monkeypatch, benchmark_factor=1.0)
-    assert bench.main([*args, "--check-basis", "wall"]) == 0
-    assert "ratio 1.000" in capsys.readouterr().out
-    _planted_measurements(bench, monkeypatch, benchmark_factor=1.15)  # the benchmark 15 % fast
-    assert bench.main([*args, "--check-basis", "wall"]) == 1
-    assert "DISAGREE on the wall basis" in capsys.readouterr().out
-    # On the CPU basis the verdict reads the CPU-time figures: here those agree, the wall ones not.
-    assert bench.main([*args, "--check-basis", "cpu"]) == 0
-    _planted_measurements(bench, monkeypatch, benchmark_factor=1.0, cpu_factor=0.85)
-    assert bench.main([*args, "--check-basis", "cpu"]) == 1
+    _fake_measurements(bench, monkeypatch, FIT, [([wall] * 3, [cpu] * 3)])
+    assert bench.main(["--preset", "quick", "--batch-size", "8", "--steps", "2", "--epochs", "3", "--variants",
+                       "--check-fit", "--no-save", "--check-basis", basis]) == status
+    assert printed in capsys.readouterr().out
 
 
 def test_fit_check_interleaves_the_runs_and_pools_their_epochs(monkeypatch):
     bench = _load_benchmark_module()
-    calls = []
-    fit_rates = iter([[1.0, 100.0, 100.0], [1.0, 80.0, 80.0]])
-    bench_rates = iter([[95.0, 95.0, 95.0], [85.0, 85.0, 85.0]])
-
-    def fake_fit(config, batch, steps, epochs):
-        calls.append("fit")
-        rates = next(fit_rates)
-        return {"images_per_second": float(np.median(rates[1:])), "epoch_images_per_second": rates,
-                "epoch_images_per_cpu_second": rates, "variant": dict(jit=False, precision=None,
-                                                                       shift_implementation="slice")}
-
-    def fake_training(config, variant, batch, steps, warmup, epochs=3):
-        calls.append("benchmark")
-        rates = next(bench_rates)
-        return {"images_per_second": rates[1], "epoch_images_per_second": rates,
-                "epoch_images_per_cpu_second": rates}
-
-    monkeypatch.setattr(bench, "measure_fit", fake_fit)
-    monkeypatch.setattr(bench, "measure_training", fake_training)
+    calls = _fake_measurements(bench, monkeypatch, [([1.0, 100.0, 100.0],) * 2, ([1.0, 80.0, 80.0],) * 2],
+                               [([95.0] * 3,) * 2, ([85.0] * 3,) * 2])
     result = bench.fit_check(sv.preset("quick"), 8, 2, 1, 3, rounds=2, basis="wall")
     assert calls == ["fit", "benchmark", "benchmark", "fit"]  # a drift in load weighs on both alike
     # fit: median of 100, 100, 80, 80 (each run's first epoch left out); benchmark: of 95 x2, 85 x2.

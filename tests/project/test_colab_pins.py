@@ -10,9 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
+import tomllib
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 REPO = Path(__file__).resolve().parents[2]
 PINS = REPO / ".ci" / "colab-default-runtime.txt"
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
 spec = importlib.util.spec_from_file_location("colab_pins", REPO / ".ci" / "colab_pins.py")
 colab_pins = importlib.util.module_from_spec(spec)
@@ -34,27 +38,21 @@ def freeze(**versions: str) -> dict[str, str]:
     return colab_pins.parse_freeze("".join(f"{name}=={v}\n" for name, v in versions.items()))
 
 
-def test_an_unchanged_set_passes_and_new_packages_are_allowed():
-    before = freeze(numpy="2.1.3", keras="3.13.2")
-    after = {**before, **freeze(shiftvit_lib="0.1.0", namex="0.1.0")}
-    assert colab_pins.changed_packages(before, after) == []
-
-
-def test_an_upgrade_a_downgrade_and_a_removal_are_each_named():
-    before = freeze(numpy="2.1.3", ipython="7.34.0", keras="3.13.2", pillow="11.3.0")
-    after = freeze(numpy="2.3.0", ipython="7.34.0", keras="3.12.0")
-    assert colab_pins.changed_packages(before, after) == [
-        "keras 3.13.2 -> 3.12.0", "numpy 2.1.3 -> 2.3.0", "pillow 11.3.0 was removed",
-    ]
-
-
-def test_names_are_compared_the_way_pip_spells_them():
-    before = colab_pins.parse_freeze("ML_Dtypes==0.6.0\n# a comment\ntorch @ https://x/torch.whl\n")
-    after = colab_pins.parse_freeze("ml-dtypes==0.6.0\ntorch @ https://x/torch.whl\n")
-    assert colab_pins.changed_packages(before, after) == []
-    assert colab_pins.changed_packages(before, colab_pins.parse_freeze("ml-dtypes==0.5.0\n")) == [
-        "ml-dtypes 0.6.0 -> 0.5.0", "torch https://x/torch.whl was removed",
-    ]
+@pytest.mark.parametrize("before, after, changed", [
+    # an unchanged set passes, and new packages are allowed
+    (freeze(numpy="2.1.3", keras="3.13.2"), freeze(numpy="2.1.3", keras="3.13.2", shiftvit_lib="0.1.0"), []),
+    # an upgrade, a downgrade and a removal are each named
+    (freeze(numpy="2.1.3", ipython="7.34.0", keras="3.13.2", pillow="11.3.0"),
+     freeze(numpy="2.3.0", ipython="7.34.0", keras="3.12.0"),
+     ["keras 3.13.2 -> 3.12.0", "numpy 2.1.3 -> 2.3.0", "pillow 11.3.0 was removed"]),
+    # names are compared the way pip spells them; a comment is no package
+    (colab_pins.parse_freeze("ML_Dtypes==0.6.0\n# a comment\ntorch @ https://x/torch.whl\n"),
+     colab_pins.parse_freeze("ml-dtypes==0.6.0\ntorch @ https://x/torch.whl\n"), []),
+    (colab_pins.parse_freeze("ML_Dtypes==0.6.0\ntorch @ https://x/torch.whl\n"), freeze(ml_dtypes="0.5.0"),
+     ["ml-dtypes 0.6.0 -> 0.5.0", "torch https://x/torch.whl was removed"]),
+])
+def test_each_changed_package_is_named(before, after, changed):
+    assert colab_pins.changed_packages(before, after) == changed
 
 
 def test_the_check_command_fails_naming_the_changed_package(tmp_path, capsys):
@@ -76,39 +74,23 @@ def test_the_pins_are_colabs_default_runtime_exactly():
     assert "2026-08-25" in PINS.read_text() and "backend-info" in PINS.read_text()
 
 
-def test_every_root_of_the_refresh_is_pinned():
+def test_every_root_of_the_refresh_is_pinned_and_pyproject_accepts_its_pin():
+    # so that installing the project upgrades nothing
     pins = colab_pins.parse_freeze(PINS.read_text())
-    for root in colab_pins.ROOTS:
-        assert colab_pins.normalize(root) in pins, f"{root} is a root but not pinned"
-
-
-def test_pyproject_accepts_colabs_versions_so_installing_upgrades_nothing():
-    tomllib = pytest.importorskip("tomllib")
-    requirements = pytest.importorskip("packaging.requirements")
-    pins = colab_pins.parse_freeze(PINS.read_text())
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    for text in project["dependencies"]:
-        requirement = requirements.Requirement(text)
+    assert all(colab_pins.normalize(root) in pins for root in colab_pins.ROOTS)
+    for text in PROJECT["dependencies"]:
+        requirement = Requirement(text)
         version = pins[colab_pins.normalize(requirement.name)]
         assert requirement.specifier.contains(version), f"{text} would replace Colab's {version}"
 
 
-def test_the_declared_python_versions_include_colabs_and_refuse_3_10():
-    tomllib = pytest.importorskip("tomllib")
-    specifiers = pytest.importorskip("packaging.specifiers")
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    accepted = specifiers.SpecifierSet(project["requires-python"])
+def test_the_declared_python_versions_include_colabs_and_the_jax_extra_excludes_a_miscompiling_release():
+    accepted = SpecifierSet(PROJECT["requires-python"])
     # Keras >= 3.13 (the dependencies' floor) needs Python 3.11: pip must refuse 3.10 up front.
     assert "3.10.14" not in accepted and "3.11.0" in accepted and "3.13.5" in accepted
-    declared = {c.rsplit(" :: ", 1)[-1] for c in project["classifiers"] if c.startswith("Programming Language")}
+    declared = {c.rsplit(" :: ", 1)[-1] for c in PROJECT["classifiers"] if c.startswith("Programming Language")}
     assert {"3.11", "3.12", "3.13"} <= declared and "3.10" not in declared
-
-
-def test_the_jax_extra_excludes_the_miscompiling_release():
-    tomllib = pytest.importorskip("tomllib")
-    requirements = pytest.importorskip("packaging.requirements")
-    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["jax"]
-    jax = next(requirements.Requirement(text) for text in extra if text.startswith("jax"))
+    jax = next(Requirement(text) for text in PROJECT["optional-dependencies"]["jax"] if text.startswith("jax"))
     # jax-ml/jax#39103: a CPU miscompilation reported against 0.10.2; its neighbours stay allowed.
     assert "0.10.2" not in jax.specifier and "0.10.1" in jax.specifier and "0.7.2" in jax.specifier
 

@@ -21,7 +21,7 @@ def roofline():
     return module
 
 
-def test_toy_cost_and_roofline_arithmetic(roofline):
+def test_toy_cost_and_roofline_arithmetic_with_tf32_where_the_gpu_has_it(roofline):
     # 1 MMAC, 1,000 activation numbers, 100 weights, batch 10.
     cost = roofline.training_cost("toy", macs=1_000_000, activations=1_000, parameters=100, batch=10)
     assert cost.flops == 6_000_000  # 2 FLOPs per MAC, x3 for forward + backward
@@ -30,15 +30,9 @@ def test_toy_cost_and_roofline_arithmetic(roofline):
     gpu = roofline.GPU("toy", "a toy sheet", "https://example.org/toy", float32_flops=1e9, tf32_flops=None,
                        mixed_flops=1e10, mixed_name="BF16", bandwidth=1e6)
     # float32: compute 6e6 / 1e9 = 6 ms, memory 20,400 / 1e6 = 20.4 ms per image: memory-bound.
-    seconds, roof = roofline.epoch_seconds(cost, gpu, mixed=False, images=1_000)
-    assert seconds == pytest.approx(20.4) and roof == "memory"
+    assert roofline.epoch_seconds(cost, gpu, mixed=False, images=1_000) == (pytest.approx(20.4), "memory")
     fast_memory = roofline.GPU("toy", "", "", 1e9, None, 1e10, "BF16", bandwidth=1e9)
-    seconds, roof = roofline.epoch_seconds(cost, fast_memory, mixed=True, images=1_000)
-    assert seconds == pytest.approx(0.6) and roof == "compute"  # 6e6 / 1e10 x 1,000
-
-
-def test_float32_uses_tf32_where_the_gpu_has_it(roofline):
-    cost = roofline.training_cost("toy", macs=1_000_000, activations=1_000, parameters=100, batch=10)
+    assert roofline.epoch_seconds(cost, fast_memory, mixed=True, images=1_000) == (pytest.approx(0.6), "compute")
     with_tf32 = roofline.GPU("toy", "", "", 1e9, 4e9, 1e10, "BF16", bandwidth=1e12)  # compute-bound
     assert roofline.epoch_seconds(cost, with_tf32, mixed=False, images=1_000)[0] == pytest.approx(1.5)  # 6e9 / 4e9
     # PyTorch's default (no TF32 for matrix multiplications), and a GPU without TF32 (a T4): plain FP32.

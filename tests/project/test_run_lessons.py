@@ -6,6 +6,7 @@ README's first screen holds the two commands with their times."""
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import re
 import subprocess
@@ -89,12 +90,15 @@ def test_a_changed_measurement_names_each_statement_it_contradicts(change, names
         assert any(name in line for line in found), (name, found)
 
 
-def test_the_file_says_what_was_measured_where_and_under_what_load():
+def test_the_file_says_what_was_measured_where_and_under_what_load_and_each_lesson_records_its_run():
     record = timings()
     assert set(record["lessons"]) == {p.stem for p in run_lessons.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
     assert record["machine"] and re.fullmatch(r"\d{4}-\d\d-\d\d", record["date"])
     for timed in [*record["lessons"].values(), *record["steps"].values()]:
         assert timed["seconds"] > 0 and "load_before" in timed and "load_after" in timed
+    # the runner writes the run into the notebook (the site's lesson footer shows it)
+    run = run_lessons.outputs_record(datetime.date(2026, 11, 26), {"KERAS_BACKEND": "jax", "KERAS_HOME": "/nowhere"})
+    assert run["date"] == "2026-11-26" and run["backend"] == "jax" and run["keras"] and run["python"]
 
 
 def test_write_cards_puts_the_measured_times_where_they_are_stated(tmp_path, monkeypatch):
@@ -123,16 +127,13 @@ def test_write_cards_puts_the_measured_times_where_they_are_stated(tmp_path, mon
     assert korean_rebuilds and korean_rebuilds[0][-1].endswith("build_korean.py")
 
 
-def test_the_readme_first_screen_holds_the_two_commands_their_output_and_times():
-    screen = "\n".join((REPO / "README.md").read_text(encoding="utf-8").splitlines()[:60])
+def test_the_readme_first_screen_holds_the_two_commands_their_output_and_times_and_ci_runs_its_test():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    screen = "\n".join(readme.splitlines()[:60])
     for command in ("main", "test"):
         assert re.search(rf"^bash run\.sh {command} +# about \d+ min: ", screen, re.M), command
     for produced in ("build/lessons/", "build/animations/", "build/site/", "Python 3.11", "Debian"):
         assert produced in screen, produced
     assert "## Lessons" in screen and "<!-- results-table -->" in screen
-
-
-def test_ci_runs_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert re.search(r"^bash run\.sh test\b", readme, re.M) and re.search(r"^bash run\.sh test$", ci, re.M)
