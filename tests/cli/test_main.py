@@ -14,12 +14,13 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from fakes import one_line, png_bytes, tiny_splits
+from fakes import png_bytes, tiny_splits
 from PIL import Image
 
+import shiftvit_lib.__main__ as cli
 from shiftvit_lib.__main__ import in_flags, main
 from shiftvit_lib.config import preset
-from shiftvit_lib.tools import data_sources, inference
+from shiftvit_lib.tools import data_sources
 from shiftvit_lib.tools.inference import save_model
 from shiftvit_lib.tools.run_folder import run_spec
 
@@ -46,6 +47,18 @@ def tiny_classifier(outputs: int = 10) -> keras.Model:
     return keras.Model(inputs, keras.layers.Dense(outputs)(flat))
 
 
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    """A folder of saved models: m.keras (10 classes), five.keras (5), two.keras (two outputs)."""
+    folder = tmp_path_factory.mktemp("models")
+    save_model(tiny_classifier(), folder / "m.keras")
+    save_model(tiny_classifier(outputs=5), folder / "five.keras")
+    inputs = keras.Input((32, 32, 3))
+    flat = keras.layers.Flatten()(inputs)
+    save_model(keras.Model(inputs, [keras.layers.Dense(10)(flat), keras.layers.Dense(10)(flat)]), folder / "two.keras")
+    return folder
+
+
 @pytest.fixture()
 def no_data_loading(monkeypatch: pytest.MonkeyPatch) -> None:
     """A check that must happen before the data is loaded fails the test if it is not."""
@@ -58,76 +71,102 @@ def no_data_loading(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --------------------------------------------------------------------------- arguments
 @pytest.mark.parametrize(
-    ("args", "fragment"),
+    ("args", "fragments"),
     [
-        (["train", "--batch-size", "0"], "--batch-size: value must be a whole number from 1 to 1,048,576, got 0"),
-        (["train", "--batch-size", "-8"], "--batch-size: value must be a whole number from 1 to 1,048,576, got -8"),
-        (["train", "--epochs", "0"], "--epochs: value must be a whole number from 1"),
-        (["train", "--limit", "ten"], "--limit: value must be a whole number from 1 to 2,147,483,647, got 'ten'"),
-        (["train", "--verbose", "5"], "--verbose"),
-        (["evaluate", "--model", "m.keras", "--batch-size", "0"], "--batch-size"),
-        (["predict", "--model", "m.keras", "imgs", "--top-k", "0"], "--top-k"),
-        (["frobnicate"], "invalid choice"),
+        (["train", "--batch-size", "0"], ["--batch-size: value must be a whole number from 1 to 1,048,576, got 0"]),
+        (["train", "--batch-size", "-8"], ["--batch-size: value must be a whole number from 1 to 1,048,576, got -8"]),
+        (["train", "--epochs", "0"], ["--epochs: value must be a whole number from 1"]),
+        (["train", "--limit", "ten"], ["--limit: value must be a whole number from 1 to 2,147,483,647, got 'ten'"]),
+        (["train", "--verbose", "5"], ["--verbose"]),
+        (["train", "--seed", str(2**40)], ["--seed"]),
+        (["train", "--preset", "gigantic"], ["Unknown preset 'gigantic'"]),
+        (["train", "--mixed-precision", "fp8"], ["--mixed-precision: invalid choice: 'fp8'"]),
+        (["train", "--out", "x" * 256], ["more than the 255 a file system allows"]),
+        (["compare", "--quick", "--out", "x" * 256 + ".json"], ["more than the 255 a file system allows"]),
+        (["compare", "--quick", "--models", "shiftvit_official", "swin", "--out", "c.json"],
+         ["unknown swin", "shiftvit_no_shift"]),  # names the choices
+        (["evaluate", "--model", "m.keras", "--batch-size", "0"], ["--batch-size"]),
+        (["evaluate", "--model", "m.keras", "--batch-size", str(10**23)], ["--batch-size", "from 1 to 1,048,576"]),
+        (["predict", "--model", "m.keras", "imgs", "--top-k", "0"], ["--top-k"]),
+        (["frobnicate"], ["invalid choice"]),
     ],
 )
-def test_bad_arguments_are_one_line(capsys, tmp_path, monkeypatch, no_data_loading, args, fragment):
+def test_bad_arguments_are_one_line(capsys, tmp_path, monkeypatch, no_data_loading, args, fragments):
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(capsys, *args)
-    assert_user_error(code, err, fragment)
+    assert_user_error(code, err, *fragments)
     assert list(tmp_path.iterdir()) == []  # nothing created (not even runs/latest)
 
 
-def test_train_checks_preset_precision_and_out_folder_before_loading_data(capsys, tmp_path, no_data_loading):
-    code, _, err = run_cli(capsys, "train", "--preset", "nope", "--out", tmp_path / "a")
-    assert_user_error(code, err, "nope")
-    code, _, err = run_cli(capsys, "train", "--mixed-precision", "fp8", "--out", tmp_path / "a")
-    assert_user_error(code, err, "--mixed-precision: invalid choice: 'fp8'")
-    (tmp_path / "file").write_text("x")
-    code, _, err = run_cli(capsys, "train", "--out", tmp_path / "file")
-    assert_user_error(code, err, "is a file")
-    code, _, err = run_cli(capsys, "train", "--out", tmp_path / "file" / "below")
-    assert_user_error(code, err, "file is a file")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+def refused_walk(top, onerror=None, **kwargs):
+    onerror(PermissionError(13, "Permission denied", str(top)))
+    yield from ()
 
 
-def test_an_unwritable_out_folder_is_one_line(capsys, tmp_path, monkeypatch, no_data_loading):
+def offline() -> None:
+    raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
+
+
+def refused_listing(self):
+    raise PermissionError(13, "Permission denied", str(self))
+
+
+# A mistake a user can make (what the test plants in {tmp}) -> the command and the words of its one-line error.
+USER_MISTAKES = {
+    "out is a file": ({"file": b"x"}, None, ["train", "--out", "{tmp}/file"], ["is a file"]),
+    "out below a file": ({"file": b"x"}, None, ["train", "--out", "{tmp}/file/below"], ["file is a file"]),
     # Root may write anywhere, so the permission check is simulated.
-    import os
+    "unwritable out": ({}, (os, "access", lambda path, mode: False), ["train", "--out", "{tmp}/runs/x"],
+                       ["permission denied"]),
+    "data a named pipe": ({"x.zip": "fifo"}, None, ["train", "--data", "{tmp}/x.zip", "--out", "{tmp}/run"],
+                          ["named pipe", "x.zip"]),
+    "unreadable data folder": ({"data/train/a.png": b"", "data/test/a.png": b""}, (data_sources.os, "walk", refused_walk),
+                               ["train", "--data", "{tmp}/data", "--out", "{tmp}/run"],
+                               ["cannot read the folder", "Permission denied"]),
+    "offline keras data": ({}, (keras.datasets.cifar10, "load_data", offline),
+                           ["train", "--data", "keras", "--out", "{tmp}/run"], ["no network", "use --data sample"]),
+    "a SavedModel folder": ({"exported/saved_model.pb": b"a graph that would run if loaded"}, None,
+                            ["predict", "--model", "{tmp}/exported", "{tmp}/exported"],
+                            ["exported is a TensorFlow SavedModel folder", ".keras files only", "TFSMLayer"]),
+    "five classes": ({}, None, ["evaluate", "--model", "{models}/five.keras", "--data", "sample"], ["(batch, 10)"]),
+    "two outputs": ({}, None, ["predict", "--model", "{models}/two.keras", "{tmp}"], ["2 outputs"]),
+    "missing model": ({}, None, ["predict", "--model", "{tmp}/nope.keras", "{tmp}"], ["nope.keras"]),
+    "model a folder": ({}, None, ["predict", "--model", "{tmp}", "{tmp}"], [".keras"]),
+    "images not a folder": ({}, None, ["predict", "--model", "{models}/m.keras", "{models}/m.keras"], ["m.keras"]),
+    "missing images": ({}, None, ["predict", "--model", "{models}/m.keras", "{tmp}/nowhere"], ["nowhere"]),
+    "unlistable images": ({"images/": b""}, (Path, "iterdir", refused_listing),
+                          ["predict", "--model", "{models}/m.keras", "{tmp}/images"],
+                          ["cannot list the folder", "Permission denied"]),
+    "compare out a symlink": ({"record.json": "symlink"}, None, ["compare", "--quick", "--runs", "{tmp}/runs",
+                              "--out", "{tmp}/record.json"], ["record.json", "move it away"]),
+    "compare out a hard link": ({"record.json": "hardlink"}, None, ["compare", "--quick", "--runs", "{tmp}/runs",
+                                "--out", "{tmp}/record.json"], ["record.json", "move it away"]),
+}
 
-    monkeypatch.setattr(os, "access", lambda path, mode: False)
-    code, _, err = run_cli(capsys, "train", "--out", tmp_path / "runs" / "x")
-    assert_user_error(code, err, "permission denied")
-    assert not (tmp_path / "runs").exists()
 
-
-def test_offline_keras_data_is_one_line(capsys, tmp_path, monkeypatch):
-    def offline() -> None:
-        raise Exception("URL fetch failure on https://www.cs.toronto.edu: no network")
-
-    monkeypatch.setattr(keras.datasets.cifar10, "load_data", offline)
-    code, _, err = run_cli(capsys, "train", "--data", "keras", "--out", tmp_path / "run")
-    assert_user_error(code, err, "no network", "use --data sample")
-    assert "source=" not in err
-    assert not (tmp_path / "run").exists()
-
-
-def test_data_naming_a_fifo_is_one_line(capsys, tmp_path):
-    os.mkfifo(tmp_path / "x.zip")  # refused unopened (tests/tools/test_data_sources.py): no writer needed
-    code, _, err = run_cli(capsys, "train", "--data", tmp_path / "x.zip", "--out", tmp_path / "run", "--limit", "2")
-    assert_user_error(code, err, "named pipe", "x.zip")
-
-
-def test_an_unreadable_data_folder_is_one_line(capsys, tmp_path, monkeypatch):
-    (tmp_path / "data" / "train").mkdir(parents=True)
-    (tmp_path / "data" / "test").mkdir()
-
-    def walk(top, onerror=None, **kwargs):
-        onerror(PermissionError(13, "Permission denied", str(top)))
-        yield from ()
-
-    monkeypatch.setattr(data_sources.os, "walk", walk)
-    code, _, err = run_cli(capsys, "train", "--data", tmp_path / "data", "--out", tmp_path / "run")
-    assert_user_error(code, err, "cannot read the folder", "Permission denied")
+@pytest.mark.parametrize("mistake", USER_MISTAKES)
+def test_a_user_mistake_is_one_line_and_changes_nothing(capsys, tmp_path, monkeypatch, models, mistake):
+    planted, patch, command, fragments = USER_MISTAKES[mistake]
+    (tmp_path / "notes.json").write_text("the user's")
+    for name, content in planted.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name.endswith("/"):
+            path.mkdir()
+        elif content in ("symlink", "hardlink"):  # a link to the user's own file
+            path.symlink_to(tmp_path / "notes.json") if content == "symlink" else os.link(tmp_path / "notes.json", path)
+        elif content == "fifo":
+            os.mkfifo(path)  # refused unopened (tests/tools/test_data_sources.py): no writer needed
+        elif content is not None:
+            path.write_bytes(content)
+    before = sorted(tmp_path.rglob("*"))
+    if patch:
+        monkeypatch.setattr(*patch)
+    code, _, err = run_cli(capsys, *(part.format(tmp=tmp_path, models=models) for part in command))
+    monkeypatch.undo()
+    assert_user_error(code, err, *fragments)
+    assert "source=" not in err  # the library's keywords are shown as flags
+    assert sorted(tmp_path.rglob("*")) == before and (tmp_path / "notes.json").read_text() == "the user's"
 
 
 # --------------------------------------------------------------------------- run folders
@@ -152,7 +191,6 @@ def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_
 
 
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
-
     out = tmp_path / "run"
     out.mkdir()
     splits = data_sources.load_cifar10("sample", limit=20, seed=42)
@@ -166,35 +204,8 @@ def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, 
 
 
 # --------------------------------------------------------------------------- models
-def test_a_saved_model_folder_is_refused_in_one_line(capsys, tmp_path):
-    exported = tmp_path / "exported"  # what model.export() writes; never opened, so its bytes do not matter
-    exported.mkdir()
-    (exported / "saved_model.pb").write_bytes(b"a graph that would run if loaded")
-    folder = tmp_path / "images"
-    folder.mkdir()
-    Image.fromarray(np.full((32, 32, 3), 90, np.uint8)).save(folder / "grey.png")
-    code, _, err = run_cli(capsys, "predict", "--model", exported, folder)
-    assert_user_error(code, err, "exported is a TensorFlow SavedModel folder", ".keras files only", "TFSMLayer")
-    code, _, err = run_cli(capsys, "predict", "--model", exported, folder, "--trust-saved-model")
-    assert code == 2 and "unrecognized arguments: --trust-saved-model" in err  # the switch is gone
-
-
-def test_a_model_whose_outputs_do_not_fit_is_one_line(capsys, tmp_path):
-    five = save_model(tiny_classifier(outputs=5), tmp_path / "five.keras")
-    code, _, err = run_cli(capsys, "evaluate", "--model", five, "--data", "sample")
-    assert_user_error(code, err, "(batch, 10)")
-    inputs = keras.Input((32, 32, 3))
-    flat = keras.layers.Flatten()(inputs)
-    two = save_model(keras.Model(inputs, [keras.layers.Dense(10)(flat), keras.layers.Dense(10)(flat)]),
-                     tmp_path / "two.keras")
-    code, _, err = run_cli(capsys, "predict", "--model", two, tmp_path)
-    assert_user_error(code, err, "2 outputs")
-
-
-def test_predict_exits_non_zero_when_nothing_was_classified(capsys, tmp_path):
-    import os
-
-    model = save_model(tiny_classifier(), tmp_path / "m.keras")
+def test_predict_exits_non_zero_when_nothing_was_classified(capsys, tmp_path, models):
+    model = models / "m.keras"
     folder = tmp_path / "images"
     folder.mkdir()
     (folder / "notes.jpg").write_text("not an image")
@@ -208,47 +219,19 @@ def test_predict_exits_non_zero_when_nothing_was_classified(capsys, tmp_path):
     assert "1 image(s) classified" in out and "2 file(s) could not be read" in out
 
 
-@pytest.mark.parametrize("case", ["missing model", "model folder", "not a folder", "missing folder"])
-def test_predict_path_errors_are_one_line(capsys, tmp_path, case):
-    model = save_model(tiny_classifier(), tmp_path / "m.keras")
-    (tmp_path / "folder").mkdir()
-    args = {
-        "missing model": (tmp_path / "nope.keras", tmp_path / "folder"),
-        "model folder": (tmp_path / "folder", tmp_path / "folder"),
-        "not a folder": (model, model),
-        "missing folder": (model, tmp_path / "nowhere"),
-    }[case]
-    code, _, err = run_cli(capsys, "predict", "--model", args[0], args[1])
-    assert_user_error(code, err)
-
-
-def test_an_unlistable_image_folder_is_one_line(capsys, tmp_path, monkeypatch):
-    model = save_model(tiny_classifier(), tmp_path / "m.keras")
-    (tmp_path / "images").mkdir()
-
-    def refuse(self):
-        raise PermissionError(13, "Permission denied", str(self))
-
-    monkeypatch.setattr(Path, "iterdir", refuse)
-    code, _, err = run_cli(capsys, "predict", "--model", model, tmp_path / "images")
-    assert_user_error(code, err, "cannot list the folder", "Permission denied")
-
-
-def test_ctrl_c_stops_with_one_line_saying_how_to_resume(monkeypatch, capsys, tmp_path):
-    import shiftvit_lib.__main__ as cli
-
-    def interrupted(args):
-        raise KeyboardInterrupt
+@pytest.mark.parametrize("error", [KeyboardInterrupt(), SystemError("a TensorFlow call returned with an exception set")])
+def test_ctrl_c_stops_with_one_line_naming_the_out_folder_escaped_and_how_to_resume(monkeypatch, capsys, tmp_path,
+                                                                                  error):
+    def interrupted(args):  # a Ctrl-C, also one TensorFlow reports as the cause of another error
+        raise error from KeyboardInterrupt()
 
     monkeypatch.setattr(cli, "_train", interrupted)
-    code = main(["train", "--preset", "quick", "--data", "sample", "--out", str(tmp_path / "run")])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == cli.EXIT_INTERRUPTED == 130
-    assert len(err) == 1 and "run the same command again to resume" in err[0] and "run" in err[0]
+    code, _, err = run_cli(capsys, "train", "--preset", "quick", "--data", "sample", "--out", tmp_path / "a\nerror: forged")
+    assert code == cli.EXIT_INTERRUPTED == 130 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("stopped (Ctrl-C); run the same command again to resume") and "\\nerror: forged" in err
 
 
 def test_evaluate_with_tta_reports_it_beside_the_plain_figure(capsys, tmp_path, monkeypatch):
-
     from shiftvit_lib.recipe import evaluate
 
     data = tiny_splits()
@@ -281,28 +264,24 @@ def test_keyword_advice_is_shown_as_flags(library, command_line):
     assert command_line in in_flags(library)
 
 
-def test_a_library_warning_is_one_line_without_its_source_line(capsys, tmp_path, monkeypatch):
-    from fakes import tiny_splits
-
+def test_a_library_warning_is_one_line_without_its_source_line(capsys, monkeypatch, models):
     def falls_back(*args: object, **kwargs: object):
         warnings.warn("load_cifar10('auto'): not the full data. Pass source='keras' once online.", UserWarning,
                       stacklevel=2)
         return tiny_splits()
 
     monkeypatch.setattr(data_sources, "load_cifar10", falls_back)
-    path = save_model(tiny_classifier(), tmp_path / "m.keras")
     with warnings.catch_warnings():
         warnings.simplefilter("always")
-        code, _, err = run_cli(capsys, "evaluate", "--model", path)
+        code, _, err = run_cli(capsys, "evaluate", "--model", models / "m.keras")
     assert code == 0, err
     assert err.splitlines() == ["warning: --data auto: not the full data. Pass --data keras once online."]
 
 
-def test_predict_names_an_image_format_it_does_not_read(capsys, tmp_path):
+def test_predict_names_an_image_format_it_does_not_read(capsys, tmp_path, models):
     Image.new("RGB", (32, 32)).save(tmp_path / "photo.bmp")
     Image.new("RGB", (32, 32)).save(tmp_path / "photo.png")
-    path = save_model(tiny_classifier(), tmp_path / "m.keras")
-    code, out, _ = run_cli(capsys, "predict", "--model", path, tmp_path)
+    code, out, _ = run_cli(capsys, "predict", "--model", models / "m.keras", tmp_path)
     assert code == 0
     assert "photo.bmp  a BMP image: only PNG and JPEG are read" in out
 
@@ -335,11 +314,11 @@ def test_training_through_a_pipe_prints_no_backend_log_and_no_control_codes(tmp_
 
 
 @pytest.mark.slow
-def test_a_reader_that_leaves_early_ends_the_program_quietly(tmp_path):
+def test_a_reader_that_leaves_early_ends_the_program_quietly(tmp_path, models):
     Image.new("RGB", (32, 32)).save(tmp_path / "0.png")
     for index in range(1, 1200):  # JSON beyond a pipe's buffer
         (tmp_path / f"{index}.png").write_bytes((tmp_path / "0.png").read_bytes())
-    path = save_model(tiny_classifier(), tmp_path / "m.keras")
+    path = models / "m.keras"
     reader = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(10)"], stdin=subprocess.PIPE)
     done = _command_line("predict", "--json", "--model", str(path), str(tmp_path), stdout=reader.stdin,
                          stderr=subprocess.PIPE)
@@ -348,67 +327,21 @@ def test_a_reader_that_leaves_early_ends_the_program_quietly(tmp_path):
     assert done.stderr.decode() == ""
 
 
-# --------------------------------------------------------------------------- issue 48: own files, names, Ctrl-C
-@pytest.mark.parametrize("how", ["symlink", "hardlink"])
-def test_compare_out_a_link_is_refused_before_training_and_its_target_kept(tmp_path, capsys, no_data_loading, how):
-    outside = tmp_path / "notes.json"
-    outside.write_text("the user's")
-    out = tmp_path / "record.json"
-    out.symlink_to(outside) if how == "symlink" else os.link(outside, out)
-    code, _, err = run_cli(capsys, "compare", "--quick", "--runs", tmp_path / "runs", "--out", out)
-    assert_user_error(code, err, str(out), "move it away")
-    assert outside.read_text() == "the user's"
-
-
-@pytest.mark.parametrize("command", [["compare", "--quick", "--out"], ["train", "--out"]])
-def test_an_out_name_too_long_for_the_file_system_is_refused_before_the_data_loads(tmp_path, capsys, no_data_loading, command):
-    code, _, err = run_cli(capsys, *command, tmp_path / ("x" * 256 + ".json"))
-    assert_user_error(code, err, "more than the 255 a file system allows")
-
-
 def test_save_model_to_the_longest_legal_name_works(tmp_path):
     save_model(tiny_classifier(), tmp_path / ("m" * 249 + ".keras"))
     assert (tmp_path / ("m" * 249 + ".keras")).is_file()
 
 
-def test_ctrl_c_names_the_out_folder_escaped_on_one_line(tmp_path, capsys, monkeypatch):
-    import shiftvit_lib.__main__ as cli
-
-    def interrupted(args):
-        raise SystemError("a TensorFlow call returned with an exception set") from KeyboardInterrupt()
-
-    monkeypatch.setattr(cli, "_train", interrupted)
-    code, _, err = run_cli(capsys, "train", "--out", tmp_path / "a\nerror: forged")
-    assert code == 130 and len(err.strip().splitlines()) == 1, err
-    assert err.startswith("stopped (Ctrl-C); run the same command again to resume") and "\\nerror: forged" in err
-
-
-def test_the_command_line_refuses_a_seed_past_32_bits_in_one_line(tmp_path):
-    from shiftvit_lib.__main__ import main
-
-    code = main(["train", "--data", "sample", "--seed", str(2**40), "--out", str(tmp_path / "run")])
-    assert code == 2 and not (tmp_path / "run").exists()
-
-
-def test_a_non_utf8_file_name_does_not_fail_a_strict_terminal(tmp_path, monkeypatch):
-    from shiftvit_lib.__main__ import main
-
-    model = inference.save_model(tiny_classifier(), tmp_path / "m.keras")
+def test_a_non_utf8_file_name_does_not_fail_a_strict_terminal(tmp_path, monkeypatch, models):
     folder = tmp_path / "imgs"
     folder.mkdir()
     odd = os.fsdecode(b"caf\xe9.png")  # Latin-1 bytes: not UTF-8, so Python holds a lone surrogate
     (folder / odd).write_bytes(png_bytes(100))
     strict = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
     monkeypatch.setattr(sys, "stdout", strict)
-    assert main(["predict", "--model", str(model), str(folder)]) == 0
+    assert main(["predict", "--model", str(models / "m.keras"), str(folder)]) == 0
     strict.flush()
     assert b"caf\\udce9.png" in strict.buffer.getvalue()
-
-
-def test_a_batch_size_past_any_memory_is_refused_in_one_line(tmp_path, capsys):
-    code = main(["evaluate", "--model", str(tmp_path / "m.keras"), "--batch-size", str(10**23)])
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and "--batch-size" in one_line(err) and "from 1 to 1,048,576" in err
 
 
 # --------------------------------------------------------------------------- one check per folder, errors by kind
@@ -444,10 +377,7 @@ def test_each_command_checks_its_run_folder_once(capsys, tmp_path, monkeypatch, 
     assert checked == [tmp_path / folder]
 
 
-def test_a_bad_flag_value_is_one_line_and_an_internal_bug_is_a_traceback(capsys, tmp_path, monkeypatch):
-    code, _, err = run_cli(capsys, "train", "--preset", "gigantic", "--out", tmp_path / "run")
-    assert_user_error(code, err, "Unknown preset 'gigantic'")
-
+def test_an_internal_bug_is_a_traceback_not_a_user_error(tmp_path, monkeypatch):
     def bug(*args, **kwargs):
         raise ValueError("an internal bug, not the user's input")
 
@@ -457,24 +387,10 @@ def test_a_bad_flag_value_is_one_line_and_an_internal_bug_is_a_traceback(capsys,
     assert not (tmp_path / "run").exists()  # the claimed folder is given back untouched
 
 
-def test_compare_command_rejects_an_unknown_model_before_writing_anything(tmp_path, capsys):
-    from shiftvit_lib.__main__ import main
-
-    out, runs = tmp_path / "comparison.json", tmp_path / "runs"
-    code = main(["compare", "--quick", "--data", "sample", "--models", "shiftvit_official", "swin",
-                 "--runs", str(runs), "--out", str(out)])
-    err = capsys.readouterr().err.strip()
-    assert code == 2
-    assert err.count("\n") == 0 and "unknown swin" in err and "shiftvit_no_shift" in err  # names the choices
-    assert not out.exists() and not any(runs.glob("*/run.json"))
-
-
 @pytest.mark.slow
 @pytest.mark.colab  # the command's record and reuse, in the Colab environment too
 def test_compare_command_trains_only_the_chosen_models_and_reuses_them(tmp_path, capsys):
     # Two of the five models (lesson 07 trains all five through run_comparison, in both CI runs).
-    from shiftvit_lib.__main__ import main
-
     out = tmp_path / "comparison.json"
     chosen = ["shiftvit_no_shift", "shiftvit_official"]  # not in the configs' order on purpose
     args = ["compare", "--quick", "--epochs", "1", "--data", "sample", "--seed", "43", "--models", *chosen,

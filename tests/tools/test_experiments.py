@@ -9,30 +9,10 @@ from fakes import tiny_splits
 
 from shiftvit_lib import build_shiftvit, count_macs, preset
 from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, TrainingRecipe
-from shiftvit_lib.data import DataSplits
 from shiftvit_lib.tools import experiments as ex
-from shiftvit_lib.tools.experiments import (
-    SHARED_FIELDS,
-    comparison_record,
-    equalise,
-    format_table,
-    model_costs,
-    run_comparison,
-    shared_terms,
-    top1_interval,
-)
+from shiftvit_lib.tools.experiments import equalise, format_table, model_costs, run_comparison, shared_terms
 from shiftvit_lib.tools.run_folder import finished_run, run_spec, spec_differences
 from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs
-
-
-def _tiny_splits(n=40, seed=0) -> DataSplits:
-    rng = np.random.default_rng(seed)
-
-    def part():
-        return rng.integers(0, 256, (n, 32, 32, 3)).astype("uint8"), np.arange(n) % 10
-
-    (xt, yt), (xv, yv), (xs, ys) = part(), part(), part()
-    return DataSplits(xt, yt, xv, yv, xs, ys, tuple(f"c{i}" for i in range(10)), source="random test images")
 
 
 def _quick_pair():
@@ -43,7 +23,7 @@ def _quick_pair():
     }
 
 
-def test_shared_terms_lists_every_difference():
+def test_shared_terms_lists_every_difference_in_the_pipeline_or_recipe_not_the_architecture():
     configs = {"a": preset("quick"), "b": preset("quick", lr_max=1e-3, batch_size=32)}
     with pytest.raises(ValueError) as error:
         shared_terms(configs)
@@ -51,36 +31,22 @@ def test_shared_terms_lists_every_difference():
     assert "lr_max (a=0.002, b=0.001)" in message and "batch_size (a=64, b=32)" in message
     with pytest.raises(ValueError, match="at least one"):
         shared_terms({})
-
-
-def test_shared_terms_ignores_architecture_but_not_the_pipeline():
     same = shared_terms({"a": preset("quick"), "b": preset("quick", shift="none", depths=(1, 1))})
-    assert set(same) == set(SHARED_FIELDS) and same["image_size"] == 32
+    assert set(same) == set(ex.SHARED_FIELDS) and same["image_size"] == 32
     with pytest.raises(ValueError, match="image_size"):
         shared_terms({"a": preset("quick"), "b": preset("quick", resize_to=40, image_size=36)})
-
-
-def test_quick_presets_differ_in_their_pipeline_until_equalised():
     # The quick ViT preset crops 16 px, the quick ShiftViT 32 px: not equal terms as shipped.
     with pytest.raises(ValueError, match="image_size"):
         shared_terms({"vit": preset("vit_quick"), "shift": preset("quick")})
-    configs = equalise(
-        {"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32, epochs=2
-    )
+    configs = equalise({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32, epochs=2)
     assert shared_terms(configs)["epochs"] == 2
     assert configs["vit"].image_size == configs["shift"].image_size == 32
 
 
 def test_model_costs_match_the_builders_and_mac_counters():
     vit, shift = preset("vit_quick"), preset("quick")
-    assert model_costs(vit) == {
-        "parameters": build_vit(vit).count_params(),
-        "macs": count_vit_macs(vit)["total"],
-    }
-    assert model_costs(shift) == {
-        "parameters": build_shiftvit(shift).count_params(),
-        "macs": count_macs(shift)["total"],
-    }
+    assert model_costs(vit) == {"parameters": build_vit(vit).count_params(), "macs": count_vit_macs(vit)["total"]}
+    assert model_costs(shift) == {"parameters": build_shiftvit(shift).count_params(), "macs": count_macs(shift)["total"]}
     with pytest.raises(TypeError):
         model_costs({"not": "a config"})
 
@@ -100,18 +66,24 @@ def test_format_table_aligns_columns_and_marks_missing_values():
     assert lines[2].index("39,418") + len("39,418") == lines[3].index("329,290") + len("329,290")
 
 
-def test_top1_interval():
-    low, high = top1_interval(0.5, 500)
+def test_top1_interval_and_the_rows_95_percent_interval():
+    low, high = ex.top1_interval(0.5, 500)
     assert high - low == pytest.approx(2 * 1.96 * np.sqrt(0.25 / 500))
-    assert top1_interval(0.0, 10) == (0.0, 0.0)
-    assert top1_interval(0.99, 10)[1] == 1.0
+    assert ex.top1_interval(0.0, 10) == (0.0, 0.0)
+    assert ex.top1_interval(0.99, 10)[1] == 1.0
     with pytest.raises(ValueError):
-        top1_interval(0.5, 0)
+        ex.top1_interval(0.5, 0)
+    record = {"parameters": 1, "train_images_per_second": 1.0, "best_val_accuracy": 0.5, "epochs_run": 1,
+              "train_seconds": 12.5, "test": {"accuracy": 0.8, "top5": 0.99, "images": 10_000}}
+    row = ex._row("m", preset("quick"), record, 1.0)
+    # 1.96 * sqrt(0.8 * 0.2 / 10000) = 0.00784
+    assert row["test_top1_ci95"] == pytest.approx([0.7922, 0.8078], abs=1e-4)
+    assert row["train_seconds"] == 12.5 and row["seconds"] == 1.0
 
 
 @pytest.mark.slow
 def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
-    data = _tiny_splits()
+    data = tiny_splits(40, 40, 40)
     configs = equalise(_quick_pair(), epochs=1, batch_size=20)
     lines = []
     rows = run_comparison(configs, data, tmp_path, log=lines.append)
@@ -136,7 +108,7 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
     fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, restart=True, log=None)
     assert [r["epochs_run"] for r in fresh] == [1]
 
-    record = comparison_record(rows, configs, data, seed=42, mode="quick")
+    record = ex.comparison_record(rows, configs, data, seed=42, mode="quick")
     text = json.dumps(record)
     assert json.loads(text)["shared_terms"]["input_shape"] == [32, 32, 3]
     assert record["data_source"] == "random test images" and record["epochs"] == 1
@@ -145,7 +117,7 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
 def test_run_comparison_refuses_unequal_terms(tmp_path):
     unequal = {"vit": preset("vit_quick"), "shift": preset("quick")}  # 16 px vs 32 px crops
     with pytest.raises(ValueError, match="not on equal terms"):
-        run_comparison(unequal, _tiny_splits(), tmp_path)
+        run_comparison(unequal, tiny_splits(), tmp_path)
 
 
 def test_comparison_configs_are_the_five_models_on_equal_terms():
@@ -178,15 +150,6 @@ def test_cpu_scale_comparison_trains_the_cpu_preset_with_its_own_recipe():
     assert configs["vit_spt_lsa"].use_spt and configs["vit_spt_lsa"].use_lsa and not configs["vit"].use_lsa
     with pytest.raises(ValueError, match="scale must be one of"):
         ex.comparison_configs("huge")
-
-
-def test_rows_carry_a_95_percent_interval():
-    record = {"parameters": 1, "train_images_per_second": 1.0, "best_val_accuracy": 0.5, "epochs_run": 1, "train_seconds": 12.5,
-              "test": {"accuracy": 0.8, "top5": 0.99, "images": 10_000}}
-    row = ex._row("m", preset("quick"), record, 1.0)
-    # 1.96 * sqrt(0.8 * 0.2 / 10000) = 0.00784
-    assert row["test_top1_ci95"] == pytest.approx([0.7922, 0.8078], abs=1e-4)
-    assert row["train_seconds"] == 12.5 and row["seconds"] == 1.0
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -233,9 +196,11 @@ def test_to_dict_keeps_the_shape_that_run_records_hold():
     saved = json.loads((CPU_RUNS / "shiftvit_official" / "run_spec.json").read_text())["config"]
     config = ex.comparison_configs("cpu")["shiftvit_official"]
     current = config.to_dict()
-    # Fields added since (stem_channels, issue 26) come after them, at their old behaviour.
+    # Fields added since (stem_channels, issue 26; mix_on_device and steps_per_execution, issue 45)
+    # come after them, at their old behaviour.
     assert [key for key in current if key in saved] == list(saved)
-    assert set(current) - set(saved) == {"stem_channels"} and current["stem_channels"] == 0
+    added = {key: current[key] for key in set(current) - set(saved)}
+    assert added == {"stem_channels": 0, "mix_on_device": False, "steps_per_execution": 1}
     assert config_differences(saved, config) == []
 
 

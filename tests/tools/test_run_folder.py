@@ -18,11 +18,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from fakes import tiny_splits
+from fakes import one_line, tiny_splits
 
 from shiftvit_lib import preset
 from shiftvit_lib.config import InputError
-from shiftvit_lib.tools import files, run_folder
+from shiftvit_lib.tools import files
 from shiftvit_lib.tools import run_folder as rf
 from shiftvit_lib.tools.files import LOCK_FILE
 from shiftvit_lib.tools.run_folder import Claim, RunFolderError, claim, open_run_folder, run_spec
@@ -42,8 +42,8 @@ def test_a_failed_claim_removes_only_the_folders_it_made(tmp_path):
 
 def test_a_claim_checks_once_and_a_held_claim_is_not_checked_again(tmp_path, monkeypatch):
     checked = []
-    check = run_folder.check_run_folder
-    monkeypatch.setattr(run_folder, "check_run_folder", lambda out, **kw: checked.append(out) or check(out, **kw))
+    check = rf.check_run_folder
+    monkeypatch.setattr(rf, "check_run_folder", lambda out, **kw: checked.append(out) or check(out, **kw))
     with claim(tmp_path / "run") as held:
         assert held == Claim(tmp_path / "run", "new")
         with claim(held) as again:
@@ -60,12 +60,6 @@ OUTSIDE_TEXT = "the user's own file\n"
 # Every member a run writes (or reads back) in its folder.
 MEMBERS = [".lock", "run_spec.json", "history.csv", "best.keras", "run.json", "backup",
            "backup/training_metadata.json", "backup/epoch-0001.weights.h5"]
-
-
-def one_line(error: BaseException) -> str:
-    text = str(error)
-    assert "\n" not in text, text
-    return text
 
 
 def plant(run: Path, member: str, how: str, outside: Path) -> None:
@@ -99,14 +93,10 @@ def test_training_refuses_a_link_planted_in_place_of_any_run_file(tmp_path, memb
     plant(run, member, how, outside)
     with pytest.raises(ValueError) as refused:  # files.UnsafeFileError, or a RunFolderError
         train(preset("quick", batch_size=8), tiny_splits(16, 8, 8), run, epochs=1, verbose=0, jit_compile=False)
-    assert escape(run / member) in one_line(refused.value)
+    assert files.escape_name(run / member) in one_line(refused.value)
     assert outside.read_text() == OUTSIDE_TEXT and sorted(os.listdir(outside.parent)) in (
         ["notes.txt"], ["notes.txt", "outside_backup"])
     assert not any((outside.parent / "outside_backup").glob("*")) if member == "backup" else True
-
-
-def escape(path: Path) -> str:
-    return files.escape_name(path)
 
 
 # The writers themselves, in case a link appears after the folder was checked (a race).
@@ -117,25 +107,16 @@ def write_history(run: Path) -> None:  # the run's own history callback, whichev
     history.on_train_end()
 
 
-def write_best(run: Path) -> None:
-    BestModelCheckpoint(run / "best.keras").on_epoch_end(0, {"val_accuracy": 0.5})
-
-
-def write_backup(run: Path) -> None:
-    rf.RunBackup(run).on_epoch_end(0, {})
-
-
-def write_record(run: Path) -> None:
-    rf.write_record(rf.RunFolder(run, {}), {"done": True})
-
-
 def write_lock(run: Path) -> None:
     with files.run_folder_lock(run):
         pass
 
 
-WRITERS = [("history.csv", write_history), ("best.keras", write_best), ("backup", write_backup),
-           ("backup/epoch-0001.weights.h5", write_backup), ("run.json", write_record), (".lock", write_lock)]
+WRITERS = [("history.csv", write_history),
+           ("best.keras", lambda run: BestModelCheckpoint(run / "best.keras").on_epoch_end(0, {"val_accuracy": 0.5})),
+           ("backup", lambda run: rf.RunBackup(run).on_epoch_end(0, {})),
+           ("backup/epoch-0001.weights.h5", lambda run: rf.RunBackup(run).on_epoch_end(0, {})),
+           ("run.json", lambda run: rf.write_record(rf.RunFolder(run, {}), {"done": True})), (".lock", write_lock)]
 
 
 @pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
@@ -147,7 +128,7 @@ def test_every_writer_refuses_a_link_or_pipe_and_leaves_the_outside_file(tmp_pat
     plant(run, member, how, outside)
     with pytest.raises(files.UnsafeFileError) as refused:
         writer(run)
-    assert escape(run / member) in one_line(refused.value)
+    assert files.escape_name(run / member) in one_line(refused.value)
     assert outside.read_text() == OUTSIDE_TEXT
     assert not any((outside.parent / "outside_backup").glob("*")) if member == "backup" else True
 

@@ -16,7 +16,6 @@ import keras
 import numpy as np
 import pytest
 from fakes import one_line, tiny_splits
-from fakes import tiny_splits as _tiny_splits
 from reference import warmup_cosine
 
 from shiftvit_lib import preset
@@ -30,33 +29,74 @@ from shiftvit_lib.tools.run_folder import (
     RUN_RECORD,
     RUN_SPEC,
     RunFolderError,
+    describe_run,
     file_problem,
+    load_run,
     read_history_csv,
     run_spec,
 )
 from shiftvit_lib.tools.runs import train
 
 REPO = Path(__file__).resolve().parents[2]
+TESTS = str(Path(__file__).parents[1])
+FAST = dict(verbose=0, jit_compile=False)
+
+
+def quick(**changes):
+    return preset("quick", **{"batch_size": 32, "early_stopping_patience": None, **changes})
+
+
+class Disconnect(keras.callbacks.Callback):
+    """Raise ``error`` at the end of epoch ``after`` (1-based; 0: when training ends), like a lost session."""
+
+    def __init__(self, after, error=ConnectionError):
+        super().__init__()
+        self.after, self.error = after, error
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch + 1 == self.after:
+            raise self.error("simulated disconnect")
+
+    def on_train_end(self, logs=None):
+        if self.after == 0:
+            raise self.error("simulated disconnect after the last epoch")
+
+
+def interrupted(folder, data, config, epochs=3, after=1, error=ConnectionError, **options):
+    with pytest.raises(error):
+        train(config, data, folder, epochs=epochs, extra_callbacks=[Disconnect(after, error)], **FAST, **options)
+    return {name: (folder / name).read_bytes() for name in ("run_spec.json", "history.csv")}
 
 
 @pytest.mark.slow
-def test_logged_training_loss_is_the_real_cross_entropy(tmp_path):
+def test_logged_training_loss_is_the_real_cross_entropy_and_load_run_reads_the_run_back(tmp_path):
     # With a learning rate of 1e-30 (zero is refused) the weights do not change; without dropout,
     # drop path or augmentation the forward pass is deterministic: the loss Keras logs
     # for the epoch must equal the cross-entropy computed separately from the logits.
     # (The keras-io train_step logged the mean of the logits here.)
-    data = _tiny_splits()
-    config = preset(
-        "quick", lr_start=1e-30, lr_max=1e-30, augment=False, mlp_dropout=0.0, drop_path_rate=0.0,
-        batch_size=32, early_stopping_patience=None,
-    )
-    run = train(config, data, tmp_path, epochs=1, verbose=0, jit_compile=False)
+    data = tiny_splits()
+    config = quick(lr_start=1e-30, lr_max=1e-30, augment=False, mlp_dropout=0.0, drop_path_rate=0.0)
+    run = train(config, data, tmp_path, epochs=1, **FAST)
     expected = logits_metrics(run.model.predict(data.x_train, verbose=0), data.y_train)
     assert run.history["loss"][0] == pytest.approx(expected["loss"], rel=1e-4)
     assert run.history["accuracy"][0] == pytest.approx(expected["accuracy"], abs=1e-6)
     record = json.loads((tmp_path / "run.json").read_text())
     assert record["test"]["loss"] == pytest.approx(logits_metrics(run.model.predict(data.x_test, verbose=0), data.y_test)["loss"], rel=1e-5)
     assert record["data_source"] == "random test images" and record["epochs_run"] == 1
+    # load_run reads the run back; describe_run summarises it.
+    assert load_run(tmp_path) == (record, read_history_csv(tmp_path / "history.csv"))
+    assert record["train_seconds"] == pytest.approx(sum(load_run(tmp_path)[1]["epoch_seconds"]), abs=0.01)
+    text = describe_run(record)
+    assert "random test images" in text and f"test top-1 {run.record['test']['accuracy']:.2%}" in text
+    assert "epochs run 1 of 1" in text and "test-time augmentation" not in text
+    # The record names the backend's own version beside Keras', and the summary shows it.
+    versions = record["machine"]["backend_versions"]
+    assert versions and all(f"{name} {version}" in text for name, version in versions.items())
+    tta_text = describe_run({**record, "test_flip_tta": {"accuracy": 0.4321}})
+    assert "test top-1 43.21%" in tta_text.split("with flip test-time augmentation:")[1]
+    assert f"test top-1 {run.record['test']['accuracy']:.2%}" in tta_text  # beside, not instead
+    with pytest.raises(FileNotFoundError, match=r"run.json is missing"):
+        load_run(tmp_path / "nothing_here")
 
 
 @pytest.mark.slow
@@ -73,9 +113,8 @@ def test_quick_preset_learns_on_the_sample(tmp_path):
 KILLED_RUN = textwrap.dedent(
     """
     import os, sys, keras
-    import numpy as np
     sys.path.insert(0, {tests!r})
-    from fakes import tiny_splits as _tiny_splits
+    from fakes import tiny_splits
     from shiftvit_lib import preset
     from shiftvit_lib.tools.runs import train
 
@@ -85,7 +124,7 @@ KILLED_RUN = textwrap.dedent(
                 os._exit(17)  # like a Colab disconnect: no clean-up, no exception handling
 
     kill = sys.argv[2] == "kill"
-    train(preset("quick", batch_size=32), _tiny_splits(), sys.argv[1], epochs=4, verbose=0,
+    train(preset("quick", batch_size=32), tiny_splits(), sys.argv[1], epochs=4, verbose=0,
           extra_callbacks=[DieAfterSecondEpoch()] if kill else [])
     print("FINISHED")
     """
@@ -96,7 +135,7 @@ KILLED_RUN = textwrap.dedent(
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_killed_run_resumes_from_the_saved_epoch(tmp_path):
     script = tmp_path / "run.py"
-    script.write_text(KILLED_RUN.format(tests=str(Path(__file__).parents[1])))
+    script.write_text(KILLED_RUN.format(tests=TESTS))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = tmp_path / "run"
     first = subprocess.run([sys.executable, str(script), str(out), "kill"], env=env, capture_output=True, text=True, timeout=600)
@@ -123,8 +162,8 @@ def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
         import sys
         import jax, keras
         assert [d.platform for d in jax.devices()] == ["cpu", "cpu"], jax.devices()
-        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
-        from fakes import tiny_splits as _tiny_splits
+        sys.path.insert(0, {TESTS!r})
+        from fakes import tiny_splits
         from shiftvit_lib import preset
         from shiftvit_lib.tools.runs import train
 
@@ -136,7 +175,7 @@ def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
                 seen.append((type(distribution).__name__, distribution.device_mesh.shape))
 
         keras.distribution.set_distribution(keras.distribution.DataParallel())
-        run = train(preset("quick", batch_size=32), _tiny_splits(), {str(tmp_path / "data_parallel")!r}, epochs=2,
+        run = train(preset("quick", batch_size=32), tiny_splits(), {str(tmp_path / "data_parallel")!r}, epochs=2,
                     extra_callbacks=[RecordDistribution()], verbose=0)
         print("DISTRIBUTED", seen[0][0], tuple(seen[0][1]))
         print("EPOCHS", run.record["epochs_run"])
@@ -150,8 +189,7 @@ def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
     # During fit a two-device DataParallel is in force.
     assert "DISTRIBUTED DataParallel (2,)" in result.stdout, result.stdout
     assert "EPOCHS 2" in result.stdout
-    loss = float(result.stdout.split("LOSS")[1].split()[0])
-    assert np.isfinite(loss)
+    assert np.isfinite(float(result.stdout.split("LOSS")[1].split()[0]))
 
 
 def test_accelerator_detection_matches_the_backend_device_list():
@@ -161,34 +199,13 @@ def test_accelerator_detection_matches_the_backend_device_list():
 
     from shiftvit_lib.tools.devices import accelerator_platform, recommended_mixed_precision
 
-    gpus = tf.config.list_physical_devices("GPU")
-    tpus = tf.config.list_physical_devices("TPU")
-    assert (accelerator_platform() is not None) == bool(gpus or tpus)
-    if not (gpus or tpus):
-        assert accelerator_platform() is None
-        assert recommended_mixed_precision() is None
+    accelerators = tf.config.list_physical_devices("GPU") + tf.config.list_physical_devices("TPU")
+    assert (accelerator_platform() is not None) == bool(accelerators)
+    if not accelerators:
+        assert accelerator_platform() is None and recommended_mixed_precision() is None
 
 
 # --------------------------------------------------------------------------- run folders
-FAST = dict(verbose=0, jit_compile=False)
-
-
-def _fast_config(**changes):
-    return preset("quick", **{"batch_size": 32, "early_stopping_patience": None, **changes})
-
-
-class _Disconnect(keras.callbacks.Callback):
-    """Raise at the end of epoch ``after`` (1-based), like a lost Colab session."""
-
-    def __init__(self, after):
-        super().__init__()
-        self.after = after
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch + 1 == self.after:
-            raise ConnectionError("simulated disconnect")
-
-
 class _RecordResume(keras.callbacks.Callback):
     """After BackupAndRestore has restored the state: the optimizer step and learning rate."""
 
@@ -203,52 +220,55 @@ class _RecordResume(keras.callbacks.Callback):
                          "lr": float(keras.ops.convert_to_numpy(optimizer.learning_rate))}
 
 
-def _interrupted(folder, data, config, epochs=3, after=1):
-    with pytest.raises(ConnectionError):
-        train(config, data, folder, epochs=epochs, extra_callbacks=[_Disconnect(after)], **FAST)
-    return {name: (folder / name).read_bytes() for name in ("run_spec.json", "history.csv")}
-
-
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_a_finished_folder_is_refused_and_overwrite_replaces_it(tmp_path):
-    data = _tiny_splits()
-    first = train(_fast_config(), data, tmp_path, epochs=1, **FAST)
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_twice(tmp_path):
+    # Lesson 05's training cell (reuse=True): re-running it never trains a finished run twice.
+    data, out = tiny_splits(), tmp_path / "05_training_quick"
+    first = train(quick(), data, out, epochs=1, reuse=True, **FAST)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    stamp = (out / "run.json").stat().st_mtime_ns
+    again = train(quick(), data, out, epochs=1, reuse=True, **FAST)
+    assert again.reused and not first.reused
+    assert again.record == first.record and again.history == first.history
+    assert again.model.count_params() == first.model.count_params()
     with pytest.raises(RunFolderError, match=r"already holds a finished run \(its record: .*run\.json\).*overwrite"):
-        train(_fast_config(batch_size=16), data, tmp_path, epochs=1, **FAST)
+        train(quick(batch_size=16), data, out, epochs=1, **FAST)
     with pytest.raises(RunFolderError, match="finished run"):  # the same settings: finished is finished
-        train(_fast_config(), data, tmp_path, epochs=1, **FAST)
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before  # untouched
+        train(quick(), data, out, epochs=1, **FAST)
+    with pytest.raises(RunFolderError, match="already holds a finished run"):  # reuse with other settings
+        train(quick(), data, out, epochs=2, reuse=True, **FAST)
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before  # untouched
+    assert (out / "run.json").stat().st_mtime_ns == stamp  # nothing rewritten, nothing deleted
 
-    (tmp_path / "notes.txt").write_text("mine")  # not a run file: overwrite keeps it
-    second = train(_fast_config(batch_size=16), data, tmp_path, epochs=1, overwrite=True, **FAST)
-    record = json.loads((tmp_path / "run.json").read_text())
-    assert record["config"]["batch_size"] == 16 and record["epochs_run"] == 1
-    assert read_history_csv(tmp_path / "history.csv")["epoch"] == [0]
-    assert json.loads((tmp_path / "run_spec.json").read_text())["batch_size"] == 16
-    assert (tmp_path / "notes.txt").read_text() == "mine"
+    # Overwrite: another Keras' best.keras (unreadable if loaded) is never read back; notes are kept.
+    (out / "notes.txt").write_text("mine")  # not a run file: overwrite keeps it
+    (out / "best.keras").write_bytes(b"saved by some other Keras")
+    second = train(quick(batch_size=16), data, out, epochs=1, overwrite=True, **FAST)
+    record = json.loads((out / "run.json").read_text())
+    assert not second.reused and record["config"]["batch_size"] == 16 and record["epochs_run"] == 1
+    assert read_history_csv(out / "history.csv")["epoch"] == [0] and len(second.history["loss"]) == 1
+    assert json.loads((out / "run_spec.json").read_text())["batch_size"] == 16
+    assert (out / "notes.txt").read_text() == "mine" and (out / "best.keras").read_bytes()[:2] == b"PK"
     assert first.record["finished_at"] and second.record["resumed_from_epoch"] == 0
 
 
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
-    data = _tiny_splits()
-    config = _fast_config()
-    saved = _interrupted(tmp_path, data, config, epochs=3, after=1)
+    data, config = tiny_splits(), quick()
+    saved = interrupted(tmp_path, data, config, epochs=3, after=1)
     attempts = {
         "epochs (3 -> 5)": dict(config=config, data=data, epochs=5),
-        "config.batch_size (32 -> 16)": dict(config=_fast_config(batch_size=16), data=data, epochs=3),
+        "config.batch_size (32 -> 16)": dict(config=quick(batch_size=16), data=data, epochs=3),
         "seed (42 -> 7)": dict(config=config, data=data, epochs=3, seed=7),
-        "data (other images or labels)": dict(config=config, data=_tiny_splits(seed=1), epochs=3),
+        "data (other images or labels)": dict(config=config, data=tiny_splits(seed=1), epochs=3),
     }
     for field, arguments in attempts.items():
         with pytest.raises(RunFolderError) as refused:
             train(out_dir=tmp_path, **arguments, **FAST)
-        message = str(refused.value)
+        message = one_line(refused.value)
         assert "interrupted run with other settings" in message and field in message, message
-        assert "\n" not in message
         assert {name: (tmp_path / name).read_bytes() for name in saved} == saved  # nothing changed
 
     # The same settings resume at epoch 1, and the schedule continues where it stopped.
@@ -267,12 +287,10 @@ def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
 def test_history_rows_never_duplicate_when_the_backup_lags(tmp_path):
     # Killed after history.csv got epoch 1's row but before the backup of epoch 1 was
     # written: the resumed run redoes epoch 1 and its row is replaced, not repeated.
-    data = _tiny_splits()
-    config = _fast_config()
-    _interrupted(tmp_path, data, config, epochs=3, after=2)
+    data, config = tiny_splits(), quick()
+    interrupted(tmp_path, data, config, epochs=3, after=2)
     assert read_history_csv(tmp_path / "history.csv")["epoch"] == [0, 1]
-    metadata = tmp_path / "backup" / "training_metadata.json"
-    metadata.write_text(json.dumps({"epoch": 1, "batch": 0}))
+    (tmp_path / "backup" / "training_metadata.json").write_text(json.dumps({"epoch": 1, "batch": 0}))
     run = train(config, data, tmp_path, epochs=3, **FAST)
     assert run.history["epoch"] == [0, 1, 2]
     assert run.record["resumed_from_epoch"] == 1
@@ -281,8 +299,7 @@ def test_history_rows_never_duplicate_when_the_backup_lags(tmp_path):
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_run_that_died_before_its_record_finishes_without_training(tmp_path):
-    data = _tiny_splits()
-    config = _fast_config()
+    data, config = tiny_splits(), quick()
     train(config, data, tmp_path, epochs=1, **FAST)
     (tmp_path / "run.json").unlink()  # as if the process died while evaluating
 
@@ -295,20 +312,20 @@ def test_a_run_that_died_before_its_record_finishes_without_training(tmp_path):
 
 
 def test_unusable_output_folders_are_refused_before_anything_is_written(tmp_path):
-    data = _tiny_splits()
+    data = tiny_splits()
     (tmp_path / "a_file").write_text("x")
     with pytest.raises(RunFolderError, match="is a file"):
-        train(_fast_config(), data, tmp_path / "a_file", epochs=1, **FAST)
+        train(quick(), data, tmp_path / "a_file", epochs=1, **FAST)
     with pytest.raises(RunFolderError, match="a_file is a file"):
-        train(_fast_config(), data, tmp_path / "a_file" / "run", epochs=1, **FAST)
+        train(quick(), data, tmp_path / "a_file" / "run", epochs=1, **FAST)
     legacy = tmp_path / "legacy"
     legacy.mkdir()
     (legacy / "history.csv").write_text("epoch,loss\n0,2.3\n")  # an older version's interrupted run
     with pytest.raises(RunFolderError, match="without run_spec.json"):
-        train(_fast_config(), data, legacy, epochs=1, **FAST)
+        train(quick(), data, legacy, epochs=1, **FAST)
     assert sorted(p.name for p in legacy.iterdir()) == ["history.csv"]
     with pytest.raises(ValueError, match="batch_size"):  # the config refuses it, or train() does
-        train(_fast_config(batch_size=0), data, tmp_path / "zero", epochs=1, **FAST)
+        train(quick(batch_size=0), data, tmp_path / "zero", epochs=1, **FAST)
     assert not (tmp_path / "zero").exists()
 
 
@@ -318,7 +335,7 @@ def test_unusable_output_folders_are_refused_before_anything_is_written(tmp_path
 def test_a_mixed_label_run_trains_with_soft_targets_and_reports_hard_label_metrics(tmp_path):
     config = preset("quick", batch_size=16, mixup_alpha=0.8, cutmix_alpha=1.0, rand_augment_ops=1,
                     random_erasing=0.25, label_smoothing=0.1, init="spach")
-    data = _tiny_splits(n_train=40, n_val=16, n_test=16)
+    data = tiny_splits(n_train=40, n_val=16, n_test=16)
     run = train(config, data, tmp_path, epochs=2, verbose=0)
     assert run.model.loss.__class__.__name__ == "CategoricalCrossentropy"
     assert all(np.isfinite(run.history["loss"])) and len(run.history["val_accuracy"]) == 2
@@ -328,119 +345,63 @@ def test_a_mixed_label_run_trains_with_soft_targets_and_reports_hard_label_metri
     assert run.record["config"]["mixup_alpha"] == 0.8
 
 
-@pytest.mark.slow
-@pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_load_run_reads_back_a_finished_run_and_names_a_missing_one(tmp_path):
-    from shiftvit_lib.tools.run_folder import describe_run, load_run
-
-    data = _tiny_splits(n_train=40, n_val=16, n_test=16)
-    run = train(preset("quick", batch_size=16), data, tmp_path / "run", epochs=2, verbose=0)
-    record, history = load_run(tmp_path / "run")
-    assert record == json.loads((tmp_path / "run" / "run.json").read_text())
-    assert len(history["epoch"]) == 2 and record["train_seconds"] == pytest.approx(sum(history["epoch_seconds"]), abs=0.01)
-    text = describe_run(record)
-    assert "random test images" in text and f"test top-1 {run.record['test']['accuracy']:.2%}" in text
-    assert "epochs run 2 of 2" in text and "test-time augmentation" not in text
-    # The record names the backend's own version beside Keras', and the summary shows it.
-    versions = record["machine"]["backend_versions"]
-    assert versions and all(f"{name} {version}" in text for name, version in versions.items())
-    tta_text = describe_run({**record, "test_flip_tta": {"accuracy": 0.4321}})
-    assert "test top-1 43.21%" in tta_text.split("with flip test-time augmentation:")[1]
-    assert f"test top-1 {run.record['test']['accuracy']:.2%}" in tta_text  # beside, not instead
-    with pytest.raises(FileNotFoundError, match=r"run.json is missing"):
-        load_run(tmp_path / "nothing_here")
-
-
-# --------------------------------------------------------------------------- re-running a lesson's training cell
-@pytest.mark.slow
-@pytest.mark.colab
-def test_reuse_reads_a_finished_run_back_and_refuses_other_settings(tmp_path):
-    # Lesson 05's training cell (reuse=True): re-running it never trains a finished run twice.
-
-    data, config, out = _tiny_splits(n_train=64), preset("quick", batch_size=32), tmp_path / "05_training_quick"
-    first = train(config, data, out, epochs=1, verbose=0, jit_compile=False, reuse=True)
-    stamp = (out / "run.json").stat().st_mtime_ns
-    again = train(config, data, out, epochs=1, verbose=0, jit_compile=False, reuse=True)
-    assert again.reused and not first.reused
-    assert (out / "run.json").stat().st_mtime_ns == stamp  # nothing rewritten, nothing deleted
-    assert again.record == first.record and again.history == first.history
-    assert again.model.count_params() == first.model.count_params()
-    # Other settings: a refusal that names the finished run, and the folder is kept.
-    with pytest.raises(RunFolderError, match="already holds a finished run"):
-        train(config, data, out, epochs=2, verbose=0, jit_compile=False, reuse=True)
-    assert (out / "best.keras").exists() and (out / "run.json").stat().st_mtime_ns == stamp
-
-
-@pytest.mark.slow  # trains twice (~15 s): the full suite and the Colab run keep it
-@pytest.mark.colab
-def test_overwrite_trains_a_quick_run_afresh_over_a_finished_one(tmp_path):
-    # Quick mode's scratch run: a second run of the lesson (another Keras version, say) must
-    # not read the first run's model back, and must leave one clean run in the folder.
-    data, config, out = _tiny_splits(n_train=64), preset("quick", batch_size=32), tmp_path / "05_training_quick"
-    train(config, data, out, epochs=1, verbose=0, jit_compile=False, reuse=True)
-    (out / "best.keras").write_bytes(b"saved by some other Keras")  # unreadable if loaded
-    run = train(config, data, out, epochs=1, verbose=0, jit_compile=False, overwrite=True)
-    assert not run.reused
-    assert run.record["epochs_run"] == 1 and len(run.history["loss"]) == 1
-    assert (out / "best.keras").read_bytes()[:2] == b"PK"  # a fresh .keras (zip) file
-
-
 @pytest.mark.slow  # trains twice (~15 s): the full suite and the Colab run keep it
 @pytest.mark.colab
 def test_after_a_disconnect_reuse_resumes_from_the_last_finished_epoch(tmp_path):
-    class Disconnect(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            if epoch == 1:
-                raise KeyboardInterrupt("the runtime disconnected")
-
-    data, config, out = _tiny_splits(n_train=64), preset("quick", batch_size=32), tmp_path / "05_training_quick"
-    with pytest.raises(KeyboardInterrupt):
-        train(config, data, out, epochs=3, verbose=0, jit_compile=False, reuse=True, extra_callbacks=[Disconnect()])
+    data, config, out = tiny_splits(n_train=64), preset("quick", batch_size=32), tmp_path / "05_training_quick"
+    interrupted(out, data, config, epochs=3, after=2, error=KeyboardInterrupt, reuse=True)
     assert not (out / "run.json").exists() and (out / "backup").exists()
-    run = train(config, data, out, epochs=3, verbose=0, jit_compile=False, reuse=True)
+    run = train(config, data, out, epochs=3, reuse=True, **FAST)
     assert run.record["resumed_from_epoch"] == 2 and run.history["epoch"] == [0, 1, 2]
 
 
-# ---- no crash leaves a run unrecoverable. The test kills training runs (kill -9) at each of
-# their writes: before a file is renamed into place, right after, or after a torn file was renamed
-# into place. Every resume must finish the run or name the damaged file, recover from the last
-# readable epoch and hold each epoch once in the history. The kill points come from an uncut run's
-# list of renames, one kill at each (SHIFTVIT_CRASH_ROUNDS=2 goes round twice, with the other of
-# before/after). The processes form a chain (each one resumes the run the previous one left killed,
-# then starts the next and is killed in it): each imports TensorFlow, about 15 s on 2 cores.
+# ---- no crash leaves a run unrecoverable. The test kills training runs (kill -9) at each kind of
+# write (each file name a run renames into place, epoch numbers aside): before the rename, right
+# after it, or after a torn file was renamed into place. Every resume must finish the run or name
+# the damaged file, recover from the last readable epoch and hold each epoch once in the history.
+# The processes form a chain (each one resumes the run the previous one left killed, then starts
+# the next and is killed in it): each imports TensorFlow, about 15 s on 2 cores.
 
 
 EPOCHS = 3
 
 
-ROUNDS = int(os.environ.get("SHIFTVIT_CRASH_ROUNDS", "1"))
+def train_arguments(epochs: int) -> list[str]:
+    return ["train", "--preset", "quick", "--data", "sample", "--limit", "6", "--batch-size", "8",
+            "--epochs", str(epochs), "--no-jit", "--verbose", "0", "--seed", "3"]
 
 
-ARGUMENTS = ["train", "--preset", "quick", "--data", "sample", "--limit", "6", "--batch-size", "8",
-             "--epochs", str(EPOCHS), "--no-jit", "--verbose", "0", "--seed", "3"]
+ARGUMENTS = train_arguments(EPOCHS)
+
+
+# Where each process of the chain dies: (kind of file renamed, which of its renames, how). The first
+# epoch's writes and the final ones reach a fresh run, mid-run states and a finished run.
+CRASH_EPOCHS = 2
+KILLS = [("run_spec.json", 1, "before"), ("history.csv", 1, "after"), ("best.keras", 1, "torn"),
+         ("epoch-N.weights.h5", 1, "torn"), ("training_metadata.json", 1, "after"),
+         ("run_spec.json", 2, "before"), ("run.json", 1, "after")]
 
 
 # One process of the chain: resume argv[1] (if given), then train in argv[2] and die at the
-# CRASH_AT-th rename of a file (CRASH_AT=0: never; the count of renames is printed).
+# argv[4]-th rename of a file of kind argv[3]; every rename's kind is printed as it happens.
 CHAIN_STEP = textwrap.dedent(
     """
-    import os, signal, sys
+    import os, re, signal, sys
     from shiftvit_lib.__main__ import main
 
-    resume, out, crash_at, how = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    resume, out, kill_kind, kill_at, how = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
     arguments = {arguments!r}
     if resume != "-":
         print("=== RESUME", file=sys.stderr, flush=True)
         code = main([*arguments, "--out", resume])
         print(f"=== RESUMED {{code}}", file=sys.stderr, flush=True)
-    real_replace, renames = os.replace, 0
+    real_replace, seen = os.replace, {{}}
 
     def replace(source, target, *args, **kwargs):
-        global renames
-        renames += 1
-        if crash_at == 0:
-            print(f"RENAME {{renames}} {{os.path.basename(target)}}", flush=True)
-        if renames == crash_at:
+        kind = re.sub(r"-[0-9]+[.]", "-N.", os.path.basename(target))  # epoch-0001.weights.h5: one kind
+        seen[kind] = seen.get(kind, 0) + 1
+        print(f"RENAME {{kind}}", flush=True)
+        if (kind, seen[kind]) == (kill_kind, kill_at):
             if how == "torn" and str(target).endswith((".keras", ".weights.h5")):
                 with open(source, "r+b") as handle:  # half the file reaches its place
                     handle.truncate(os.path.getsize(source) // 2)
@@ -452,18 +413,16 @@ CHAIN_STEP = textwrap.dedent(
 
     os.replace = replace
     if out != "-":
-        code = main([*arguments, "--out", out])
-        print(f"RENAMES {{renames}} CODE {{code}}", flush=True)
+        print(f"CODE {{main([*arguments, '--out', out])}}", flush=True)
     """
 )
 
 
-def chain_step(script: Path, resume: Path | None, out: Path | None, crash_at: int = 0,
-               how: str = "before") -> subprocess.CompletedProcess:
+def chain_step(script: Path, resume: Path | None, out: Path | None,
+               kill: tuple = ("-", 0, "before")) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run(
-        [sys.executable, str(script), str(resume or "-"), str(out or "-"), str(crash_at), how],
-        env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run([sys.executable, str(script), str(resume or "-"), str(out or "-"), *map(str, kill)],
+                          env=env, capture_output=True, text=True, timeout=900)
 
 
 def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
@@ -495,13 +454,13 @@ def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
 def check_resumed(folder: Path, expected_epoch: int | None, damaged: list[str], stderr: str) -> None:
     if "already holds a finished run" in stderr:  # killed after run.json landed: the run was done
         assert "=== RESUMED 2" in stderr and expected_epoch is None, stderr[-3000:]
-        assert json.loads((folder / RUN_RECORD).read_text())["epochs_run"] == EPOCHS
+        assert json.loads((folder / RUN_RECORD).read_text())["epochs_run"] == CRASH_EPOCHS
         return
     assert "=== RESUMED 0" in stderr, stderr[-3000:]
     record = json.loads((folder / RUN_RECORD).read_text())
     history = read_history_csv(folder / HISTORY_CSV)
-    assert history["epoch"] == list(range(EPOCHS)), history  # every epoch once, in order
-    assert record["epochs_run"] == EPOCHS
+    assert history["epoch"] == list(range(CRASH_EPOCHS)), history  # every epoch once, in order
+    assert record["epochs_run"] == CRASH_EPOCHS
     if expected_epoch is not None:
         assert record["resumed_from_epoch"] == expected_epoch, (record["resumed_from_epoch"], expected_epoch)
     for name in damaged:  # named, by path, on one line, and in the record
@@ -514,35 +473,27 @@ def check_resumed(folder: Path, expected_epoch: int | None, damaged: list[str], 
 @pytest.mark.slow
 def test_runs_killed_at_each_of_their_writes_all_resume(tmp_path):
     script = tmp_path / "chain_step.py"
-    script.write_text(CHAIN_STEP.format(arguments=ARGUMENTS))
-    uncut = chain_step(script, None, tmp_path / "uncut")
-    assert uncut.returncode == 0, uncut.stderr[-3000:]
-    renames = int(re.search(r"RENAMES (\d+) CODE 0", uncut.stdout).group(1))
-    assert renames >= 3 * EPOCHS  # spec, history, best, backup, metadata... each renamed into place
-
-    targets = re.findall(r"RENAME (\d+) (\S+)", uncut.stdout)
-    assert len(targets) == renames, uncut.stdout
-    plan = []  # (rename to die at, how): each write cut once per round
-    for round_ in range(ROUNDS):
-        for number, target in targets:
-            torn = target.endswith((".keras", ".weights.h5")) and round_ == 0
-            plan.append((int(number), "torn" if torn else ["before", "after"][(int(number) + round_) % 2]))
-
-    previous, killed_at, summary = None, None, []
-    for trial, (crash_at, how) in enumerate([*plan, (0, "before")]):
-        out = tmp_path / f"trial{trial:02d}" if trial < len(plan) else None
+    script.write_text(CHAIN_STEP.format(arguments=train_arguments(CRASH_EPOCHS)))
+    previous, summary, written = None, [], []
+    for trial, kill in enumerate([*KILLS, None]):
+        out = tmp_path / f"trial{trial:02d}" if kill else None
         expected, damaged = expected_resume(previous) if previous else (None, [])
-        step = chain_step(script, previous, out, crash_at, how)
+        step = chain_step(script, previous, out, *([kill] if kill else []))
         if previous is not None:
             check_resumed(previous, expected, damaged, step.stderr)
-            summary.append((*killed_at, expected, damaged))
-        if out is not None:
+            summary.append((KILLS[trial - 1], expected, damaged))
+        if kill:
             assert step.returncode == -9, step.stderr[-3000:]  # killed at its planned write
-        previous, killed_at = out, (crash_at, how)
-    print("\n".join(f"killed at rename {at} ({how}): resumed from {expected}, damaged {damaged}"
-                    for at, how, expected, damaged in summary))
-    # The cuts reached several states (fresh, mid-run, finished), torn files among them.
-    assert len({expected for _, _, expected, _ in summary}) >= 3, summary
+            written = re.findall(r"RENAME (\S+)", step.stdout)
+            assert written[-1] == kill[0] and written.count(kill[0]) == kill[1], (kill, written)
+        previous = out
+    print("\n".join(f"killed at {kill}: resumed from {expected}, damaged {damaged}"
+                    for kill, expected, damaged in summary))
+    # The last kill came at the run's last write (its resume found the run finished), so the run
+    # wrote no kind of file that was not cut.
+    assert set(written) == {kind for kind, _, _ in KILLS}, written
+    # The cuts reached a fresh run, mid-run states and a finished training, torn files among them.
+    assert {None, 0, 1, CRASH_EPOCHS} <= {expected for _, expected, _ in summary}, summary
     assert any(damaged for *_, damaged in summary), summary
 
 
@@ -551,32 +502,16 @@ def test_a_torn_backup_is_named_and_the_run_resumes_from_the_state_before(tmp_pa
     # Case 3: a backup torn by a crash (a kill during a non-atomic write, a disk error) made
     # every resume stop with "Unable to synchronously open file (bad object header version
     # number)", naming no file; the only way out was --overwrite, losing every epoch.
-    import keras
-    from fakes import tiny_splits
-
-    from shiftvit_lib.config import preset
-    from shiftvit_lib.tools.runs import train
-
-    class Disconnect(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            if epoch == 1:
-                raise ConnectionError("simulated disconnect after the second epoch's backup")
-
-    config, data = preset("quick", batch_size=32, early_stopping_patience=None), tiny_splits()
-    with pytest.raises(ConnectionError):
-        train(config, data, tmp_path, epochs=3, extra_callbacks=[Disconnect()], verbose=0, jit_compile=False)
+    config, data = quick(), tiny_splits()
+    interrupted(tmp_path, data, config, epochs=3, after=2)
     newest = max((tmp_path / BACKUP_DIR).glob("*.h5"), key=lambda path: path.stat().st_mtime_ns)
     newest.write_bytes(newest.read_bytes()[:4096])  # torn: its first 4 kB reached the disk
     capsys.readouterr()
-    run = train(config, data, tmp_path, epochs=3, verbose=0, jit_compile=False)
+    run = train(config, data, tmp_path, epochs=3, **FAST)
     err = capsys.readouterr().err
     assert re.search(rf"warning: {re.escape(str(newest))} is damaged \(.+\); it is kept as ", err), err
     assert run.record["resumed_from_epoch"] == 1  # the backup before the torn one
     assert run.history["epoch"] == [0, 1, 2] and run.record["recovered"]
-
-
-def quick(**changes):
-    return preset("quick", **{"batch_size": 32, "early_stopping_patience": None, **changes})
 
 
 def finished_run_folder(folder: Path) -> dict[str, bytes]:
@@ -587,12 +522,6 @@ def finished_run_folder(folder: Path) -> dict[str, bytes]:
     for name, content in files.items():
         (folder / name).write_bytes(content)
     return files
-
-
-def assert_untouched(folder: Path, files: dict[str, bytes]) -> None:
-    assert sorted(p.name for p in folder.iterdir()) == sorted(files)
-    for name, content in files.items():
-        assert (folder / name).read_bytes() == content, f"{name} changed"
 
 
 @pytest.mark.parametrize(
@@ -615,7 +544,7 @@ def test_a_run_that_cannot_train_is_refused_before_the_folder_is_touched(tmp_pat
     with pytest.raises(ValueError) as refused:
         train(config, data, tmp_path / "finished", epochs=epochs, seed=seed, overwrite=True, **FAST)
     assert fragment in one_line(refused.value)
-    assert_untouched(tmp_path / "finished", kept)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "finished").iterdir()} == kept
     # And a new folder is not even created, so the corrected command is not refused later.
     with pytest.raises(ValueError):
         train(config, data, tmp_path / "new", epochs=epochs, seed=seed, **FAST)
@@ -641,20 +570,13 @@ def test_a_damaged_best_model_is_reported_as_damaged_not_missing(tmp_path):
 def test_a_damaged_best_model_after_training_falls_back_to_the_backup(tmp_path, capsys):
     # The run trained to its end but died before its record; then best.keras was damaged.
     # Resuming names it and evaluates the last backed-up state instead of refusing.
-    config, data = preset("quick", batch_size=32, early_stopping_patience=None), tiny_splits()
-
-    class DieBeforeTheRecord(keras.callbacks.Callback):
-        def on_train_end(self, logs=None):
-            raise ConnectionError("simulated disconnect after the last epoch")
-
-    with pytest.raises(ConnectionError):
-        train(config, data, tmp_path, epochs=2, extra_callbacks=[DieBeforeTheRecord()], **FAST)
+    config, data = quick(), tiny_splits()
+    interrupted(tmp_path, data, config, epochs=2, after=0)
     assert (tmp_path / "backup").is_dir()
     best = tmp_path / "best.keras"
     best.write_bytes(best.read_bytes()[: best.stat().st_size // 2])
     run = train(config, data, tmp_path, epochs=2, **FAST)
-    err = capsys.readouterr().err
-    assert f"warning: {best} is damaged" in err
+    assert f"warning: {best} is damaged" in capsys.readouterr().err
     assert (tmp_path / "best.keras.damaged").exists()  # kept, never deleted
     assert run.record["epochs_run"] == 2 and run.record["resumed_from_epoch"] == 2
     assert "best.keras" in run.record["recovered"][0]
