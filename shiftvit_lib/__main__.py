@@ -18,12 +18,14 @@ does it (:func:`in_flags`), a library warning is one line (``warning: ...``), pr
 per epoch when stdout is not a terminal, and a closed pipe (``--json | head``) ends quietly.
 """
 
+import _thread
 import argparse
 import functools
 import os
 import re
 import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -253,17 +255,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # and a file name the terminal cannot encode prints escaped instead of failing
         getattr(stream, "reconfigure", lambda **_: None)(errors="backslashreplace", line_buffering=True)
     args = None
+    unraisable_hook, ctrl_c_handler = sys.unraisablehook, signal.getsignal(signal.SIGINT)
+    sys.unraisablehook = functools.partial(_ctrl_c_again, unraisable_hook)
     try:
         try:
             args = _parser().parse_args(argv)
         except SystemExit as stop:  # --help (0) or a bad argument (2, one line already printed)
             return int(stop.code or 0)
-        code = _command(args)
-        # The program itself: its work is done, and a Ctrl-C while Python shuts down (TensorFlow's
-        # takes seconds) must not print a traceback.
-        if argv is None:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return code
+        return _command(args)
     except BaseException as error:  # Ctrl-C at any moment (importing Keras, in a callback): one line
         if not _interrupted(error):
             raise
@@ -272,6 +271,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         resume = hint if getattr(args, "command", None) == "train" else ""
         print(f"stopped (Ctrl-C){resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        sys.unraisablehook = unraisable_hook
+        # The program itself: its work is done, and a Ctrl-C while Python shuts down (TensorFlow's
+        # takes seconds) must not print a traceback. Called from Python: the caller's handler again.
+        signal.signal(signal.SIGINT, signal.SIG_IGN if argv is None else ctrl_c_handler)
+
+
+def _ctrl_c_again(hook: Callable, unraisable) -> None:
+    """A Ctrl-C that lands in a weakref callback or a ``__del__`` is dropped by Python ("Exception
+    ignored", a traceback) and the run goes on: deliver it again once this hook has returned (raised
+    inside the hook, it would be dropped the same way)."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        threading.Timer(0.01, _thread.interrupt_main).start()
+    else:
+        hook(unraisable)
 
 
 def _interrupted(error: BaseException | None) -> bool:
