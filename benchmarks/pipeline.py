@@ -11,8 +11,8 @@ here), from 40,000 random uint8 32x32 images (the size of CIFAR-10's training sp
 
 For a preset that mixes, two ways of serving them are timed, in the same run:
 
-* ``host_mix``: MixUp/CutMix on the host (``mix_on_device=False``); issue 39 made these batches
-  ahead in worker threads (the ``ahead`` rows of the older records), issue 45 replaced that by
+* ``host_mix``: MixUp/CutMix on the host (``mix_on_device=False``); these batches were once made
+  ahead in worker threads (the ``ahead`` rows of the older records), since replaced by
 * ``device_mix``: ``mix_on_device=True``, the host draws each batch's pairs and boxes and sends
   uint8 pixels; the pixels are mixed inside the compiled train step, on the device, which this
   benchmark does not time.

@@ -1,4 +1,4 @@
-"""One training epoch of a preset under JAX's profiler (issue 45): where the time of an epoch goes.
+"""One training epoch of a preset under JAX's profiler: where the time of an epoch goes.
 
     KERAS_BACKEND=jax python benchmarks/profile_epoch.py --preset strong --data cifar10-jpeg.tar.gz --out DIR
 
@@ -14,7 +14,6 @@ a GPU waiting. scripts/gpu_runs.sh runs it after each training stage.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import sys
@@ -30,7 +29,6 @@ import keras  # noqa: E402
 
 import shiftvit_lib as sv  # noqa: E402
 from shiftvit_lib import recipe  # noqa: E402
-from shiftvit_lib.config import family_of  # noqa: E402
 from shiftvit_lib.tools import devices, runs  # noqa: E402
 from shiftvit_lib.tools.devices import describe_machine  # noqa: E402
 
@@ -48,8 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     keras.utils.set_random_seed(42)
     train_ds, _, steps = recipe.training_datasets(config, data, seed=42)
     precision = devices.recommended_mixed_precision()
-    builder = functools.partial(family_of(config).build, seed=42)
-    model = runs.build_for_training(config, builder, steps, config.epochs, mixed_precision=precision)
+    model = runs.build_for_training(config, steps, config.epochs, seed=42, mixed_precision=precision)
     model.fit(train_ds, epochs=1, steps_per_epoch=min(args.warmup_steps, steps), verbose=0)
     out.mkdir(parents=True, exist_ok=True)
     cpu, wall = time.process_time(), time.perf_counter()

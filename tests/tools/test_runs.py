@@ -466,7 +466,8 @@ def check_resumed(folder: Path, expected_epoch: int | None, damaged: list[str], 
     for name in damaged:  # named, by path, on one line, and in the record
         assert re.search(rf"warning: \S*{re.escape(name)} is damaged", stderr), stderr[-3000:]
         assert any(name in line for line in record.get("recovered", [])), record.get("recovered")
-    assert not (folder / BACKUP_DIR).exists()
+    kept = sorted(p.name for p in (folder / BACKUP_DIR).iterdir()) if (folder / BACKUP_DIR).exists() else []
+    assert kept == sorted(f"{name}.damaged" for name in damaged if name.startswith("epoch-")), kept  # only those
     assert not [p.name for p in folder.iterdir() if ".partial" in p.name]  # killed writes cleaned up
 
 
