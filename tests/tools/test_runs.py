@@ -597,9 +597,9 @@ def test_train_reads_top_to_bottom_and_builds_its_callbacks_by_name(tmp_path):
 
 
 # --------------------------------------------------------------------------- Ctrl-C (issue 48)
-# Each try starts a Python process that loads TensorFlow and trains (20-40 s on 2 cores): CI runs 6;
+# Each try starts a Python process that loads TensorFlow and trains (20-40 s on 2 cores): CI runs 3;
 # SHIFTVIT_SIGINT_TRIES=20 runs the full count (about 12 minutes).
-SIGINT_TRIES = int(os.environ.get("SHIFTVIT_SIGINT_TRIES", "6"))
+SIGINT_TRIES = int(os.environ.get("SHIFTVIT_SIGINT_TRIES", "3"))
 # One process of the Ctrl-C chain: resume argv[1] (if given), then start a run in argv[2],
 # which the test interrupts with SIGINT at a random moment.
 SIGINT_STEP = textwrap.dedent(
