@@ -13,15 +13,15 @@ import shiftvit_lib as sv
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load_benchmark_module():
+@pytest.fixture(scope="module")
+def bench():
     spec = importlib.util.spec_from_file_location("benchmark_script", REPO / "benchmarks" / "benchmark.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_all_variant_keeps_only_the_speedups_that_helped():
-    bench = _load_benchmark_module()
+def test_all_variant_keeps_only_the_speedups_that_helped(bench):
     speeds = {"plain": 100.0, "xla": 150.0, "mixed": 60.0, "roll": 110.0}
     train = {name: {"images_per_second": value} for name, value in speeds.items()}
     assert bench.combine_measured_speedups(train) == dict(
@@ -36,24 +36,26 @@ def test_all_variant_keeps_only_the_speedups_that_helped():
     )
 
 
-def test_readme_tables_are_rebuilt_from_the_stored_records(tmp_path):
-    bench = _load_benchmark_module()
-    record = {
-        "date": "2026-01-01",
-        "machine": {"backend": "tensorflow", "keras": "3.0", "devices": ["/device:CPU:0"], "cpu_count": 2},
-        "preset": "seed",
-        "batch_size": 32,
-        "steps": 4,
-        "variants": {"plain": "XLA off, float32, slice shift", "xla": "XLA on, float32, slice shift"},
-        "train": {"plain": {"images_per_second": 100.0, "step_ms": 320.0},
-                  "xla": {"images_per_second": 150.0, "step_ms": 213.3}},
-        "inference": {"plain": {"images_per_second": 300.0}, "xla": {"images_per_second": 450.0}},
-        "shift_ops": [{"stage": 1, "shape": [32, 12, 12, 96], "function": "shift_channels (slice)",
-                       "microseconds": 500.0}],
-    }
+def test_readme_tables_are_rebuilt_from_the_stored_records_with_their_fit_checks(bench, tmp_path):
+    # one record from before epochs were timed (one fit), one with its fit check, one of `--variants --check-fit`
+    machine = {"backend": "tensorflow", "keras": "3.0", "devices": ["/device:CPU:0"], "cpu_count": 2}
+    old = {"date": "2026-01-01", "machine": machine, "preset": "seed", "batch_size": 32, "steps": 4,
+           "variants": {"plain": "XLA off, float32, slice shift", "xla": "XLA on, float32, slice shift"},
+           "train": {"plain": {"images_per_second": 100.0, "step_ms": 320.0},
+                     "xla": {"images_per_second": 150.0, "step_ms": 213.3}},
+           "inference": {"plain": {"images_per_second": 300.0}, "xla": {"images_per_second": 450.0}},
+           "shift_ops": [{"stage": 1, "shape": [8, 8, 8, 24], "function": "keras_io_shift", "microseconds": None,
+                          "not_run": "too few channels"}]}
+    checked = {**old, "date": "2026-01-02", "steps": 10, "epochs": 3, "warmup_steps": 3, "wall_seconds": 300.0,
+               "cpu_seconds": 500.0, "fit_check": {
+                   "benchmark_images_per_second": 880.0, "fit_images_per_second": 1000.0, "ratio": 0.88,
+                   "tolerance": 0.1, "agrees": True, "basis": "cpu", "settings": "XLA on, float32, slice shift",
+                   "steps_per_epoch": 10, "epochs": 3, "rounds": 2,
+                   "per_cpu_second": {"benchmark": 495.0, "fit": 500.0, "ratio": 0.99, "agrees": True}}}
     results = tmp_path / "results"
     results.mkdir()
-    (results / "tensorflow_cpu.json").write_text(json.dumps([record]))
+    check_only = {**checked, "variants": {}, "train": {}, "inference": {}}
+    (results / "tensorflow_cpu.json").write_text(json.dumps([old, checked, check_only]))
     # benchmarks/pipeline.py's records share the folder and have another shape: not read here.
     (results / "pipeline_cpu.json").write_text(json.dumps([{"date": "2026-01-01", "rows": []}]))
     readme = tmp_path / "README.md"
@@ -61,12 +63,15 @@ def test_readme_tables_are_rebuilt_from_the_stored_records(tmp_path):
     bench.write_readme_tables(results, readme)
     text = readme.read_text()
     assert "old table" not in text and text.startswith("# Benchmarks\n\nintro") and text.endswith("after\n")
-    assert "| xla (XLA on, float32, slice shift) | 150 | 213.3 | 450 | 1.50x |" in text
-    assert "**2026-01-01**, backend `tensorflow`" in text
+    assert text.count("| xla (XLA on, float32, slice shift) | 150 | 213.3 | 450 | 1.50x |") == 2
+    assert "**2026-01-01**, backend `tensorflow`" in text and "4 timed steps in one fit" in text
+    assert text.count("| per wall second | 880.0 | 1,000.0 | 0.880 | no |") == 2
+    assert "3 epochs of 10 steps after a 3-step warm-up" in text
+    assert "| per CPU second | 495.0 | 500.0 | 0.990 | yes |" in text and "verdict on the cpu basis" in text
+    assert "| stage 1 (8, 8, 8, 24) | keras_io_shift | not run |" in text
 
 
-def test_agreement_check_fails_when_the_benchmark_is_off_by_more_than_ten_percent():
-    bench = _load_benchmark_module()
+def test_agreement_check_fails_when_the_benchmark_is_off_by_more_than_ten_percent(bench):
     assert bench.check_agreement(1000.0, 1000.0)["agrees"]
     assert bench.check_agreement(1090.0, 1000.0)["agrees"] and bench.check_agreement(910.0, 1000.0)["agrees"]
     # Planted: the benchmark's figure 11 % or 12 % off fit's, either way, must fail the check.
@@ -110,17 +115,15 @@ FIT = [([10.0, 1000.0, 1000.0], [5.0, 500.0, 500.0])]  # fit at 1,000 images/s, 
     (1150.0, 500.0, "cpu", 0, "ratio"),  # on the CPU basis the verdict reads the CPU-time figures: they agree
     (1000.0, 425.0, "cpu", 1, "DISAGREE on the cpu basis"),
 ])
-def test_check_fit_exits_1_when_the_planted_benchmark_figure_is_off(monkeypatch, capsys, wall, cpu, basis, status,
-                                                                    printed):
-    bench = _load_benchmark_module()
+def test_check_fit_exits_1_when_the_planted_benchmark_figure_is_off(bench, monkeypatch, capsys, wall, cpu, basis,
+                                                                    status, printed):
     _fake_measurements(bench, monkeypatch, FIT, [([wall] * 3, [cpu] * 3)])
     assert bench.main(["--preset", "quick", "--batch-size", "8", "--steps", "2", "--epochs", "3", "--variants",
                        "--check-fit", "--no-save", "--check-basis", basis]) == status
     assert printed in capsys.readouterr().out
 
 
-def test_fit_check_interleaves_the_runs_and_pools_their_epochs(monkeypatch):
-    bench = _load_benchmark_module()
+def test_fit_check_interleaves_the_runs_and_pools_their_epochs(bench, monkeypatch):
     calls = _fake_measurements(bench, monkeypatch, [([1.0, 100.0, 100.0],) * 2, ([1.0, 80.0, 80.0],) * 2],
                                [([95.0] * 3,) * 2, ([85.0] * 3,) * 2])
     result = bench.fit_check(sv.preset("quick"), 8, 2, 1, 3, rounds=2, basis="wall")
@@ -132,39 +135,7 @@ def test_fit_check_interleaves_the_runs_and_pools_their_epochs(monkeypatch):
         bench.fit_check(sv.preset("quick"), 8, 2, 1, 3, basis="gpu")
 
 
-def test_readme_shows_the_fit_check_of_a_record(tmp_path):
-    bench = _load_benchmark_module()
-    record = {
-        "date": "2026-01-02", "machine": {"backend": "jax", "keras": "3.0", "devices": ["cpu:cpu"], "cpu_count": 2},
-        "preset": "cpu", "batch_size": 128, "steps": 10, "epochs": 3, "warmup_steps": 3,
-        "wall_seconds": 300.0, "cpu_seconds": 500.0,
-        "variants": {"plain": "XLA off, float32, slice shift"},
-        "train": {"plain": {"images_per_second": 100.0, "step_ms": 1280.0}},
-        "inference": {"plain": {"images_per_second": 300.0}},
-        "shift_ops": [{"stage": 1, "shape": [8, 8, 8, 24], "function": "keras_io_shift", "microseconds": None,
-                       "not_run": "too few channels"}],
-        "fit_check": {"benchmark_images_per_second": 880.0, "fit_images_per_second": 1000.0, "ratio": 0.88,
-                      "tolerance": 0.1, "agrees": True, "basis": "cpu", "settings": "XLA on, float32, slice shift",
-                      "steps_per_epoch": 10, "epochs": 3, "rounds": 2,
-                      "per_cpu_second": {"benchmark": 495.0, "fit": 500.0, "ratio": 0.99, "agrees": True}},
-    }
-    results = tmp_path / "results"
-    results.mkdir()
-    check_only = {**record, "variants": {}, "train": {}, "inference": {}}  # `--variants --check-fit`
-    (results / "jax_cpu.json").write_text(json.dumps([record, check_only]))
-    readme = tmp_path / "README.md"
-    bench.write_readme_tables(results, readme)
-    text = readme.read_text()
-    assert text.count("| per wall second | 880.0 |") == 2
-    assert "3 epochs of 10 steps after a 3-step warm-up" in text
-    assert "| per wall second | 880.0 | 1,000.0 | 0.880 | no |" in text
-    assert "| per CPU second | 495.0 | 500.0 | 0.990 | yes |" in text
-    assert "verdict on the cpu basis" in text
-    assert "| stage 1 (8, 8, 8, 24) | keras_io_shift | not run |" in text
-
-
-def test_the_benchmark_figure_is_the_median_epoch_after_the_first_as_in_run_json():
-    bench = _load_benchmark_module()
+def test_the_benchmark_figure_is_the_median_epoch_after_the_first_as_in_run_json(bench):
     assert bench.steady_images_per_second([10.0, 300.0, 100.0, 200.0]) == 200.0
     assert bench.steady_images_per_second([10.0]) == 10.0
     assert bench.steady_images_per_second([]) is None
