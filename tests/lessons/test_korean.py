@@ -132,23 +132,69 @@ def test_the_checks_of_a_korean_lesson_see_what_they_look_for():
     assert _english_docstrings([{**code[0], "source": 'def f():\n    """1을 더합니다."""\n'}]) == []
 
 
-def test_the_exercise_specifications_of_issue_38_are_translated():
-    built = "".join(cell_source(c) for stem in STEMS for c in _notebook(stem, "ko")["cells"])
-    for name, korean in (("centre_crop", "가운데에서"), ("my_shift", "빈자리는 0으로"), ("my_shapes", "패치 투영 뒤"),
-                         ("warmup_cosine", "워밍업한 뒤"), ("inside_block", "잔차 가지 안에")):
-        assert f"def {name}(" in built and korean in built, name
+VARIANTS = [  # (cell type, planted Korean, the ruled-out variant named)
+    ("markdown", "모든 어텐션 층을 시프트로 바꿉니다.", "층"),
+    ("markdown", "그 기울기가 Adam을 거칩니다.", "기울기"),
+    ("markdown", "퀵 모드로 실행합니다.", "퀵 모드"),
+    ("markdown", "배열의 shape은 (N, H, W, C)입니다.", "shape"),
+    ("markdown", "**여러분 차례입니다.** 함수를 작성하세요.", "여러분 차례"),
+    ("markdown", "**채널(channel)** 로 나눕니다.", "** 로"),
+    ("markdown", "*패치 병합(patch merging)* 이 줄입니다.", "* 이"),
+    ("markdown", "시프트는 연산을 전혀 하지 않습니다.", "연산을 전혀"),
+    ("markdown", "곱셈-누적 연산 수", "곱셈-누적"),
+    ("markdown", "측정의 노이즈", "노이즈"),
+    ("markdown", "레시피로 모델을 compile하고 학습합니다.", "compile"),
+    ("markdown", "compile된 모델은 옵티마이저를 저장합니다.", "compile"),
+    ("markdown", "마지막에 얻는 보상은 학습된 모델입니다.", "보상"),
+    ("markdown", "노트북 CPU용 값을 갖습니다.", "노트북 CPU"),
+    ("markdown", "노트북 컴퓨터 사진도 레이블을 받습니다.", "노트북 컴퓨터"),
+    ("markdown", "빈칸이 비어 있으면 라이브러리끼리 비교합니다.", "빈칸이 비어"),
+    ("code", "# 기울기:", "기울기"),  # in a code comment
+]
 
 
-def test_a_missing_translation_and_changed_code_are_named():
-    stem = "01_data"
+def _korean(change):
+    return lambda cell, entries: entries[cell["id"]].update(ko=change(entries[cell["id"]]["ko"]))
+
+
+def _english(old: str, new: str):
+    """The English changed and its old Korean re-imported against it (the hash then matches)."""
+    def change(cell, entries):
+        cell["source"] = cell_source(cell).replace(old, new)
+        entries[cell["id"]]["en_sha256"] = english_hash(cell["source"])
+    return change
+
+
+CODE_DIFFERS = "the translated code differs from the English code (not only comments and docstrings)"
+
+
+# (lesson, the first cell of this type whose English and Korean hold this text, the change, the problems)
+@pytest.mark.parametrize("stem, cell_type, holding, change, expected", [
+    ("01_data", "markdown", "", lambda cell, entries: entries.pop(cell["id"]), ["no translation"]),
+    ("01_data", "code", "", _korean(lambda ko: ko + "\nextra = 1  # 코드 한 줄 추가"), [CODE_DIFFERS]),
+    # a changed line in a cell whose docstring is translated
+    ("05_training", "code", "def warmup_cosine(", _korean(lambda ko: ko.replace("def warmup_cosine(", "def warmup(")),
+     [CODE_DIFFERS]),
+    ("05_training", "markdown", "83.17 %", _english("83.17 %", "83.71 %"), [
+        "numbers differ: 83.71 is in the English, not in the Korean",
+        "numbers differ: 83.17 is in the Korean, not in the English"]),
+    ("07_attention_vs_shift", "markdown", "10,000", _korean(lambda ko: ko.replace("10,000", "1,000", 1)),
+     ["numbers differ: 10000 is in the English, not in the Korean",
+      "numbers differ: 1000 is in the Korean, not in the English"]),
+    *[("03_shift_block", cell_type, "", _korean(lambda ko, planted=planted: ko + "\n\n" + planted)
+       if cell_type == "markdown" else _korean(lambda ko, planted=planted: ko.replace("#", planted, 1)),
+       [f"'{variant}'"]) for cell_type, planted, variant in VARIANTS],
+])
+def test_a_planted_mistake_in_a_translation_is_named_with_its_cell(stem, cell_type, holding, change, expected):
     nb, catalog = _lesson_and_catalog(stem)
-    markdown = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
-    code = next(c for c in nb["cells"] if c["cell_type"] == "code" and c["id"] in catalog["cells"])
-    del catalog["cells"][markdown["id"]]
-    catalog["cells"][code["id"]]["ko"] += "\nextra = 1  # 코드 한 줄 추가"
-    found = "\n".join(build_korean.problems(stem, nb, catalog))
-    assert f"cell {markdown['id']} (markdown): no translation" in found
-    assert f"cell {code['id']} (code): the translated code differs" in found
+    cell = next(c for c in nb["cells"] if c["cell_type"] == cell_type and c["id"] in catalog["cells"]
+                and holding in cell_source(c) and holding in catalog["cells"][c["id"]]["ko"])
+    assert not build_korean.problems(stem, nb, catalog)
+    change(cell, catalog["cells"])
+    found = build_korean.problems(stem, nb, catalog)
+    where = f"notebooks/{stem}.ipynb: cell {cell['id']} ({cell_type}): "
+    assert found and all(line.startswith(where) for line in found), found  # that cell only
+    assert all(any(line.startswith(where + slip) for line in found) for slip in expected), found
 
 
 def _copy_of_the_sources(root: Path) -> Path:
@@ -194,29 +240,37 @@ def test_one_changed_english_cell_is_named_by_the_check_listed_to_translate_and_
         assert not (tmp_path / "venv-never-made").exists() and not (root / "build").exists()
 
 
-def test_comment_stripping_sees_code_changes():
-    assert build_korean.without_comments("x = 1  # one") == build_korean.without_comments("x = 1  # 하나")
-    assert build_korean.without_comments("x = 1  # one") != build_korean.without_comments("x = 2  # one")
-    assert build_korean.without_comments("s = '# not a comment'") != build_korean.without_comments("s = ''")
-    magic = '%pip install -q "x"  # note\nimport os  # os'
-    assert build_korean.without_comments(magic).endswith("import os")
+ENGLISH_CODE = 'def add_one(x):\n    """Add one to x."""\n    return x + 1  # one more\n'
 
 
-def _built_cell(cell_type: str, english: str, translated_from: str, korean: str) -> str:
+@pytest.mark.parametrize("strip, a, b, same", [
+    ("without_comments", "x = 1  # one", "x = 1  # 하나", True),
+    ("without_comments", "x = 1  # one", "x = 2  # one", False),
+    ("without_comments", "s = '# not a comment'", "s = ''", False),
+    ("without_comments", '%pip install -q "x"  # note\nimport os  # os', '%pip install -q "x"  # note\nimport os', True),
+    # a translated docstring is not code; changed code, a dropped docstring or an added line are
+    ("code_only", ENGLISH_CODE, 'def add_one(x):\n    """x에 1을 더합니다."""\n    return x + 1  # 하나 더\n', True),
+    ("code_only", ENGLISH_CODE, 'def add_one(x):\n    """x에 1을 더합니다."""\n    return x + 2  # 하나 더\n', False),
+    ("code_only", ENGLISH_CODE, 'def add_one(x):\n    return x + 1\n', False),
+    ("code_only", ENGLISH_CODE, 'def add_one(x):\n    """x에 1을 더합니다."""\n    s = "one"\n    return x + 1\n', False),
+    ("code_only", 'x = "one"\n', 'x = "하나"\n', False),  # a string that is not a docstring is code
+])
+def test_only_comments_and_docstrings_may_differ(strip, a, b, same):
+    strip = getattr(build_korean, strip)
+    assert (strip(a) == strip(b)) is same
+
+
+@pytest.mark.parametrize("cell_type, english, translated_from, korean, built", [
+    # a stale code translation never puts old code in the Korean notebook: the new code, in English until refreshed
+    ("code", "x = 2  # two\n", "x = 1  # two\n", "x = 1  # 둘\n", "x = 2  # two\n"),
+    # a link to an English section anchor opens the Korean lesson at its top
+    ("markdown", "see [a](08_appendix_engineering.ipynb#a2-x)", "see [a](08_appendix_engineering.ipynb#a2-x)",
+     "[부록](08_appendix_engineering.ipynb#a2-x) 참고", "[부록](08_appendix_engineering.ipynb) 참고"),
+])
+def test_a_built_cell_holds_only_what_a_reader_can_use(cell_type, english, translated_from, korean, built):
     nb = {"cells": [{"id": "c1", "cell_type": cell_type, "source": english, "outputs": []}], "metadata": {}}
     catalog = {"cells": {"c1": {"en_sha256": english_hash(translated_from), "ko": korean}}}
-    return cell_source(build_korean.build_one(nb, catalog)["cells"][0])
-
-
-def test_a_stale_code_translation_never_puts_old_code_in_the_korean_notebook():
-    # the new code, in English until refreshed
-    assert _built_cell("code", "x = 2  # two\n", "x = 1  # two\n", "x = 1  # 둘\n") == "x = 2  # two\n"
-
-
-def test_links_to_an_english_section_anchor_open_the_korean_lesson_at_its_top():
-    english = "see [a](08_appendix_engineering.ipynb#a2-x)"
-    built = _built_cell("markdown", english, english, "[부록](08_appendix_engineering.ipynb#a2-x) 참고")
-    assert built == "[부록](08_appendix_engineering.ipynb) 참고"
+    assert cell_source(build_korean.build_one(nb, catalog)["cells"][0]) == built
 
 
 def test_refresh_moves_korean_comments_onto_reformatted_code():
@@ -239,39 +293,7 @@ def test_the_glossary_names_its_terms_and_rules_out_their_variants():
                     "| normalisation | 정규화 |", "| practice copy |", "| compile (a Keras model, a step with XLA) | 컴파일 |",
                     "| payoff (what a lesson ends with) | 성과 |", "| laptop | 랩톱 |",
                     "| blank (an exercise's gap to fill) | 빈칸 |"):
-        assert english in glossary, english
-    ruled_out = {concept for _, _, concept in build_korean.glossary_rules()}
-    assert {"layer", "shape", "stride", "import", "crop", "multiply-accumulate", "noise", "gradient",
-            "quick mode", "exercise prompt", "compile", "payoff", "laptop", "blank"} <= ruled_out
-
-
-@pytest.mark.parametrize("cell_type, planted, variant", [
-    ("markdown", "모든 어텐션 층을 시프트로 바꿉니다.", "층"),
-    ("markdown", "그 기울기가 Adam을 거칩니다.", "기울기"),
-    ("markdown", "퀵 모드로 실행합니다.", "퀵 모드"),
-    ("markdown", "배열의 shape은 (N, H, W, C)입니다.", "shape"),
-    ("markdown", "**여러분 차례입니다.** 함수를 작성하세요.", "여러분 차례"),
-    ("markdown", "**채널(channel)** 로 나눕니다.", "** 로"),
-    ("markdown", "*패치 병합(patch merging)* 이 줄입니다.", "* 이"),
-    ("markdown", "시프트는 연산을 전혀 하지 않습니다.", "연산을 전혀"),
-    ("markdown", "곱셈-누적 연산 수", "곱셈-누적"),
-    ("markdown", "측정의 노이즈", "노이즈"),
-    ("markdown", "레시피로 모델을 compile하고 학습합니다.", "compile"),
-    ("markdown", "compile된 모델은 옵티마이저를 저장합니다.", "compile"),
-    ("markdown", "마지막에 얻는 보상은 학습된 모델입니다.", "보상"),
-    ("markdown", "노트북 CPU용 값을 갖습니다.", "노트북 CPU"),
-    ("markdown", "노트북 컴퓨터 사진도 레이블을 받습니다.", "노트북 컴퓨터"),
-    ("markdown", "빈칸이 비어 있으면 라이브러리끼리 비교합니다.", "빈칸이 비어"),
-    ("code", "# 기울기:", "기울기"),  # in a code comment
-])
-def test_a_planted_variant_fails_the_check_naming_the_cell(cell_type, planted, variant):
-    stem = "03_shift_block"
-    nb, catalog = _lesson_and_catalog(stem)
-    cell = next(c for c in nb["cells"] if c["cell_type"] == cell_type and c["id"] in catalog["cells"])
-    entry = catalog["cells"][cell["id"]]
-    entry["ko"] = entry["ko"] + "\n\n" + planted if cell_type == "markdown" else entry["ko"].replace("#", planted, 1)
-    found = build_korean.problems(stem, nb, catalog)
-    assert len(found) == 1 and f"cell {cell['id']} ({cell_type}): '{variant}'" in found[0], found
+        assert english in glossary, english  # (each ruled-out variant: VARIANTS above)
 
 
 @pytest.mark.parametrize("allowed", [
@@ -304,50 +326,6 @@ def test_numbers_are_compared_as_values():
     assert build_korean.number_slips("two points", "2포인트") == []  # English spells small numbers out
     assert build_korean.number_slips("81.09 %", "81.9 %") == ["81.09 is in the English, not in the Korean",
                                                               "81.9 is in the Korean, not in the English"]
-
-
-@pytest.mark.parametrize("stem, number, changed, where, expected", [
-    # the English changed and its old Korean re-imported against it (the hash then matches)
-    ("05_training", "83.17 %", "83.71 %", "en", ["83.71 is in the English, not in the Korean",
-                                                  "83.17 is in the Korean, not in the English"]),
-    ("07_attention_vs_shift", "10,000", "1,000", "ko", ["10000 is in the English, not in the Korean"]),
-])
-def test_a_number_changed_on_one_side_fails_the_check(stem, number, changed, where, expected):
-    nb, catalog = _lesson_and_catalog(stem)
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and number in cell_source(c)
-                and number in catalog["cells"][c["id"]]["ko"])
-    assert not build_korean.problems(stem, nb, catalog)
-    if where == "en":
-        cell["source"] = cell_source(cell).replace(number, changed)
-        catalog["cells"][cell["id"]]["en_sha256"] = english_hash(cell["source"])
-    else:
-        catalog["cells"][cell["id"]]["ko"] = catalog["cells"][cell["id"]]["ko"].replace(number, changed, 1)
-    found = build_korean.problems(stem, nb, catalog)
-    for slip in expected:
-        assert f"notebooks/{stem}.ipynb: cell {cell['id']} (markdown): numbers differ: {slip}" in found, found
-
-
-def test_a_translated_docstring_passes_and_changed_code_still_fails():
-    english = 'def add_one(x):\n    """Add one to x."""\n    return x + 1  # one more\n'
-    translated = 'def add_one(x):\n    """x에 1을 더합니다."""\n    return x + 1  # 하나 더\n'
-    assert build_korean.code_only(translated) == build_korean.code_only(english)
-    for changed in ('def add_one(x):\n    """x에 1을 더합니다."""\n    return x + 2  # 하나 더\n',  # the code
-                    'def add_one(x):\n    return x + 1\n',  # the docstring dropped
-                    'def add_one(x):\n    """x에 1을 더합니다."""\n    s = "one"\n    return x + 1\n'):  # a line added
-        assert build_korean.code_only(changed) != build_korean.code_only(english), changed
-    # a string that is not a docstring is code: translating it changes the program
-    assert build_korean.code_only('x = "one"\n') != build_korean.code_only('x = "하나"\n')
-
-
-def test_a_changed_line_in_a_cell_with_a_translated_docstring_fails_the_check():
-    stem = "05_training"
-    nb, catalog = _lesson_and_catalog(stem)
-    cell = next(c for c in nb["cells"] if "def warmup_cosine" in cell_source(c))
-    assert "워밍업" in catalog["cells"][cell["id"]]["ko"] and not build_korean.problems(stem, nb, catalog)
-    catalog["cells"][cell["id"]]["ko"] = catalog["cells"][cell["id"]]["ko"].replace("def warmup_cosine(", "def warmup(")
-    assert build_korean.problems(stem, nb, catalog) == [
-        f"notebooks/{stem}.ipynb: cell {cell['id']} (code): the translated code differs from the "
-        "English code (not only comments and docstrings)"]
 
 
 # --- the website's Korean pages, without Sphinx (the built site: tests/project/test_site.py)
