@@ -45,7 +45,8 @@ def test_readme_tables_are_rebuilt_from_the_stored_records_with_their_fit_checks
                      "xla": {"images_per_second": 150.0, "step_ms": 213.3}},
            "inference": {"plain": {"images_per_second": 300.0}, "xla": {"images_per_second": 450.0}},
            "shift_ops": [{"stage": 1, "shape": [8, 8, 8, 24], "function": "keras_io_shift", "microseconds": None,
-                          "not_run": "too few channels"}]}
+                          "not_run": "too few channels"},
+                         {"stage": 1, "shape": [32, 12, 12, 96], "function": "shift_channels", "microseconds": 500.0}]}
     checked = {**old, "date": "2026-01-02", "steps": 10, "epochs": 3, "warmup_steps": 3, "wall_seconds": 300.0,
                "cpu_seconds": 500.0, "fit_check": {
                    "benchmark_images_per_second": 880.0, "fit_images_per_second": 1000.0, "ratio": 0.88,
@@ -69,6 +70,7 @@ def test_readme_tables_are_rebuilt_from_the_stored_records_with_their_fit_checks
     assert "3 epochs of 10 steps after a 3-step warm-up" in text
     assert "| per CPU second | 495.0 | 500.0 | 0.990 | yes |" in text and "verdict on the cpu basis" in text
     assert "| stage 1 (8, 8, 8, 24) | keras_io_shift | not run |" in text
+    assert "| stage 1 (32, 12, 12, 96) | shift_channels | 500.0 |" in text
 
 
 def test_agreement_check_fails_when_the_benchmark_is_off_by_more_than_ten_percent(bench):
