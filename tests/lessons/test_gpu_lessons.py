@@ -2,14 +2,12 @@
 
 Their behaviour is tested in tests/notebook/test_learner_runs.py (runs root, model choice),
 test_timing.py (estimates) and tests/tools/test_runs.py (re-running a training cell: reuse=True);
-these checks keep the lessons wired to it.
+these checks run the lessons' own cells against stand-ins (what a learner sees, not how a cell spells it).
 """
 
 import json
 import re
 from pathlib import Path
-
-import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -20,13 +18,6 @@ def _cells(name):
 
 def _code(name):
     return ["".join(cell["source"]) for cell in _cells(name) if cell["cell_type"] == "code"]
-
-
-@pytest.mark.parametrize("name", sorted(path.stem for path in NOTEBOOKS.glob("*.ipynb")))
-def test_no_lesson_deletes_a_folder(name):
-    # A re-run reads a finished run back, resumes an interrupted one, or uses overwrite=True,
-    # which removes only the files a run writes.
-    assert not [source for source in _code(name) if "rmtree" in source]
 
 
 def _printed(cell):
@@ -47,14 +38,12 @@ def test_lesson05_shows_timings_and_an_estimate_before_it_trains_and_says_where_
     assert printed[training].startswith("runs go to ")
 
 
-def test_time_cards_give_estimates_with_a_source_and_lessons_06_07_use_the_learners_runs():
+def test_time_cards_give_gpu_estimates_with_a_source():
     for name in ("05_training", "07_attention_vs_shift"):
         card = "".join(_cells(name)[0]["source"])
         full_row = next(line for line in card.splitlines() if line.startswith("| Full mode"))
         # a GPU figure comes from a source: the keras-io example's logs, or the project's H200 record
         assert "estimate" in full_row and ("keras-io" in full_row or "H200" in full_row) and "hours" not in full_row
-    assert any("learners_best_model(" in source and "sv.load_model(best)" in source for source in _code("06_inference"))
-    assert any("runs_root(" in source and "run_comparison(" in source for source in _code("07_attention_vs_shift"))
 
 
 def test_lesson07_reads_back_the_comparison_its_full_mode_saves(tmp_path, capsys):
