@@ -20,7 +20,7 @@ The tests mirror the library (:func:`test_house_problems`): ``tests/core``, ``te
 ``tests/notebook`` hold one ``test_<module>.py`` for each module of their layer and no other test
 file; a test folder imports only its layer and below (the helpers beside them, only the core);
 test code is at most :data:`TEST_BUDGET` times the library's code lines. Scripts, the website and
-the benchmarks use the library through public names only (:func:`private_name_uses`).
+the benchmarks use the library through public names only, and no module of it another's private names (:func:`private_name_uses`).
 
 The checker is tested too: on tiny fake packages and trees with a cycle, a module importing upward,
 each budget overrun, a test file named after a round or a missing module, a test importing above
@@ -425,25 +425,29 @@ def house_problems(repo: Path, package_name: str, tests_name: str = "tests",
 OUTSIDE = ("scripts", "website", "benchmarks", "animations", ".ci")  # code that uses the library from outside
 
 
-def private_name_uses(path: Path, package_name: str) -> list[str]:
-    """Where a file outside the package names a private (``_name``) module or name of it."""
+def private_name_uses(path: Path, package_name: str, own_modules: frozenset[str] = frozenset()) -> list[str]:
+    """Where ``path`` names a private (``_name``) module or name of the package: imported, or read off a
+    name bound to the package or one of its modules. Inside the package, its own private *modules*
+    (``own_modules``: ``_startup``) are files whose layer the checks above keep."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    modules = set()  # local names bound to the package or one of its modules
+    imports = [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
+    bound = {alias.asname or (alias.name.split(".")[0] if isinstance(node, ast.Import) else alias.name)
+             for node in imports for alias in node.names
+             if (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0] == package_name}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             dotted = [alias.name for alias in node.names if alias.name.split(".")[0] == package_name]
-            modules |= {alias.asname or alias.name.split(".")[0] for alias in node.names
-                        if alias.name.split(".")[0] == package_name}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == package_name:
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package_name:
             dotted = [f"{node.module}.{alias.name}" for alias in node.names]
-            modules |= {alias.asname or alias.name for alias in node.names}
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
             dotted = [f"{node.value.id}.{node.attr}"]
         else:
             continue
-        found += [f"{path.name}:{node.lineno} uses {name}" for name in dotted
-                  if any(part.startswith("_") and not part.startswith("__") for part in name.split("."))]
+        # after a bound name or an own module only the last part counts: the rest was checked on import
+        found += [f"{path.name}:{node.lineno} uses {name}" for name in dotted if name not in own_modules and any(
+            part.startswith("_") and not part.startswith("__") for part in
+            (name.rpartition(".")[2:] if name.rpartition(".")[0] in own_modules | bound else name.split(".")))]
     return found
 
 
@@ -640,44 +644,18 @@ def test_the_side_effect_check_sees_a_planted_change(plant, expected):
     assert found == {"outcome": "imported", **expected}
 
 
-# --------------------------------------------------------------------------- no private name crosses a module
-def private_imports(package_dir: Path) -> list[str]:
-    """Each use of another module's private (``_name``) name: imported by name, or read as
-    ``module._name`` off an imported package module. Private *modules* (``_startup``) are
-    files of the package, whose layer the checks above keep."""
-    modules = package_modules(package_dir)
-    known, found = set(modules), []
-    for module, path in modules.items():
-        tree = ast.parse(path.read_text(), filename=str(path))
-        aliases = {}  # local name -> package module, for `import a.b as m` and `from a import b`
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                aliases.update({alias.asname or alias.name.split(".")[0]: alias.name for alias in node.names
-                                if alias.name.split(".")[0] == package_dir.name})
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package_dir.name:
-                for alias in node.names:
-                    full = f"{node.module}.{alias.name}"
-                    if full in known:
-                        aliases[alias.asname or alias.name] = full
-                    elif alias.name.startswith("_") and not alias.name.startswith("__"):
-                        found.append(f"{module} imports {alias.name} from {node.module}")
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                    and node.value.id in aliases and node.attr.startswith("_") and not node.attr.startswith("__"):
-                found.append(f"{module} reads {aliases[node.value.id]}.{node.attr}")
-    return sorted(set(found))
-
-
 def test_no_module_uses_another_modules_private_names(tmp_path):
-    assert private_imports(REPO / "shiftvit_lib") == []
+    def private_uses(package_dir: Path) -> list[str]:
+        modules = package_modules(package_dir)
+        return [problem for path in modules.values()
+                for problem in private_name_uses(path, package_dir.name, frozenset(modules))]
+
+    assert private_uses(REPO / "shiftvit_lib") == []
     planted = {
         "model.py": "from fakepkg.shapes import _hidden\n",
         "tools/runs.py": "from fakepkg import model\n\ndef go():\n    return model._builder\n",
         "tools/helpers.py": "import fakepkg.shapes as shapes\nX = shapes._CACHE\n",
     }
-    assert private_imports(_fake_package(tmp_path, {**SOUND, **planted})) == [
-        "fakepkg.model imports _hidden from fakepkg.shapes",
-        "fakepkg.tools.helpers reads fakepkg.shapes._CACHE",
-        "fakepkg.tools.runs reads fakepkg.model._builder",
-    ]
-    assert private_imports(_fake_package(tmp_path / "sound", SOUND)) == []  # `from fakepkg import _startup`
+    assert private_uses(_fake_package(tmp_path, {**SOUND, **planted})) == [
+        "model.py:1 uses fakepkg.shapes._hidden", "helpers.py:2 uses shapes._CACHE", "runs.py:4 uses model._builder"]
+    assert private_uses(_fake_package(tmp_path / "sound", SOUND)) == []  # `from fakepkg import _startup`
