@@ -5,7 +5,6 @@ import importlib.util
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from fakes import tiny_splits
 
@@ -43,35 +42,25 @@ def test_final_record_reads_the_test_split_plain_and_with_tta_beside_it(model_an
     assert search_record["test"] == {"accuracy": 0.5}, "the search record itself must stay as it was"
 
 
-def test_main_refuses_an_unfinished_run_and_a_second_look_at_the_test_set(tmp_path, capsys):
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "run.json").write_text(json.dumps({"best_val_accuracy": 0.5}))
-    with pytest.raises(SystemExit):
-        final_script.main([str(run), "--data", "x", "--out", str(tmp_path / "final")])
-    assert "not a finished run (no history.csv, best.keras)" in capsys.readouterr().err
-
-    for name in ("history.csv", "best.keras"):
-        (run / name).write_text("x")
-    out = tmp_path / "final"
-    out.mkdir()
-    (out / "run.json").write_text("{}")
-    with pytest.raises(SystemExit):
-        final_script.main([str(run), "--data", "x", "--out", str(out)])
-    assert "the test set was read for it already" in capsys.readouterr().err
-    assert (out / "run.json").read_text() == "{}", "the existing record must be left as it was"
-    assert np.all([p.name != "best.keras" for p in out.iterdir()])
-
-
-def test_every_read_is_logged_and_a_second_read_of_the_same_model_refused(tmp_path, monkeypatch, model_and_data):
+def test_main_refuses_an_unfinished_run_and_any_second_look_at_the_test_set_and_logs_the_read(
+        tmp_path, capsys, monkeypatch, model_and_data):
     model, data = model_and_data
-    run = tmp_path / "run"
+    run, log = tmp_path / "run", tmp_path / "reads.jsonl"
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"best_val_accuracy": 0.5, "train_seconds": 1.0}))
+    with pytest.raises(SystemExit):
+        final_script.main([str(run), "--data", "x", "--out", str(tmp_path / "final")], log=log)
+    assert "not a finished run (no history.csv, best.keras)" in capsys.readouterr().err
     (run / "history.csv").write_text("epoch\n0\n")
     model.save(run / "best.keras")
     monkeypatch.setattr(final_script, "load_cifar10", lambda *args, **kwargs: data)
-    log = tmp_path / "reads.jsonl"
+    out = tmp_path / "final"  # a record there already: the test set was read for it
+    out.mkdir()
+    (out / "run.json").write_text("{}")
+    with pytest.raises(SystemExit):
+        final_script.main([str(run), "--data", "x", "--out", str(out)], log=log)
+    assert "the test set was read for it already" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["run.json"] and (out / "run.json").read_text() == "{}"
     assert final_script.main([str(run), "--data", "x", "--out", str(tmp_path / "first")], log=log) == 0
     (entry,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert entry["test_top1"] == 1.0 and entry["script"] == "scripts/cpu_final_record.py"
