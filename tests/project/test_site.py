@@ -169,32 +169,25 @@ def test_a_broken_notebook_leaves_the_last_site_whole(tiny_repo, tmp_path):
     assert (site / "sub" / "page.html").read_text() == "old" and sorted(p.name for p in builds.iterdir()) == ["site"]
 
 
-@pytest.mark.parametrize("where", ["checkout", "ancestor", "home", "root", "mount point"])
-def test_the_checkout_its_ancestors_home_root_and_a_mount_point_are_refused(tmp_path, monkeypatch, where):
-    checkout, home = tmp_path / "work" / "repo", tmp_path / "home" / "me"
-    for folder in (checkout, home):
+@pytest.mark.parametrize("where, flag", [
+    ("checkout", "--out"), ("ancestor", "--out"), ("ancestor", "--stage"), ("home", "--out"), ("root", "--out"),
+    ("mount point", "--stage"), ("a folder of yours", "--out"), ("a folder of yours", "--stage"),
+])
+def test_the_build_refuses_the_checkout_its_ancestors_home_root_a_mount_point_and_a_folder_of_yours(
+        tmp_path, monkeypatch, capsys, where, flag):
+    home, mine, other = tmp_path / "home" / "me", tmp_path / "mydocs", tmp_path / "other"
+    for folder in (home, mine):
         folder.mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    folder = {"checkout": checkout, "ancestor": checkout.parent, "home": home, "root": Path("/"),
-              "mount point": Path("/proc")}[where]
-    with pytest.raises(site_build.SiteError, match="will not write into") as refused:
-        site_build.check_output_folder(folder, checkout)
-    assert str(folder) in one_line(refused.value) and checkout.is_dir() and home.is_dir()
-
-
-def test_the_website_build_refuses_a_folder_it_did_not_make_and_the_checkout(tmp_path, capsys):
-    mine = tmp_path / "mydocs"
-    mine.mkdir()
     (mine / "thesis.tex").write_text("work")
-    site, stage = str(tmp_path / "site"), str(tmp_path / "stage")
-    for arguments in (["--out", str(mine), "--stage", stage], ["--stage", str(mine), "--out", site],
-                      ["--out", str(REPO), "--stage", stage], ["--out", str(REPO.parent), "--stage", stage],
-                      ["--stage", str(REPO.parent), "--out", site], ["--out", "/", "--stage", stage]):
-        assert site_build.main(arguments) == 1, arguments
-        error = capsys.readouterr().err.strip()
-        assert error.startswith("error: website/build.py will not") and "\n" not in error, error
-    assert (mine / "thesis.tex").read_text() == "work"
-    assert not (tmp_path / "site").exists() and not Path(f"{REPO.parent}-doctrees").exists()  # nothing made
+    monkeypatch.setenv("HOME", str(home))
+    folder = {"checkout": REPO, "ancestor": REPO.parent, "home": home, "root": Path("/"),
+              "mount point": Path("/proc"), "a folder of yours": mine}[where]
+    assert site_build.main([flag, str(folder), "--stage" if flag == "--out" else "--out", str(other)]) == 1
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"error: website/build.py will not {'replace' if folder == mine else 'write into'} "
+                            f"{folder}") and "\n" not in error, error
+    assert (mine / "thesis.tex").read_text() == "work" and home.is_dir() and REPO.is_dir()
+    assert not other.exists() and not Path(f"{folder}-doctrees").exists()  # nothing made
 
 
 @pytest.mark.parametrize("target", ["../../outside.png", "/OUTSIDE/outside.png", "link.png"])
