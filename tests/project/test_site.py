@@ -115,16 +115,25 @@ HTML_SCRIPT = {"output_type": "display_data", "metadata": {},
 
 @pytest.mark.parametrize("notebook, readme, refused", [
     (_notebook("# 01\n\n![plot](https://example.org/plot.png)"), README,
-     r"01_remote.ipynb loads from the internet.*example.org/plot.png"),  # a remote image
+     r"01_x.ipynb loads from the internet.*example.org/plot.png"),  # a remote image
     (_notebook("# 01", outputs=[HTML_SCRIPT]), README, r"cdn.example.org/x.js"),  # a remote script
     (None, README.replace(site_build.RESULTS_MARKER, ""), "results-table"),  # the results marker is required
-])
-def test_a_remote_image_or_script_or_a_readme_without_results_is_refused(tiny_repo, tmp_path, notebook, readme, refused):
+    # an image that leaves the checkout: by climbing out, by an absolute path, through a link
+    *[(_notebook(f"# 01\n\n![plot]({target})"), README, f"{re.escape(target)}.*outside the checkout")
+      for target in ("../../outside.png", "/OUTSIDE/outside.png", "link.png")],
+], ids=lambda value: value if isinstance(value, str) and len(value) < 60 else None)
+def test_a_remote_file_an_image_outside_the_checkout_or_a_readme_without_results_is_one_line(
+        tiny_repo, tmp_path, notebook, readme, refused):
+    (tmp_path / "outside.png").write_bytes(b"not the project's")
+    (tiny_repo / "notebooks" / "link.png").symlink_to(tmp_path / "outside.png")
     if notebook:
-        (tiny_repo / "notebooks" / "01_remote.ipynb").write_text(json.dumps(notebook))
+        text = json.dumps(notebook).replace("/OUTSIDE", str(tmp_path))
+        (tiny_repo / "notebooks" / "01_x.ipynb").write_text(text)
     (tiny_repo / "README.md").write_text(readme)
-    with pytest.raises(site_build.SiteError, match=refused):
+    with pytest.raises(site_build.SiteError) as error:
         site_build.stage_sources(tmp_path / "stage", tiny_repo)
+    assert re.search(refused.replace("/OUTSIDE", str(tmp_path)), one_line(error.value)), error.value
+    assert [p.name for p in (tmp_path / "stage").rglob("*.png")] == []
 
 
 # --------------------------------------------------------------------------- what a build may replace
@@ -188,19 +197,6 @@ def test_the_build_refuses_the_checkout_its_ancestors_home_root_a_mount_point_an
                             f"{folder}") and "\n" not in error, error
     assert (mine / "thesis.tex").read_text() == "work" and home.is_dir() and REPO.is_dir()
     assert not other.exists() and not Path(f"{folder}-doctrees").exists()  # nothing made
-
-
-@pytest.mark.parametrize("target", ["../../outside.png", "/OUTSIDE/outside.png", "link.png"])
-def test_an_image_link_that_leaves_the_checkout_is_one_line(tiny_repo, tmp_path, target):
-    (tmp_path / "outside.png").write_bytes(b"not the project's")
-    (tiny_repo / "notebooks" / "link.png").symlink_to(tmp_path / "outside.png")
-    target = target.replace("/OUTSIDE", str(tmp_path))
-    path = tiny_repo / "notebooks" / "01_out.ipynb"
-    path.write_text(json.dumps(_notebook(f"# 01\n\n![plot]({target})")))
-    with pytest.raises(site_build.SiteError, match="outside the checkout") as refused:
-        site_build.stage_sources(tmp_path / "stage", tiny_repo)
-    assert target in one_line(refused.value)
-    assert [p.name for p in (tmp_path / "stage").rglob("*.png")] == []
 
 
 def test_expected_gifs_come_from_the_stored_outputs():
