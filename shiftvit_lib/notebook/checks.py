@@ -26,8 +26,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from shiftvit_lib.layers import MLP, PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
 from shiftvit_lib.config import preset
+from shiftvit_lib.layers import MLP, PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
 from shiftvit_lib.model import build_shiftvit, stage_table
 from shiftvit_lib.schedules import WarmUpCosine
 from shiftvit_lib.shift import SHIFT_DIRECTIONS, shift_channels
