@@ -186,39 +186,27 @@ def test_each_scene_renders_an_mp4_and_a_small_looping_gif_that_end_on_its_contr
 
 
 @pytest.mark.slow
-def test_the_shift_scene_ends_showing_the_formulas_output_for_its_parameters(rendered):
-    """ShiftOperation(size=..., channels=..., num_div=..., shift_pixel=...) draws that shift."""
-    from animations import render
+def test_the_shift_scene_draws_the_formulas_output_and_its_control_rejects_a_wrong_direction(rendered, monkeypatch):
+    """ShiftOperation(size=..., channels=..., num_div=..., shift_pixel=...) draws that shift; with left and
+    right swapped in the formula, the scene draws the broken shift and its last frame fails the control."""
+    from animations import render, shift_operation
     from animations.shift_operation import NUM_DIV, SHIFT_PIXEL, example_feature_map, shift_feat
 
-    expected = shift_feat(example_feature_map(), NUM_DIV, SHIFT_PIXEL)
-    np.testing.assert_array_equal(rendered["ShiftOperation"].scene.shown, expected)
+    np.testing.assert_array_equal(rendered["ShiftOperation"].scene.shown,
+                                  shift_feat(example_feature_map(), NUM_DIV, SHIFT_PIXEL))
     other = render.render_scene("ShiftOperation", "low", size=6, channels=8, num_div=4, shift_pixel=2)
     np.testing.assert_array_equal(other.scene.shown, shift_feat(example_feature_map(6, 8), 4, 2))
-    mean, changed = frame_difference(other.last_frame, load_control("shift_operation"))
-    assert changed > 2 * MAX_CHANGED_FRACTION, (mean, changed)  # a different picture
-
-
-@pytest.mark.slow
-def test_control_comparison_catches_a_wrong_shift_direction(manim, monkeypatch):
-    """Render ShiftOperation with left and right swapped: it must NOT match the control."""
-    from animations import render, shift_operation
-
-    correct = shift_operation.shift_feat
 
     def swapped_left_right(x, num_div, shift_pixel=1):
         g = x.shape[-1] // num_div
         order = np.r_[g : 2 * g, 0:g, 2 * g : x.shape[-1]]  # feed channel group 1 to the "left" slot
-        return correct(x[..., order], num_div, shift_pixel)[..., order]
+        return shift_feat(x[..., order], num_div, shift_pixel)[..., order]
 
     monkeypatch.setattr(shift_operation, "shift_feat", swapped_left_right)
     broken = render.render_scene("ShiftOperation", quality="low")  # last frame only: fast
-    # The scene faithfully draws what the (broken) formula returns ...
-    x = shift_operation.example_feature_map()
-    np.testing.assert_array_equal(broken.scene.shown, swapped_left_right(x, shift_operation.NUM_DIV))
-    # ... and the control comparison rejects that picture by a wide margin.
+    np.testing.assert_array_equal(broken.scene.shown, swapped_left_right(example_feature_map(), NUM_DIV))
     mean, changed = frame_difference(broken.last_frame, load_control("shift_operation"))
-    assert changed > 2 * MAX_CHANGED_FRACTION, (mean, changed)
+    assert changed > 2 * MAX_CHANGED_FRACTION, (mean, changed)  # rejected by a wide margin
 
 
 @pytest.mark.parametrize("stem", sorted(SCENES.values()))
