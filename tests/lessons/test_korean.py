@@ -215,7 +215,7 @@ def test_one_changed_english_cell_is_named_by_the_check_listed_to_translate_and_
     stem = "02_shift_operation"
     path = root / "notebooks" / f"{stem}.ipynb"
     nb, catalog = json.loads(path.read_text(encoding="utf-8")), load_catalog(stem)
-    # a markdown cell that is translated in the catalogue and fresh, so the edit is what makes it stale
+    # a markdown cell that is translated in the catalogue and fresh (its hash), so the edit is what makes it stale
     cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and c["id"] in catalog["cells"]
                 and catalog["cells"][c["id"]]["en_sha256"] == english_hash(cell_source(c)))
 
@@ -223,7 +223,6 @@ def test_one_changed_english_cell_is_named_by_the_check_listed_to_translate_and_
         env = {**os.environ, "PYTHON": sys.executable, "SHIFTVIT_VENV": str(tmp_path / "venv-never-made")}
         return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120)
 
-    assert cell["id"] not in run(sys.executable, "scripts/build_korean.py", "--check").stdout
     cell["source"] = cell_source(cell) + "\nOne more English sentence."
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     stale = f"notebooks/{stem}.ipynb: cell {cell['id']} (markdown): stale"
