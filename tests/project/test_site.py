@@ -404,15 +404,21 @@ def test_every_lesson_has_a_page_in_order_and_the_home_and_results_pages_show_th
 
 
 @pytest.mark.slow
-def test_math_is_mathml_and_nothing_loads_from_outside(built_site):
+def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and_offers_its_notebook(built_site):
     for page in _lesson_pages():
-        html = (built_site / page).read_text()
-        notebook = json.loads((REPO / page.replace(".html", ".ipynb")).read_text())
+        html, stem = (built_site / page).read_text(), Path(page).stem
+        notebook = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text())
         markdown = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
         if re.search(r"\$[^$\s][^$]*\$", markdown):
             assert "<math" in html, page
         assert not re.search(r"""<(?:script|link|img)\s[^>]*(?:src|href)=["'](?:https?:)?//""", html), page
         assert not re.search(r"<script[^>]*mathjax", html, re.I), page  # math needs no script
+        # site-fixes.js everywhere; the search index is loaded by the search page only (issue 37)
+        assert "site-fixes.js" in html and "searchindex.js" not in html, page
+        # issue 37: the GIFs are files, not base64 text in the pages; the GitHub button opens the page's
+        # notebook, the download is the repository's notebook
+        assert "data:image/gif" not in html and f"{site_build.GITHUB}/blob/main/notebooks/{stem}.ipynb" in html, page
+        assert f'href="../_sources/notebooks/{stem}.ipynb"' in html
     # Issue 25: the shift, the block, the schedule, AdamW, the parameter and receptive-field counts.
     cells = {cell["id"]: path.stem for path in sorted(NOTEBOOKS.glob("*.ipynb"))
              for cell in json.loads(path.read_text())["cells"] if cell.get("id", "").startswith("math-")}
@@ -421,32 +427,21 @@ def test_math_is_mathml_and_nothing_loads_from_outside(built_site):
                  for stem in set(cells.values()))
     assert blocks >= 6, blocks
     assert sum(len(re.findall(r"<math[\s>]", (built_site / page).read_text())) for page in _lesson_pages()) >= blocks
-
-
-@pytest.mark.slow
-def test_every_page_loads_the_sites_fixes_is_light_and_offers_the_repositorys_notebook(built_site):
     # site-fixes.js: copy buttons on code boxes; search-summaries.js (the search page only, issue 37):
     # summaries from one small file, without menus, from file:// too
     assert "shiftvit-copy" in (built_site / "_static" / "site-fixes.js").read_text()
-    for page in ["index.html", "search.html", *_lesson_pages()]:
+    for page in ["index.html", "search.html"]:
         assert "site-fixes.js" in (built_site / page).read_text(), page
     search = (built_site / "search.html").read_text()
     assert "search-summaries-data.js" in search and "search-summaries.js" in search
     assert "SHIFTVIT_SUMMARIES" in (built_site / "_static" / "search-summaries.js").read_text()
-    # Issue 37: Font Awesome's 1.56 MB script is gone, its fonts cut to the icons in use; the GIFs
-    # are files, not base64 text in the pages; the GitHub button opens the page's notebook, the
-    # download is the repository's notebook (the Korean one too: its badge path works); a language
-    # switch on the results and search pages too.
+    # Issue 37: Font Awesome's 1.56 MB script is gone, its fonts cut to the icons in use; the Korean
+    # notebooks are downloads too (their badge path works); a language switch on the results and search pages.
     assert (built_site / "_static" / "scripts" / "fontawesome.js").stat().st_size < 1000
     for font in (built_site / "_static" / "vendor" / "fontawesome" / "webfonts").glob("*.woff2"):
         assert font.stat().st_size < 20_000, font
     assert 0 < (built_site / "_static" / "fonts" / "shiftvit-math.woff2").stat().st_size < 150_000
     assert list((built_site / "_gifs").glob("*.gif"))
-    for page in _lesson_pages():
-        html, stem = (built_site / page).read_text(), Path(page).stem
-        assert "searchindex.js" not in html  # the search index is loaded by the search page only
-        assert "data:image/gif" not in html and f"{site_build.GITHUB}/blob/main/notebooks/{stem}.ipynb" in html, page
-        assert f'href="../_sources/notebooks/{stem}.ipynb"' in html
     for notebook in [*sorted(NOTEBOOKS.glob("*.ipynb")), *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
         download = built_site / "_sources" / notebook.relative_to(REPO)
         assert download.read_bytes() == notebook.read_bytes(), notebook.name
