@@ -47,7 +47,7 @@ def run_parameter_cell(environ: dict[str, str]) -> dict:
     return namespace
 
 
-def test_the_section_ships_switched_off_with_other_numbers_than_the_gif():
+def test_the_section_ships_switched_off_with_other_numbers_than_the_gif_and_ci_switches_it_on():
     shipped = run_parameter_cell({})
     assert shipped["RENDER_ANIMATION"] is False, "the lesson must run without Manim as shipped"
     assert run_parameter_cell({"SHIFTVIT_RENDER_ANIMATION": "1"})["RENDER_ANIMATION"] is True
@@ -56,10 +56,7 @@ def test_the_section_ships_switched_off_with_other_numbers_than_the_gif():
     params = cell_source("render-params")
     assert "manim==" in params and "libpango1.0-dev" in params
     assert -1 < params.find("apt-get -qq update") < params.find("apt-get -qq install"), "a fresh VM's lists first"
-
-
-def test_ci_switches_the_render_on_where_manim_is_installed():
-    run_sh = (REPO / "run.sh").read_text()
+    run_sh = (REPO / "run.sh").read_text()  # CI switches the render on, where manim is installed
     tests_function = run_sh[run_sh.index("run_tests() {") :]
     assert "SHIFTVIT_RENDER_ANIMATION=1" in tests_function[: tests_function.index("\n}")]
     assert "anim" in run_sh[run_sh.index("EXTRAS=") :].split("\n", 1)[0]

@@ -40,6 +40,8 @@ def test_final_record_reads_the_test_split_plain_and_with_tta_beside_it(model_an
     assert record["best_val_accuracy"] == 0.5 and record["train_seconds"] == 12.0  # the search's, kept
     assert "chosen on the validation split" in record["data_source"]
     assert search_record["test"] == {"accuracy": 0.5}, "the search record itself must stay as it was"
+    reads = final_script.guard_test_split.reads()  # the repository's log of the reads so far
+    assert reads and all({"time", "commit", "script", "model", "test_top1"} <= set(read) for read in reads)
 
 
 def test_main_refuses_an_unfinished_run_and_any_second_look_at_the_test_set_and_logs_the_read(
@@ -69,9 +71,3 @@ def test_main_refuses_an_unfinished_run_and_any_second_look_at_the_test_set_and_
     with pytest.raises(SystemExit, match="read for this model already"):  # another --out: still refused
         final_script.main([str(run), "--data", "x", "--out", str(tmp_path / "second")], log=log)
     assert not (tmp_path / "second").exists() and len(log.read_text().splitlines()) == 1
-
-
-def test_the_repository_log_records_the_reads_so_far():
-    reads = final_script.guard_test_split.reads()
-    assert reads, "results/test_split_reads.jsonl is missing"
-    assert all({"time", "commit", "script", "model", "test_top1"} <= set(read) for read in reads)
