@@ -499,14 +499,13 @@ def test_the_tests_grow_no_further_while_they_are_cut():
     assert lines <= TEST_CEILING, f"tests/ has {lines:,} code lines, over {TEST_CEILING:,}: merge cases into tables"
 
 
-def test_scripts_website_and_benchmarks_use_only_public_names():
-    paths = [path for folder in OUTSIDE for path in sorted((REPO / folder).rglob("*.py"))]
-    assert len(paths) > 20 and [problem for path in paths for problem in private_name_uses(path, "shiftvit_lib")] == []
-
-
-def test_every_file_the_project_writes_goes_through_files_py():
-    paths = [path for folder in WRITING for path in sorted((REPO / folder).rglob("*.py")) if path.name != "files.py"]
-    assert len(paths) > 40 and [problem for path in paths for problem in unsafe_writes(path)] == []
+@pytest.mark.parametrize("folders, problems", [
+    (OUTSIDE, lambda path: private_name_uses(path, "shiftvit_lib")),  # the library through public names only
+    (WRITING, unsafe_writes),  # every file the project writes goes through files.py
+], ids=["public names", "writes"])
+def test_the_code_uses_the_library_by_public_names_and_writes_through_files_py(folders, problems):
+    paths = [path for folder in folders for path in sorted((REPO / folder).rglob("*.py")) if path.name != "files.py"]
+    assert len(paths) > 20 and [problem for path in paths for problem in problems(path)] == []
 
 
 @pytest.mark.parametrize(("code", "unsafe"), [
