@@ -620,22 +620,24 @@ def test_with_the_backend_logs_shown_importing_still_changes_nothing():
     assert _import_in_child(SHIFTVIT_SHOW_BACKEND_LOGS="1")[0] == _import_in_child(module="keras")[0]
 
 
-def test_a_backend_keras_cannot_load_is_an_error_on_import_never_an_exit():
-    found, _ = _import_in_child(KERAS_BACKEND="tensorfow")
-    assert found == {"outcome": "BackendChoiceError", "changed": [], "environ": {}}
-
-
 @pytest.mark.parametrize(
-    ("plant", "expected"),
+    ("plant", "module", "environ", "expected"),
     [
-        ("os.environ['SHIFTVIT_PLANTED'] = '1'", {"changed": ["environ"], "environ": {"SHIFTVIT_PLANTED": "1"}}),
-        ("os.dup2(os.open(os.devnull, os.O_WRONLY), 2)", {"changed": ["fd2"], "environ": {}}),
-        ("logging.getLogger('tensorflow').setLevel('ERROR')", {"changed": ["loggers"], "environ": {}}),
+        # a backend Keras cannot load is an error on import, never an exit, and changes nothing
+        ("", "shiftvit_lib", {"KERAS_BACKEND": "tensorfow"}, {"outcome": "BackendChoiceError", "changed": [],
+                                                              "environ": {}}),
+        # the check sees a planted change (importing os changes nothing; the plant does)
+        ("os.environ['SHIFTVIT_PLANTED'] = '1'", "os", {},
+         {"outcome": "imported", "changed": ["environ"], "environ": {"SHIFTVIT_PLANTED": "1"}}),
+        ("os.dup2(os.open(os.devnull, os.O_WRONLY), 2)", "os", {}, {"outcome": "imported", "changed": ["fd2"],
+                                                                    "environ": {}}),
+        ("logging.getLogger('tensorflow').setLevel('ERROR')", "os", {},
+         {"outcome": "imported", "changed": ["loggers"], "environ": {}}),
     ],
 )
-def test_the_side_effect_check_sees_a_planted_change(plant, expected):
-    found, _ = _import_in_child(plant, module="os")  # importing os changes nothing; the plant does
-    assert found == {"outcome": "imported", **expected}
+def test_a_bad_backend_is_an_error_on_import_and_the_side_effect_check_sees_a_planted_change(plant, module, environ,
+                                                                                             expected):
+    assert _import_in_child(plant, module=module, **environ)[0] == expected
 
 
 def test_no_module_uses_another_modules_private_names(tmp_path):
