@@ -620,24 +620,16 @@ def test_with_the_backend_logs_shown_importing_still_changes_nothing():
     assert _import_in_child(SHIFTVIT_SHOW_BACKEND_LOGS="1")[0] == _import_in_child(module="keras")[0]
 
 
-@pytest.mark.parametrize(
-    ("plant", "module", "environ", "expected"),
-    [
-        # a backend Keras cannot load is an error on import, never an exit, and changes nothing
-        ("", "shiftvit_lib", {"KERAS_BACKEND": "tensorfow"}, {"outcome": "BackendChoiceError", "changed": [],
-                                                              "environ": {}}),
-        # the check sees a planted change (importing os changes nothing; the plant does)
-        ("os.environ['SHIFTVIT_PLANTED'] = '1'", "os", {},
-         {"outcome": "imported", "changed": ["environ"], "environ": {"SHIFTVIT_PLANTED": "1"}}),
-        ("os.dup2(os.open(os.devnull, os.O_WRONLY), 2)", "os", {}, {"outcome": "imported", "changed": ["fd2"],
-                                                                    "environ": {}}),
-        ("logging.getLogger('tensorflow').setLevel('ERROR')", "os", {},
-         {"outcome": "imported", "changed": ["loggers"], "environ": {}}),
-    ],
-)
-def test_a_bad_backend_is_an_error_on_import_and_the_side_effect_check_sees_a_planted_change(plant, module, environ,
-                                                                                             expected):
-    assert _import_in_child(plant, module=module, **environ)[0] == expected
+@pytest.mark.parametrize(("plant", "module", "environ", "expected"), [
+    # a backend Keras cannot load is an error on import, never an exit, and changes nothing
+    ("", "shiftvit_lib", {"KERAS_BACKEND": "tensorfow"}, {"outcome": "BackendChoiceError", "changed": []}),
+    # the check sees a planted change (importing os changes nothing; the plant does)
+    ("os.environ['SHIFTVIT_PLANTED'] = '1'", "os", {}, {"changed": ["environ"], "environ": {"SHIFTVIT_PLANTED": "1"}}),
+    ("os.dup2(os.open(os.devnull, os.O_WRONLY), 2)", "os", {}, {"changed": ["fd2"]}),
+    ("logging.getLogger('tensorflow').setLevel('ERROR')", "os", {}, {"changed": ["loggers"]}),
+])
+def test_importing_with_a_bad_backend_or_a_planted_side_effect(plant, module, environ, expected):
+    assert _import_in_child(plant, module=module, **environ)[0] == {"outcome": "imported", "environ": {}, **expected}
 
 
 def test_no_module_uses_another_modules_private_names(tmp_path):
