@@ -66,25 +66,6 @@ def test_lesson07_reads_back_the_comparison_its_full_mode_saves(tmp_path, capsys
     assert f"record: {(namespace['run_root'] / 'comparison.json').as_posix()}" in capsys.readouterr().out
 
 
-def test_lesson05_data_parallel_child_does_not_preallocate_the_gpu(monkeypatch):
-    """The child JAX process of lesson 05's DataParallel demo gets an environment in which it takes
-    only the GPU memory it uses (the kernel's TensorFlow may hold the rest), on a GPU and on a CPU."""
-    import os
-    import subprocess
-    import sys
-    import types
-
-    cell = next(source for source in _code("05_training") if "DATA_PARALLEL_DEMO" in source)
-    for accelerator in (True, False):
-        seen = {}
-        monkeypatch.setattr(subprocess, "run", lambda *a, seen=seen, **k: seen.update(k) or types.SimpleNamespace(
-            stdout="ok", stderr=""))
-        exec(cell, {"os": os, "sys": sys, "settings": types.SimpleNamespace(accelerator=accelerator)})
-        env = seen["env"]
-        assert env["KERAS_BACKEND"] == "jax" and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
-        assert ("xla_force_host_platform_device_count=2" in env.get("XLA_FLAGS", "")) is not accelerator
-
-
 def _before_tensorflow_loads(name):
     """The lesson's code up to the first statement that imports keras, tensorflow or shiftvit_lib
     (which loads TensorFlow), with IPython's %magic lines left out."""
@@ -103,12 +84,26 @@ def _before_tensorflow_loads(name):
     return ast.unparse(ast.Module(body=kept, type_ignores=[]))
 
 
-def test_lesson05_lets_tensorflow_grow_its_gpu_memory_before_it_loads(monkeypatch):
+def test_lesson05_shares_the_gpu_between_its_tensorflow_and_its_data_parallel_child(monkeypatch):
     """TensorFlow takes the whole GPU by default; lesson 05's DataParallel child needs some of it. The
     lesson sets TF_FORCE_GPU_ALLOW_GROWTH=true (read when TensorFlow first uses a GPU; ignored on a CPU
-    and by the other backends) before anything loads TensorFlow, over a value set before (Colab may set one)."""
+    and by the other backends) before anything loads TensorFlow, over a value set before (Colab may set one),
+    and the child JAX process gets an environment in which it takes only the GPU memory it uses, on a GPU
+    and on a CPU."""
     import os
+    import subprocess
+    import sys
+    import types
 
     monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false")
     exec(_before_tensorflow_loads("05_training"), {"RECIPE": "quick"})
     assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+    cell = next(source for source in _code("05_training") if "DATA_PARALLEL_DEMO" in source)
+    for accelerator in (True, False):
+        seen = {}
+        monkeypatch.setattr(subprocess, "run", lambda *a, seen=seen, **k: seen.update(k) or types.SimpleNamespace(
+            stdout="ok", stderr=""))
+        exec(cell, {"os": os, "sys": sys, "settings": types.SimpleNamespace(accelerator=accelerator)})
+        env = seen["env"]
+        assert env["KERAS_BACKEND"] == "jax" and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+        assert ("xla_force_host_platform_device_count=2" in env.get("XLA_FLAGS", "")) is not accelerator
