@@ -66,7 +66,7 @@ def run_sh(sandbox: dict, job: str, **extra: str) -> subprocess.CompletedProcess
                           timeout=60, check=False)
 
 
-def test_main_installs_what_it_uses_quietly_and_says_what_it_will_do(sandbox):
+def test_main_installs_what_it_uses_quietly_says_what_it_will_do_and_names_a_failing_steps_log(sandbox):
     done = run_sh(sandbox, "main")
     assert done.returncode == 0, done.stdout + done.stderr
     calls = sandbox["calls"].read_text()
@@ -82,10 +82,7 @@ def test_main_installs_what_it_uses_quietly_and_says_what_it_will_do(sandbox):
     run_sh(sandbox, "setup")  # the tests' set-up adds Chromium
     install = [line for line in sandbox["calls"].read_text().splitlines() if line.startswith("apt-get install")]
     assert "chromium" not in install[0] and "chromium" in install[-1]
-
-
-def test_a_failing_step_names_its_log_and_shows_its_last_lines(sandbox):
-    done = run_sh(sandbox, "main", FAIL_PIP="1")
+    done = run_sh(sandbox, "main", FAIL_PIP="1")  # a failing step names its log and shows its last lines
     assert done.returncode == 1
     assert "error: pip install failed" in done.stderr and "build/setup.log" in done.stderr
     assert "Collecting package80" in done.stderr and "Collecting package1\n" not in done.stderr
