@@ -110,48 +110,6 @@ def test_quick_preset_learns_on_the_sample(tmp_path):
     assert run.record["train_images_per_second"] > 0
 
 
-KILLED_RUN = textwrap.dedent(
-    """
-    import os, sys, keras
-    sys.path.insert(0, {tests!r})
-    from fakes import tiny_splits
-    from shiftvit_lib import preset
-    from shiftvit_lib.tools.runs import train
-
-    class DieAfterSecondEpoch(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            if epoch == 1:
-                os._exit(17)  # like a Colab disconnect: no clean-up, no exception handling
-
-    kill = sys.argv[2] == "kill"
-    train(preset("quick", batch_size=32), tiny_splits(), sys.argv[1], epochs=4, verbose=0,
-          extra_callbacks=[DieAfterSecondEpoch()] if kill else [])
-    print("FINISHED")
-    """
-)
-
-
-@pytest.mark.slow
-@pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_killed_run_resumes_from_the_saved_epoch(tmp_path):
-    script = tmp_path / "run.py"
-    script.write_text(KILLED_RUN.format(tests=TESTS))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = tmp_path / "run"
-    first = subprocess.run([sys.executable, str(script), str(out), "kill"], env=env, capture_output=True, text=True, timeout=600)
-    assert first.returncode == 17, first.stderr[-2000:]
-    assert read_history_csv(out / "history.csv")["epoch"] == [0, 1]
-    assert (out / "backup").exists()
-
-    second = subprocess.run([sys.executable, str(script), str(out), "resume"], env=env, capture_output=True, text=True, timeout=600)
-    assert second.returncode == 0 and "FINISHED" in second.stdout, second.stderr[-2000:]
-    history = read_history_csv(out / "history.csv")
-    assert history["epoch"] == [0, 1, 2, 3]  # resumed at epoch 2, not from zero; 4 epochs in all
-    record = json.loads((out / "run.json").read_text())
-    assert record["resumed_from_epoch"] == 2 and record["epochs_run"] == 4
-    assert not (out / "backup").exists()  # a finished run cleans its backup
-
-
 @pytest.mark.slow
 def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
     # XLA splits the host CPU into two devices, so Keras' DataParallel, set as a lesson sets it
@@ -190,19 +148,6 @@ def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
     assert "DISTRIBUTED DataParallel (2,)" in result.stdout, result.stdout
     assert "EPOCHS 2" in result.stdout
     assert np.isfinite(float(result.stdout.split("LOSS")[1].split()[0]))
-
-
-def test_accelerator_detection_matches_the_backend_device_list():
-    # CPU-only machines (CI) must not be mistaken for GPU machines: the lessons pick
-    # quick or full mode from this answer.
-    import tensorflow as tf
-
-    from shiftvit_lib.tools.devices import accelerator_platform, recommended_mixed_precision
-
-    accelerators = tf.config.list_physical_devices("GPU") + tf.config.list_physical_devices("TPU")
-    assert (accelerator_platform() is not None) == bool(accelerators)
-    if not accelerators:
-        assert accelerator_platform() is None and recommended_mixed_precision() is None
 
 
 # --------------------------------------------------------------------------- run folders
@@ -256,8 +201,10 @@ def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_tw
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
+    # Lesson 05's training cell (reuse=True) after a disconnect (Colab: a KeyboardInterrupt).
     data, config = tiny_splits(), quick()
-    saved = interrupted(tmp_path, data, config, epochs=3, after=1)
+    saved = interrupted(tmp_path, data, config, epochs=3, after=1, error=KeyboardInterrupt, reuse=True)
+    assert not (tmp_path / "run.json").exists() and (tmp_path / "backup").exists()
     attempts = {
         "epochs (3 -> 5)": dict(config=config, data=data, epochs=5),
         "config.batch_size (32 -> 16)": dict(config=quick(batch_size=16), data=data, epochs=3),
@@ -273,27 +220,13 @@ def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
 
     # The same settings resume at epoch 1, and the schedule continues where it stopped.
     probe = _RecordResume()
-    run = train(config, data, tmp_path, epochs=3, extra_callbacks=[probe], **FAST)
+    run = train(config, data, tmp_path, epochs=3, extra_callbacks=[probe], reuse=True, **FAST)
     steps = len(data.y_train) // config.batch_size
     assert probe.seen["epoch"] == 1 and probe.seen["iterations"] == steps
     total = steps * 3
     expected_lr = warmup_cosine(steps, config.lr_start, config.lr_max, int(total * config.warmup_fraction), total)
     assert probe.seen["lr"] == pytest.approx(expected_lr, rel=1e-5)
     assert run.record["resumed_from_epoch"] == 1 and run.history["epoch"] == [0, 1, 2]
-
-
-@pytest.mark.slow
-@pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_history_rows_never_duplicate_when_the_backup_lags(tmp_path):
-    # Killed after history.csv got epoch 1's row but before the backup of epoch 1 was
-    # written: the resumed run redoes epoch 1 and its row is replaced, not repeated.
-    data, config = tiny_splits(), quick()
-    interrupted(tmp_path, data, config, epochs=3, after=2)
-    assert read_history_csv(tmp_path / "history.csv")["epoch"] == [0, 1]
-    (tmp_path / "backup" / "training_metadata.json").write_text(json.dumps({"epoch": 1, "batch": 0}))
-    run = train(config, data, tmp_path, epochs=3, **FAST)
-    assert run.history["epoch"] == [0, 1, 2]
-    assert run.record["resumed_from_epoch"] == 1
 
 
 @pytest.mark.slow
@@ -345,22 +278,15 @@ def test_a_mixed_label_run_trains_with_soft_targets_and_reports_hard_label_metri
     assert run.record["config"]["mixup_alpha"] == 0.8
 
 
-@pytest.mark.slow  # trains twice (~15 s): the full suite and the Colab run keep it
-@pytest.mark.colab
-def test_after_a_disconnect_reuse_resumes_from_the_last_finished_epoch(tmp_path):
-    data, config, out = tiny_splits(n_train=64), preset("quick", batch_size=32), tmp_path / "05_training_quick"
-    interrupted(out, data, config, epochs=3, after=2, error=KeyboardInterrupt, reuse=True)
-    assert not (out / "run.json").exists() and (out / "backup").exists()
-    run = train(config, data, out, epochs=3, reuse=True, **FAST)
-    assert run.record["resumed_from_epoch"] == 2 and run.history["epoch"] == [0, 1, 2]
-
-
 # ---- no crash leaves a run unrecoverable. The test kills training runs (kill -9) at each kind of
 # write (each file name a run renames into place, epoch numbers aside): before the rename, right
 # after it, or after a torn file was renamed into place. Every resume must finish the run or name
 # the damaged file, recover from the last readable epoch and hold each epoch once in the history.
 # The processes form a chain (each one resumes the run the previous one left killed, then starts
 # the next and is killed in it): each imports TensorFlow, about 15 s on 2 cores.
+# Among the kills: a run killed mid-run resumes from its saved epoch, not from zero, and a finished
+# run cleans its backup; a history row written before its backup is replaced, not repeated; a torn
+# backup is named, kept as .damaged, and the run resumes from the state before it.
 
 
 EPOCHS = 3
@@ -496,23 +422,6 @@ def test_runs_killed_at_each_of_their_writes_all_resume(tmp_path):
     # The cuts reached a fresh run, mid-run states and a finished training, torn files among them.
     assert {None, 0, 1, CRASH_EPOCHS} <= {expected for _, expected, _ in summary}, summary
     assert any(damaged for *_, damaged in summary), summary
-
-
-@pytest.mark.slow
-def test_a_torn_backup_is_named_and_the_run_resumes_from_the_state_before(tmp_path, capsys):
-    # Case 3: a backup torn by a crash (a kill during a non-atomic write, a disk error) made
-    # every resume stop with "Unable to synchronously open file (bad object header version
-    # number)", naming no file; the only way out was --overwrite, losing every epoch.
-    config, data = quick(), tiny_splits()
-    interrupted(tmp_path, data, config, epochs=3, after=2)
-    newest = max((tmp_path / BACKUP_DIR).glob("*.h5"), key=lambda path: path.stat().st_mtime_ns)
-    newest.write_bytes(newest.read_bytes()[:4096])  # torn: its first 4 kB reached the disk
-    capsys.readouterr()
-    run = train(config, data, tmp_path, epochs=3, **FAST)
-    err = capsys.readouterr().err
-    assert re.search(rf"warning: {re.escape(str(newest))} is damaged \(.+\); it is kept as ", err), err
-    assert run.record["resumed_from_epoch"] == 1  # the backup before the torn one
-    assert run.history["epoch"] == [0, 1, 2] and run.record["recovered"]
 
 
 def finished_run_folder(folder: Path) -> dict[str, bytes]:
