@@ -249,15 +249,20 @@ def test_archive_entries_outside_train_and_test_are_skipped_before_reading(tmp_p
     assert sorted(read) == sorted(class_folder_files())  # every image read once, nothing else
 
 
-@pytest.mark.parametrize("kind", ["zip", "tar.gz", "directory"])
-def test_an_image_file_over_the_size_cap_is_refused_by_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
-) -> None:
-    monkeypatch.setattr(data_sources, "MAX_IMAGE_FILE_BYTES", 4096)
+ONE_FILE_CAP = ({"MAX_IMAGE_FILE_BYTES": 4096}, r"train/cat/0000\.png is .* MiB, over the 0\.0 MiB")
+
+
+@pytest.mark.parametrize(("kind", "caps", "words"), [
+    ("zip", *ONE_FILE_CAP), ("tar.gz", *ONE_FILE_CAP), ("directory", *ONE_FILE_CAP),
+    ("zip", {"MAX_TOTAL_BYTES": 10_000}, r"add up to more than .*MiB"), ("zip", {"MAX_FILES": 10}, "more than 10 files"),
+])
+def test_data_over_a_size_cap_is_refused_by_name(tmp_path, monkeypatch, kind, caps, words) -> None:
+    for name, value in caps.items():
+        monkeypatch.setattr(data_sources, name, value)
     files = class_folder_files()
     files["train/cat/0000.png"] = encode(1, "PNG") + b"\0" * 8192  # a valid PNG with trailing bytes
     source = {"zip": write_zip, "tar.gz": write_tar_gz, "directory": write_tree}[kind](tmp_path / f"big.{kind}", files)
-    with pytest.raises(ValueError, match=r"train/cat/0000\.png is .* MiB, over the 0\.0 MiB"):
+    with pytest.raises(ValueError, match=words):
         load_cifar10(source, limit=3)
 
 
@@ -275,17 +280,6 @@ def test_a_zip_entry_that_understates_its_size_is_an_error_not_a_big_read(
 
     monkeypatch.setattr(zipfile.ZipFile, "infolist", lying_infolist)
     with pytest.raises(ValueError, match=r"ok\.zip is not a readable zip archive, damaged or truncated \(Bad CRC"):
-        load_cifar10(path)
-
-
-def test_the_total_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write_zip(tmp_path / "ok.zip", class_folder_files())
-    monkeypatch.setattr(data_sources, "MAX_TOTAL_BYTES", 10_000)
-    with pytest.raises(ValueError, match=r"add up to more than .*MiB"):
-        load_cifar10(path)
-    monkeypatch.setattr(data_sources, "MAX_TOTAL_BYTES", 2**30)
-    monkeypatch.setattr(data_sources, "MAX_FILES", 10)
-    with pytest.raises(ValueError, match="more than 10 files"):
         load_cifar10(path)
 
 
@@ -419,9 +413,12 @@ def test_explicit_keras_source_explains_a_failed_download(monkeypatch: pytest.Mo
 @pytest.mark.parametrize(("error", "delay", "words"), [
     (ConnectionRefusedError("refused for the test"), 0, ["www.cs.toronto.edu:443", "refused for the test"]),
     (TimeoutError("too late"), 3, ["no answer"]),  # like a DNS lookup that hangs: the check must not wait
-], ids=["refused", "silent host"])
-def test_reachability_check_reports_a_failure_and_never_hangs(monkeypatch, error, delay, words) -> None:
-    monkeypatch.setattr(data_sources, "_keras_cached_files", lambda: [])
+    (None, 0, ["cached"]),  # a cached download: no connection needed
+], ids=["refused", "silent host", "cached"])
+def test_reachability_check_reports_a_failure_and_never_hangs(monkeypatch, tmp_path, error, delay, words) -> None:
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    if error is None:
+        write_tree(tmp_path, {"datasets/cifar-10-batches-py-target_archive": b"x"})
     monkeypatch.setattr(data_sources.urllib.request, "getproxies", lambda: {})
 
     def connect(*args: object, **kwargs: object):
@@ -432,18 +429,7 @@ def test_reachability_check_reports_a_failure_and_never_hangs(monkeypatch, error
     start = time.monotonic()
     available, reason = data_sources.keras_cifar10_available(timeout_s=0.5)
     assert time.monotonic() - start < 2
-    assert not available and all(word in reason for word in words), reason
-
-
-def test_reachability_check_accepts_a_cached_download(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    cached = tmp_path / "datasets" / "cifar-10-batches-py-target_archive"
-    cached.parent.mkdir()
-    cached.write_bytes(b"x")
-    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
-    available, reason = data_sources.keras_cifar10_available()
-    assert available and "cached" in reason
+    assert available == (error is None) and all(word in reason for word in words), reason
 
 
 def write_tar(path: Path, files: dict[str, bytes], mode: str = "w") -> Path:
