@@ -14,7 +14,6 @@ import weakref
 from pathlib import Path
 
 import keras
-import numpy as np
 import pytest
 from fakes import png_bytes, tiny_splits
 from PIL import Image

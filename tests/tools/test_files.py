@@ -9,13 +9,12 @@ import os
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
-from fakes import one_line, unreadable_zip
+from fakes import one_line
 
-from shiftvit_lib.tools import files, inference
+from shiftvit_lib.tools import files
 from shiftvit_lib.tools.files import LOCK_FILE, RunFolderInUseError, run_folder_lock
 from website import build as site_build
 

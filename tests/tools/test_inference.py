@@ -19,14 +19,7 @@ import shiftvit_lib
 from shiftvit_lib import build_shiftvit, preset
 from shiftvit_lib.data import CIFAR10_CLASSES
 from shiftvit_lib.tools import inference
-from shiftvit_lib.tools.inference import (
-    ImageReadError,
-    load_image,
-    load_model,
-    predict_folder,
-    predict_probabilities,
-    save_model,
-)
+from shiftvit_lib.tools.inference import load_image, load_model, predict_folder, predict_probabilities
 
 DEMO_IMAGES = Path(shiftvit_lib.__file__).with_name("assets") / "demo_images"
 
@@ -101,17 +94,17 @@ def test_crop_keeps_the_centre_and_stretch_keeps_everything(tmp_path: Path) -> N
 # A file load_image refuses -> (its name, its bytes: None absent, "fifo" a named pipe, options, error, words).
 IMAGE_MISTAKES = {
     "missing": ("missing.png", None, {}, FileNotFoundError, "missing.png"),
-    "empty": ("empty.png", b"", {}, ImageReadError, "empty file"),
+    "empty": ("empty.png", b"", {}, inference.ImageReadError, "empty file"),
     "zero height": ("empty.png", b"", {"size": (0, 32)}, ValueError, "height must be a whole number"),
     "unknown fit": ("empty.png", b"", {"fit": "squash"}, ValueError, "fit"),
-    "GIF": ("other.gif", save(Image.new("RGB", (40, 40), (200, 10, 10)), "GIF"), {}, ImageReadError,
+    "GIF": ("other.gif", save(Image.new("RGB", (40, 40), (200, 10, 10)), "GIF"), {}, inference.ImageReadError,
             "a GIF image: only PNG and JPEG are read"),  # PNG and JPEG only
-    "PostScript": ("drawing.png", b"%!PS-Adobe-3.0\nnewpath 0 0 moveto showpage\n", {}, ImageReadError,
+    "PostScript": ("drawing.png", b"%!PS-Adobe-3.0\nnewpath 0 0 moveto showpage\n", {}, inference.ImageReadError,
                    "not an image despite its .png extension"),
-    "cut short": ("cut.png", save(Image.new("RGB", (32, 32), (9, 9, 9)), "PNG")[:60], {}, ImageReadError,
+    "cut short": ("cut.png", save(Image.new("RGB", (32, 32), (9, 9, 9)), "PNG")[:60], {}, inference.ImageReadError,
                   "corrupt or truncated PNG"),  # Pillow cannot decode it
-    "named pipe": ("c_pipe.jpg", "fifo", {}, ImageReadError, "not a regular file: a named pipe"),
-    "over the cap": ("big.png", save(photo_like(64, 64), "PNG"), {"cap": 1000}, ImageReadError,
+    "named pipe": ("c_pipe.jpg", "fifo", {}, inference.ImageReadError, "not a regular file: a named pipe"),
+    "over the cap": ("big.png", save(photo_like(64, 64), "PNG"), {"cap": 1000}, inference.ImageReadError,
                      r"file too large \(0\.0 MiB; the limit"),
 }
 
@@ -289,12 +282,12 @@ def test_the_real_shiftvit_model_predicts_the_demo_images_and_round_trips_throug
     shiftvit = build_shiftvit(preset("quick"))
     result = predict_folder(shiftvit, DEMO_IMAGES, top_k=3)
     assert len(result.predictions) == 6 and not result.failures
-    path = save_model(shiftvit, tmp_path / "models" / "shiftvit.keras")  # real weights pass the bomb check
+    path = inference.save_model(shiftvit, tmp_path / "models" / "shiftvit.keras")  # real weights pass the bomb check
     images = np.stack([load_image(p.path, 32) for p in result.predictions])
     np.testing.assert_allclose(load_model(path).predict(images, verbose=0),
                                shiftvit.predict(images, verbose=0), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match=r"must end in \.keras"):
-        save_model(shiftvit, tmp_path / "tiny.h5")
+        inference.save_model(shiftvit, tmp_path / "tiny.h5")
     with pytest.raises(TypeError, match="trust_saved_model"):  # the switch that ran a SavedModel's graph is gone
         load_model(path, trust_saved_model=True)
 

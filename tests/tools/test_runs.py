@@ -20,21 +20,8 @@ from reference import warmup_cosine
 
 from shiftvit_lib import preset
 from shiftvit_lib.recipe import logits_metrics
+from shiftvit_lib.tools import run_folder as rf
 from shiftvit_lib.tools.data_sources import load_cifar10
-from shiftvit_lib.tools.run_folder import (
-    BACKUP_DIR,
-    BACKUP_METADATA,
-    BEST_MODEL,
-    HISTORY_CSV,
-    RUN_RECORD,
-    RUN_SPEC,
-    RunFolderError,
-    describe_run,
-    file_problem,
-    load_run,
-    read_history_csv,
-    run_spec,
-)
 from shiftvit_lib.tools.runs import train
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,19 +71,19 @@ def test_logged_training_loss_is_the_real_cross_entropy_and_load_run_reads_the_r
     assert record["test"]["loss"] == pytest.approx(logits_metrics(run.model.predict(data.x_test, verbose=0), data.y_test)["loss"], rel=1e-5)
     assert record["data_source"] == "random test images" and record["epochs_run"] == 1
     # load_run reads the run back; describe_run summarises it.
-    assert load_run(tmp_path) == (record, read_history_csv(tmp_path / "history.csv"))
-    assert record["train_seconds"] == pytest.approx(sum(load_run(tmp_path)[1]["epoch_seconds"]), abs=0.01)
-    text = describe_run(record)
+    assert rf.load_run(tmp_path) == (record, rf.read_history_csv(tmp_path / "history.csv"))
+    assert record["train_seconds"] == pytest.approx(sum(rf.load_run(tmp_path)[1]["epoch_seconds"]), abs=0.01)
+    text = rf.describe_run(record)
     assert "random test images" in text and f"test top-1 {run.record['test']['accuracy']:.2%}" in text
     assert "epochs run 1 of 1" in text and "test-time augmentation" not in text
     # The record names the backend's own version beside Keras', and the summary shows it.
     versions = record["machine"]["backend_versions"]
     assert versions and all(f"{name} {version}" in text for name, version in versions.items())
-    tta_text = describe_run({**record, "test_flip_tta": {"accuracy": 0.4321}})
+    tta_text = rf.describe_run({**record, "test_flip_tta": {"accuracy": 0.4321}})
     assert "test top-1 43.21%" in tta_text.split("with flip test-time augmentation:")[1]
     assert f"test top-1 {run.record['test']['accuracy']:.2%}" in tta_text  # beside, not instead
     with pytest.raises(FileNotFoundError, match=r"run.json is missing"):
-        load_run(tmp_path / "nothing_here")
+        rf.load_run(tmp_path / "nothing_here")
 
 
 @pytest.mark.slow
@@ -177,11 +164,11 @@ def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_tw
     assert again.reused and not first.reused
     assert again.record == first.record and again.history == first.history
     assert again.model.count_params() == first.model.count_params()
-    with pytest.raises(RunFolderError, match=r"already holds a finished run \(its record: .*run\.json\).*overwrite"):
+    with pytest.raises(rf.RunFolderError, match=r"already holds a finished run \(its record: .*run\.json\).*overwrite"):
         train(quick(batch_size=16), data, out, epochs=1, **FAST)
-    with pytest.raises(RunFolderError, match="finished run"):  # the same settings: finished is finished
+    with pytest.raises(rf.RunFolderError, match="finished run"):  # the same settings: finished is finished
         train(quick(), data, out, epochs=1, **FAST)
-    with pytest.raises(RunFolderError, match="already holds a finished run"):  # reuse with other settings
+    with pytest.raises(rf.RunFolderError, match="already holds a finished run"):  # reuse with other settings
         train(quick(), data, out, epochs=2, reuse=True, **FAST)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before  # untouched
     assert (out / "run.json").stat().st_mtime_ns == stamp  # nothing rewritten, nothing deleted
@@ -192,7 +179,7 @@ def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_tw
     second = train(quick(batch_size=16), data, out, epochs=1, overwrite=True, **FAST)
     record = json.loads((out / "run.json").read_text())
     assert not second.reused and record["config"]["batch_size"] == 16 and record["epochs_run"] == 1
-    assert read_history_csv(out / "history.csv")["epoch"] == [0] and len(second.history["loss"]) == 1
+    assert rf.read_history_csv(out / "history.csv")["epoch"] == [0] and len(second.history["loss"]) == 1
     assert json.loads((out / "run_spec.json").read_text())["batch_size"] == 16
     assert (out / "notes.txt").read_text() == "mine" and (out / "best.keras").read_bytes()[:2] == b"PK"
     assert first.record["finished_at"] and second.record["resumed_from_epoch"] == 0
@@ -212,7 +199,7 @@ def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
         "data (other images or labels)": dict(config=config, data=tiny_splits(seed=1), epochs=3),
     }
     for field, arguments in attempts.items():
-        with pytest.raises(RunFolderError) as refused:
+        with pytest.raises(rf.RunFolderError) as refused:
             train(out_dir=tmp_path, **arguments, **FAST)
         message = one_line(refused.value)
         assert "interrupted run with other settings" in message and field in message, message
@@ -247,7 +234,7 @@ def test_a_run_that_died_before_its_record_finishes_without_training(tmp_path):
 def test_an_older_versions_interrupted_run_is_refused_untouched(tmp_path):
     # (An --out that is a file, or below one: tests/cli/test_main.py and test_run_folder.py.)
     (tmp_path / "history.csv").write_text("epoch,loss\n0,2.3\n")
-    with pytest.raises(RunFolderError, match="without run_spec.json"):
+    with pytest.raises(rf.RunFolderError, match="without run_spec.json"):
         train(quick(), tiny_splits(), tmp_path, epochs=1, **FAST)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["history.csv"]
 
@@ -344,16 +331,16 @@ def chain_step(script: Path, resume: Path | None, out: Path | None,
 def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
     """Where a resume of ``folder`` must start (the last readable state; None: a fresh or a
     finished run) and the files it must name as damaged, judged here independently."""
-    if (folder / RUN_RECORD).exists() or not (folder / RUN_SPEC).exists():
+    if (folder / rf.RUN_RECORD).exists() or not (folder / rf.RUN_SPEC).exists():
         return None, []
-    spec = json.loads((folder / RUN_SPEC).read_text())
-    best = folder / BEST_MODEL
-    damaged = [BEST_MODEL] if best.exists() and file_problem(best) else []
+    spec = json.loads((folder / rf.RUN_SPEC).read_text())
+    best = folder / rf.BEST_MODEL
+    damaged = [rf.BEST_MODEL] if best.exists() and rf.file_problem(best) else []
     if spec.get("fit_finished_at") and best.exists() and not damaged:
-        return len(read_history_csv(folder / HISTORY_CSV).get("epoch", [])), damaged
-    backup = folder / BACKUP_DIR
+        return len(rf.read_history_csv(folder / rf.HISTORY_CSV).get("epoch", [])), damaged
+    backup = folder / rf.BACKUP_DIR
     try:
-        recorded = int(json.loads((backup / BACKUP_METADATA).read_text())["epoch"])
+        recorded = int(json.loads((backup / rf.BACKUP_METADATA).read_text())["epoch"])
     except (OSError, ValueError, KeyError):
         recorded = None
     saved = sorted((int(m.group(1)), path) for path in backup.glob("epoch-*.weights.h5")
@@ -361,7 +348,7 @@ def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
     for epoch, path in reversed(saved):
         if recorded is not None and epoch > recorded:
             continue  # not yet named by the metadata: that epoch is trained again
-        if file_problem(path) is None:
+        if rf.file_problem(path) is None:
             return epoch, damaged
         damaged.append(path.name)
     return 0, damaged
@@ -370,11 +357,11 @@ def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
 def check_resumed(folder: Path, expected_epoch: int | None, damaged: list[str], stderr: str) -> None:
     if "already holds a finished run" in stderr:  # killed after run.json landed: the run was done
         assert "=== RESUMED 2" in stderr and expected_epoch is None, stderr[-3000:]
-        assert json.loads((folder / RUN_RECORD).read_text())["epochs_run"] == CRASH_EPOCHS
+        assert json.loads((folder / rf.RUN_RECORD).read_text())["epochs_run"] == CRASH_EPOCHS
         return
     assert "=== RESUMED 0" in stderr, stderr[-3000:]
-    record = json.loads((folder / RUN_RECORD).read_text())
-    history = read_history_csv(folder / HISTORY_CSV)
+    record = json.loads((folder / rf.RUN_RECORD).read_text())
+    history = rf.read_history_csv(folder / rf.HISTORY_CSV)
     assert history["epoch"] == list(range(CRASH_EPOCHS)), history  # every epoch once, in order
     assert record["epochs_run"] == CRASH_EPOCHS
     if expected_epoch is not None:
@@ -382,7 +369,7 @@ def check_resumed(folder: Path, expected_epoch: int | None, damaged: list[str], 
     for name in damaged:  # named, by path, on one line, and in the record
         assert re.search(rf"warning: \S*{re.escape(name)} is damaged", stderr), stderr[-3000:]
         assert any(name in line for line in record.get("recovered", [])), record.get("recovered")
-    kept = sorted(p.name for p in (folder / BACKUP_DIR).iterdir()) if (folder / BACKUP_DIR).exists() else []
+    kept = sorted(p.name for p in (folder / rf.BACKUP_DIR).iterdir()) if (folder / rf.BACKUP_DIR).exists() else []
     assert kept == sorted(f"{name}.damaged" for name in damaged if name.startswith("epoch-")), kept  # only those
     assert not [p.name for p in folder.iterdir() if ".partial" in p.name]  # killed writes cleaned up
 
@@ -455,11 +442,11 @@ def test_a_damaged_best_model_is_reported_as_damaged_not_missing(tmp_path):
     # A run whose training finished but whose record was never written: the resume only
     # evaluates best.keras, which a disk error has cut short.
     config, data = quick(), tiny_splits()
-    spec = run_spec(config, data, epochs=1, seed=42)
-    (tmp_path / RUN_SPEC).write_text(json.dumps({**spec, "fit_finished_at": "yesterday"}))
+    spec = rf.run_spec(config, data, epochs=1, seed=42)
+    (tmp_path / rf.RUN_SPEC).write_text(json.dumps({**spec, "fit_finished_at": "yesterday"}))
     (tmp_path / "history.csv").write_text("epoch,loss,val_accuracy\n0,2.3,0.1\n")
     (tmp_path / "best.keras").write_bytes(b"PK\x03\x04 cut short")
-    with pytest.raises(RunFolderError) as damaged:
+    with pytest.raises(rf.RunFolderError) as damaged:
         train(config, data, tmp_path, epochs=1, seed=42, **FAST)
     message = one_line(damaged.value)
     assert "best.keras is damaged" in message and "--overwrite" in message
@@ -554,10 +541,10 @@ def test_ctrl_c_at_random_moments_stops_with_the_resume_hint_and_every_resume_fi
         assert "Traceback" not in err and "SystemError" not in err, err[-3000:]
         if previous is not None:  # the run interrupted before resumes to the end
             assert "=== RESUMED 0" in err, err[-3000:]
-            assert read_history_csv(previous / HISTORY_CSV)["epoch"] == list(range(EPOCHS))
-            assert json.loads((previous / RUN_RECORD).read_text())["epochs_run"] == EPOCHS
+            assert rf.read_history_csv(previous / rf.HISTORY_CSV)["epoch"] == list(range(EPOCHS))
+            assert json.loads((previous / rf.RUN_RECORD).read_text())["epochs_run"] == EPOCHS
         if out is not None and "=== DONE 0" in err:  # the run ended before the signal came: no resume
-            assert json.loads((out / RUN_RECORD).read_text())["epochs_run"] == EPOCHS
+            assert json.loads((out / rf.RUN_RECORD).read_text())["epochs_run"] == EPOCHS
             out = None
         if out is not None:
             hint = f"stopped (Ctrl-C); run the same command again to resume {out} from its last finished epoch"
