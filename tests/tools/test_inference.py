@@ -281,7 +281,7 @@ def test_predict_probabilities_refuses_a_bad_batch_in_one_line(model: keras.Mode
 def test_the_real_shiftvit_model_predicts_the_demo_images_and_round_trips_through_a_keras_file(tmp_path) -> None:
     shiftvit = build_shiftvit(preset("quick"))
     result = predict_folder(shiftvit, DEMO_IMAGES, top_k=3)
-    assert len(result.predictions) == 6 and not result.failures
+    assert len(result.predictions) == 6 and not result.failures and "could not be read" not in str(result)
     path = inference.save_model(shiftvit, tmp_path / "models" / "shiftvit.keras")  # real weights pass the bomb check
     images = np.stack([load_image(p.path, 32) for p in result.predictions])
     np.testing.assert_allclose(load_model(path).predict(images, verbose=0),

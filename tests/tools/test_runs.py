@@ -231,12 +231,15 @@ def test_a_run_that_died_before_its_record_finishes_without_training(tmp_path):
     assert run.history["epoch"] == [0] and (tmp_path / "run.json").exists()
 
 
-def test_an_older_versions_interrupted_run_is_refused_untouched(tmp_path):
+def test_an_older_versions_run_or_a_config_that_cannot_train_is_refused_untouched(tmp_path):
     # (An --out that is a file, or below one: tests/cli/test_main.py and test_run_folder.py.)
     (tmp_path / "history.csv").write_text("epoch,loss\n0,2.3\n")
     with pytest.raises(rf.RunFolderError, match="without run_spec.json"):
         train(quick(), tiny_splits(), tmp_path, epochs=1, **FAST)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["history.csv"]
+    with pytest.raises(ValueError, match="batch_size"):  # the config refuses it, or train() does
+        train(quick(batch_size=0), tiny_splits(), tmp_path / "zero", epochs=1, **FAST)
+    assert not (tmp_path / "zero").exists()
 
 
 # --------------------------------------------------------------------------- runs of the stronger recipe
