@@ -210,6 +210,18 @@ def test_predict_folder_errors(model: keras.Model, tmp_path: Path, mixed_folder:
             predict_folder(model, mixed_folder, top_k=top_k)
     with pytest.raises(ValueError, match="not a folder"):
         predict_folder(model, mixed_folder / "e_gray.png")
+    # A model that is no 10-class classifier is refused before any image is read.
+    inputs = keras.Input((32, 32, 3))
+    flat = keras.layers.Flatten()(inputs)
+    five_classes = keras.Model(inputs, keras.layers.Dense(5)(flat))
+    two_outputs = keras.Model(inputs, [keras.layers.Dense(10)(flat), keras.layers.Dense(10)(flat)])
+    with pytest.raises(ValueError, match=r"outputs shape \(None, 5\)"):
+        predict_folder(five_classes, mixed_folder, top_k=1)
+    with pytest.raises(ValueError, match="has 2 outputs"):
+        inference.check_classifier(two_outputs)
+    with pytest.raises(ValueError, match=r"outputs shape \(None, 5\).*\(batch, 10\)"):
+        inference.check_classifier(five_classes)
+    inference.check_classifier(model)  # (None, 10): fine
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -232,18 +244,7 @@ def test_predict_probabilities_is_the_softmax_of_the_logits_also_large_ones_and_
     np.testing.assert_allclose(predict_probabilities(large, pixels), [[1.0, 0.0], [0.5, 0.5]])
 
 
-def test_predictions_and_check_classifier_catch_mistakes(model: keras.Model, mixed_folder: Path) -> None:
-    inputs = keras.Input((32, 32, 3))
-    flat = keras.layers.Flatten()(inputs)
-    five_classes = keras.Model(inputs, keras.layers.Dense(5)(flat))
-    two_outputs = keras.Model(inputs, [keras.layers.Dense(10)(flat), keras.layers.Dense(10)(flat)])
-    with pytest.raises(ValueError, match=r"outputs shape \(None, 5\)"):
-        predict_folder(five_classes, mixed_folder, top_k=1)
-    with pytest.raises(ValueError, match="has 2 outputs"):
-        inference.check_classifier(two_outputs)
-    with pytest.raises(ValueError, match=r"outputs shape \(None, 5\).*\(batch, 10\)"):
-        inference.check_classifier(five_classes)
-    inference.check_classifier(model)  # (None, 10): fine
+def test_pixels_scaled_to_0_1_are_warned_about_and_16_bit_white_is_read(model: keras.Model) -> None:
     with pytest.warns(UserWarning, match=r"scaled to \[0, 1\]"):
         predict_probabilities(model, np.full((1, 32, 32, 3), 0.5, np.float32))
     assert predict_probabilities(model, np.full((1, 32, 32, 3), 255, np.uint16)).shape == (1, 10)
@@ -393,11 +394,8 @@ def test_a_model_saved_with_a_class_this_version_lacks_is_one_line_naming_it(tmp
 
 
 def test_a_keras_file_that_would_unpack_to_far_more_than_it_stores_is_refused_unread(tmp_path, monkeypatch):
-    bomb = tmp_path / "bomb.keras"
-    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("metadata.json", "{}")
-        archive.writestr("config.json", "{}")
-        archive.writestr("model.weights.h5", bytes(64 * 2**20))  # 64 MiB of zeros, stored in 64 kB
+    bomb = tmp_path / "bomb.keras"  # 64 MiB of zeros, stored in 64 kB
+    zip_of({"metadata.json": "{}", "config.json": "{}", "model.weights.h5": bytes(64 * 2**20)})(bomb)
     assert bomb.stat().st_size < 2**20
 
     def must_not_load(*args, **kwargs):
