@@ -283,7 +283,7 @@ def test_a_zip_entry_that_understates_its_size_is_an_error_not_a_big_read(
         load_cifar10(path)
 
 
-def test_links_pipes_and_devices_in_a_data_folder_are_named_not_read(tree: Path) -> None:
+def test_links_pipes_and_devices_in_a_folder_a_tar_or_a_zip_are_named_not_read(tree: Path, tmp_path: Path) -> None:
     os.mkfifo(tree / "train" / "cat" / "pipe.png")  # reading it would block forever
     (tree / "test" / "dog" / "link.png").symlink_to(tree / "test" / "dog" / "0000.png")
     (tree / "train" / "linked_class").symlink_to(tree / "train" / "cat", target_is_directory=True)
@@ -293,9 +293,6 @@ def test_links_pipes_and_devices_in_a_data_folder_are_named_not_read(tree: Path)
     assert "train/cat/pipe.png (a named pipe)" in message
     assert "test/dog/link.png (a symbolic link)" in message
     assert "train/linked_class (a symbolic link)" in message  # a linked folder, not followed
-
-
-def test_link_and_device_members_of_a_tar_or_zip_are_named(tmp_path: Path) -> None:
     members = [(tarfile.SYMTYPE, "train/cat/link.png"), (tarfile.CHRTYPE, "test/dog/zero.png"),
                (tarfile.SYMTYPE, "README.link")]  # outside train/ and test/: not data, ignored
     with tarfile.open(write_tar(tmp_path / "links.tar", class_folder_files()), "a") as archive:
