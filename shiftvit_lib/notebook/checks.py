@@ -17,6 +17,7 @@ This is a lesson helper: it imports the core; the core never imports it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,9 @@ import keras
 import numpy as np
 from keras import ops
 
+from shiftvit_lib.config import preset
 from shiftvit_lib.layers import MLP, PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
-from shiftvit_lib.model import build_shiftvit
+from shiftvit_lib.model import build_shiftvit, stage_table
 from shiftvit_lib.schedules import WarmUpCosine
 from shiftvit_lib.shift import SHIFT_DIRECTIONS, shift_channels
 
@@ -338,8 +340,6 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
 # The builder (lesson 04) --------------------------------------------------
 def builder_configs() -> list[Any]:
     """Configs that move every field the builder reads away from its default."""
-    from shiftvit_lib.config import preset
-
     quick = preset("quick")  # depths (1, 2, 1), 24 channels, drop path schedule "network"
     per_stage = dict(drop_path_rate=0.3, drop_path_schedule="per_stage")
     return [
@@ -349,12 +349,15 @@ def builder_configs() -> list[Any]:
     ]
 
 
+_library_model = functools.cache(build_shiftvit)  # the reference models, built once a session
+
+
 def check_builder(build: Callable[[Any], keras.Model]) -> None:
     """``build(config)`` must read every field: stages, merging, num_div, shift,
     shift_pixel, MLP ratio and dropout, drop path and augmentation."""
     probe = np.random.default_rng(6).integers(0, 256, size=(4, 32, 32, 3), dtype="uint8")
     for config in builder_configs():
-        model, library = build(config), build_shiftvit(config)
+        model, library = build(config), _library_model(config)
         blocks = [block for stage in _layers(model, ShiftViTStage) for block in stage.blocks]
         if blocks:  # built from the library's stages: name the field it ignores
             for field in ("num_div", "shift", "shift_pixel", "mlp_ratio", "mlp_dropout"):
@@ -570,17 +573,18 @@ def check_block_parameters(answer: Any, channels: int = 384) -> None:
     _diagnose(answer, 4 * c * c + 5 * c, mistakes, otherwise)
 
 
+@functools.cache  # building the four models is most of the check's time: once a session
+def _built_shapes(name: str) -> list[tuple[int, int]]:
+    rows = stage_table(build_shiftvit(preset(name)))
+    shapes = [row["output_shape"] for row in rows if row["layer"].startswith(("patch_proj", "stage_"))]
+    return [(shape[1], shape[3]) for shape in shapes]
+
+
 def check_shapes(my_shapes: Callable[[Any], list]) -> None:
     """Lesson 04: ``my_shapes(config)`` lists (side, channels) after the projection and each stage."""
-    from shiftvit_lib.config import preset
-    from shiftvit_lib.model import stage_table
-
     _blank(my_shapes(preset("seed")), "Fill in my_shapes, run its cell, then run this cell again.")
     for name in ["quick", "seed", "cpu", "shiftvit_light_tiny"]:
-        rows = stage_table(build_shiftvit(config := preset(name)))
-        shapes = [row["output_shape"] for row in rows if row["layer"].startswith(("patch_proj", "stage_"))]
-        built = [(shape[1], shape[3]) for shape in shapes]
-        got = [tuple(pair) for pair in my_shapes(config)]
+        built, got = _built_shapes(name), [tuple(pair) for pair in my_shapes(preset(name))]
         for wrong, hint in [
             (len(got) != len(built), "one (side, channels) after the projection and one after each stage"),
             (got[0] != built[0], "after the projection the side is image_size / patch_size"),
@@ -644,7 +648,6 @@ def check_ece(my_ece: Callable[..., float]) -> None:
 
 def check_attention_macs(attention_matmul_macs: Callable[[int, int, int], int]) -> None:
     """Lesson 07: multiply-accumulates of one block's two attention products."""
-    from shiftvit_lib.config import preset
     from shiftvit_lib.vit import count_vit_macs
 
     _blank(attention_matmul_macs(16, 4, 32), "Write attention_matmul_macs, then run both cells again.")
@@ -656,8 +659,7 @@ def check_attention_macs(attention_matmul_macs: Callable[[int, int, int], int]) 
         "each product is (n x k) by (k x n) or (n x n) by (n x k): n·n·k": 2 * heads * n * k * k,
     }.items():
         assert got != wrong, hint
-    for name in ["vit_quick", "vit_cifar"]:
-        config = preset(name)
+    for config in [preset("vit_quick"), preset("vit_cifar")]:
         expected = count_vit_macs(config)["attention_matmuls"] // config.depth
         got = attention_matmul_macs(config.num_tokens, config.num_heads, config.head_key_dim)
-        assert got == expected, f"{name}: {expected:,} MACs per block, got {got:,}"
+        assert got == expected, f"{config.name}: {expected:,} MACs per block, got {got:,}"
