@@ -7,9 +7,9 @@ import os
 import shutil
 from pathlib import Path
 
-import keras
 import numpy as np
 import pytest
+from fakes import logits_of
 
 import shiftvit_lib as sv
 from shiftvit_lib.recipe import logits_metrics
@@ -39,13 +39,11 @@ def test_cpu_model_is_the_cpu_preset(cpu_model):
 def test_loading_twice_gives_identical_logits_trained_on_the_sample_test_images(cpu_model):
     # The first 200 of the sample's 500 test images (shuffled, every class 13 to 24 times), from the
     # same test split; an untrained model gets about 10 %, the record 82.77 % on the full test set
-    # (checked in the slow tier below). Called directly, not through predict: no graph to trace.
+    # (checked in the slow tier below).
     data = sv.load_cifar10("sample")
-    x, y = data.x_test[:200], data.y_test[:200]
-    logits = keras.ops.convert_to_numpy(cpu_model(x, training=False))
-    again = keras.ops.convert_to_numpy(pt.pretrained("cpu")(x[:32], training=False))
-    np.testing.assert_allclose(logits[:32], again, rtol=0, atol=1e-5)
-    assert logits_metrics(logits, y)["accuracy"] >= 0.70
+    logits = logits_of(cpu_model, data.x_test[:200])
+    np.testing.assert_allclose(logits[:32], logits_of(pt.pretrained("cpu"), data.x_test[:32]), rtol=0, atol=1e-5)
+    assert logits_metrics(logits, data.y_test[:200])["accuracy"] >= 0.70
 
 
 def test_the_shipped_file_is_small_matches_its_published_hash_and_an_altered_one_is_refused(tmp_path, monkeypatch):
