@@ -12,7 +12,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from fakes import left_right_sensitive_model, logits_of, one_line, png_bytes, tiny_splits, unreadable_zip, write_tree
+from fakes import left_right_sensitive_model, logits_of, one_line, png_bytes, unreadable_zip, write_tree
 from PIL import Image
 
 import shiftvit_lib
@@ -233,7 +233,7 @@ def test_predict_probabilities_is_the_softmax_of_the_logits_also_large_ones_and_
     np.testing.assert_allclose(predict_probabilities(model, images), softmax(model.predict(images, verbose=0)),
                                rtol=1e-5)
     # With tta=True: the softmax of the mean logits of the image and its mirror image.
-    flips, x = left_right_sensitive_model(), tiny_splits().x_test[:5]
+    flips, x = left_right_sensitive_model(), images
     mean_logits = (flips.predict(x, verbose=0) + flips.predict(x[:, :, ::-1], verbose=0)) / 2
     np.testing.assert_allclose(predict_probabilities(flips, x, tta=True), softmax(mean_logits), atol=1e-5)
     # Logits [1000, 0] and [0, 0]: exp(1000) overflows unless the softmax subtracts the row max.
