@@ -14,9 +14,8 @@ import weakref
 from pathlib import Path
 
 import keras
-import numpy as np
 import pytest
-from fakes import png_bytes, tiny_splits
+from fakes import png_bytes, tiny_splits, write_tree
 from PIL import Image
 
 import shiftvit_lib.__main__ as cli
@@ -172,24 +171,14 @@ def test_a_user_mistake_is_one_line_and_changes_nothing(capsys, tmp_path, monkey
 
 
 # --------------------------------------------------------------------------- run folders
-@pytest.mark.slow
-@pytest.mark.colab
-def test_a_finished_out_folder_is_refused_and_overwrite_replaces_it(capsys, tmp_path):
-    out = tmp_path / "run"
-    common = ["train", "--data", "sample", "--limit", "20", "--epochs", "1", "--no-jit", "--verbose", "0",
-              "--out", out]
-    code, stdout, err = run_cli(capsys, *common, "--batch-size", "32")
-    assert code == 0, err
-    assert "test top-1" in stdout
-    record = (out / "run.json").read_bytes()
-    # Another preset into the finished folder: refused before the data is loaded; nothing changes.
-    code, stdout, err = run_cli(capsys, *common, "--preset", "seed")
+def test_a_finished_out_folder_is_refused_before_the_data_loads_unless_overwrite(capsys, tmp_path, no_data_loading):
+    # (What --overwrite then does, and that a finished run is never trained twice: tests/tools/test_runs.py.)
+    out = write_tree(tmp_path / "run", {"run.json": b'{"test": {}}', "history.csv": b"epoch,loss\n0,1.0\n"})
+    code, stdout, err = run_cli(capsys, "train", "--data", "sample", "--preset", "seed", "--out", out)
     assert_user_error(code, err, "already holds a finished run", str(out / "run.json"), "--overwrite")
-    assert stdout == "" and (out / "run.json").read_bytes() == record
-    code, _, err = run_cli(capsys, *common, "--batch-size", "16", "--overwrite")
-    assert code == 0, err
-    assert json.loads((out / "run.json").read_text())["config"]["batch_size"] == 16
-    assert (out / "history.csv").read_text().count("\n") == 2  # header + one epoch, no old rows
+    assert stdout == "" and sorted(p.name for p in out.iterdir() if p.name != ".lock") == ["history.csv", "run.json"]
+    with pytest.raises(AssertionError, match="the data was loaded"):  # past the check, to the data
+        main(["train", "--data", "sample", "--overwrite", "--out", str(out)])
 
 
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
@@ -206,19 +195,26 @@ def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, 
 
 
 # --------------------------------------------------------------------------- models
-def test_predict_exits_non_zero_when_nothing_was_classified(capsys, tmp_path, models):
+def test_predict_exits_non_zero_when_nothing_was_classified(capsys, tmp_path, monkeypatch, models):
     model = models / "m.keras"
     folder = tmp_path / "images"
     folder.mkdir()
     (folder / "notes.jpg").write_text("not an image")
     os.mkfifo(folder / "pipe.png")
+    Image.new("RGB", (32, 32)).save(folder / "photo.bmp")
     code, out, err = run_cli(capsys, "predict", "--model", model, folder)
-    assert_user_error(code, err, "no image in", "2 unreadable file(s)")
+    assert_user_error(code, err, "no image in", "3 unreadable file(s)")
     assert "notes.jpg" in out and "named pipe" in out  # the reasons are still shown
-    Image.fromarray(np.zeros((40, 40, 3), np.uint8)).save(folder / "black.png")
-    code, out, err = run_cli(capsys, "predict", "--model", model, folder)
-    assert code == 0 and err == ""  # one readable image: the bad files are reported, the rest classified
-    assert "1 image(s) classified" in out and "2 file(s) could not be read" in out
+    assert "photo.bmp  a BMP image: only PNG and JPEG are read" in out
+    # One readable image, named in bytes that are not UTF-8 (Python holds a lone surrogate), on a strict
+    # terminal: the bad files are reported, the rest classified.
+    (folder / os.fsdecode(b"caf\xe9.png")).write_bytes(png_bytes(100))
+    strict = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", strict)
+    assert main(["predict", "--model", str(model), str(folder)]) == 0 and capsys.readouterr().err == ""
+    strict.flush()
+    out = strict.buffer.getvalue().decode()
+    assert "1 image(s) classified" in out and "3 file(s) could not be read" in out and "caf\\udce9.png" in out
 
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt(), SystemError("a TensorFlow call returned with an exception set")])
@@ -300,14 +296,6 @@ def test_a_library_warning_is_one_line_without_its_source_line(capsys, monkeypat
     assert err.splitlines() == ["warning: --data auto: not the full data. Pass --data keras once online."]
 
 
-def test_predict_names_an_image_format_it_does_not_read(capsys, tmp_path, models):
-    Image.new("RGB", (32, 32)).save(tmp_path / "photo.bmp")
-    Image.new("RGB", (32, 32)).save(tmp_path / "photo.png")
-    code, out, _ = run_cli(capsys, "predict", "--model", models / "m.keras", tmp_path)
-    assert code == 0
-    assert "photo.bmp  a BMP image: only PNG and JPEG are read" in out
-
-
 def test_help_states_the_formats_and_caps_read(capsys):
     code, out, _ = run_cli(capsys, "predict", "--help")
     assert code == 0
@@ -352,18 +340,6 @@ def test_a_reader_that_leaves_early_ends_the_program_quietly(tmp_path, models):
 def test_save_model_to_the_longest_legal_name_works(tmp_path):
     save_model(tiny_classifier(), tmp_path / ("m" * 249 + ".keras"))
     assert (tmp_path / ("m" * 249 + ".keras")).is_file()
-
-
-def test_a_non_utf8_file_name_does_not_fail_a_strict_terminal(tmp_path, monkeypatch, models):
-    folder = tmp_path / "imgs"
-    folder.mkdir()
-    odd = os.fsdecode(b"caf\xe9.png")  # Latin-1 bytes: not UTF-8, so Python holds a lone surrogate
-    (folder / odd).write_bytes(png_bytes(100))
-    strict = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
-    monkeypatch.setattr(sys, "stdout", strict)
-    assert main(["predict", "--model", str(models / "m.keras"), str(folder)]) == 0
-    strict.flush()
-    assert b"caf\\udce9.png" in strict.buffer.getvalue()
 
 
 # --------------------------------------------------------------------------- one check per folder, errors by kind

@@ -25,8 +25,6 @@ def test_an_unknown_keras_backend_is_one_line_even_for_presets():
 
 
 def test_a_backend_that_is_not_installed_names_the_fix(tmp_path):
-    from shiftvit_lib._startup import backend_problem
-
     installed = {"jax", "torch"}
     problem = backend_problem({"KERAS_BACKEND": "tensorflow"},
                               find_spec=lambda name: object() if name in installed else None)
@@ -38,13 +36,11 @@ def test_a_backend_that_is_not_installed_names_the_fix(tmp_path):
     assert backend_problem({"KERAS_BACKEND": "jax"}, find_spec=lambda name: object()) is None
 
 
-def test_a_keras_json_with_a_list_as_backend_is_one_line(tmp_path):
-    (tmp_path / "keras.json").write_text('{"backend": ["jax"]}')
-    problem = backend_problem({"KERAS_HOME": str(tmp_path)})
+def test_a_keras_json_with_a_list_as_backend_is_one_line_and_a_fifo_is_not_read(tmp_path):
+    (tmp_path / "list" / "keras.json").parent.mkdir()
+    (tmp_path / "list" / "keras.json").write_text('{"backend": ["jax"]}')
+    problem = backend_problem({"KERAS_HOME": str(tmp_path / "list")})
     assert problem and "keras.json" in one_line(problem) and "KERAS_BACKEND" in problem
-
-
-def test_a_keras_json_that_is_a_fifo_is_not_read(tmp_path):
     os.mkfifo(tmp_path / "keras.json")
     answers: list[object] = []
     reader = threading.Thread(target=lambda: answers.append(backend_problem({"KERAS_HOME": str(tmp_path)})),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import logits_of
 
 import shiftvit_lib as sv
 from shiftvit_lib.recipe import logits_metrics
@@ -24,12 +25,6 @@ def cpu_model():
     return pt.pretrained("cpu")
 
 
-def test_shipped_file_is_small_and_matches_its_published_hash():
-    path = pt.ASSETS / pt.published()["cpu"][1]["weights"]
-    assert path.stat().st_size <= 10 * 1024 * 1024
-    assert sha256_of(path) == pt.published()["cpu"][1]["sha256"]
-
-
 def test_cpu_model_is_the_cpu_preset(cpu_model):
     assert cpu_model.count_params() == sv.build_shiftvit(sv.preset("cpu")).count_params()
     record = pt.pretrained_info("cpu")["record"]
@@ -42,15 +37,18 @@ def test_cpu_model_is_the_cpu_preset(cpu_model):
 
 
 def test_loading_twice_gives_identical_logits_trained_on_the_sample_test_images(cpu_model):
-    # The sample's 500 test images come from the same test split; an untrained model
-    # gets about 10 %. The full-test-set figure is checked against the record below.
+    # The first 200 of the sample's 500 test images (shuffled, every class 13 to 24 times), from the
+    # same test split; an untrained model gets about 10 %, the record 82.77 % on the full test set
+    # (checked in the slow tier below).
     data = sv.load_cifar10("sample")
-    logits = cpu_model.predict(data.x_test, verbose=0)
-    assert np.array_equal(logits[:32], pt.pretrained("cpu").predict(data.x_test[:32], verbose=0))
-    assert logits_metrics(logits, data.y_test)["accuracy"] >= 0.70
+    logits = logits_of(cpu_model, data.x_test[:200])
+    np.testing.assert_allclose(logits[:32], logits_of(pt.pretrained("cpu"), data.x_test[:32]), rtol=0, atol=1e-5)
+    assert logits_metrics(logits, data.y_test[:200])["accuracy"] >= 0.70
 
 
-def test_altered_file_is_refused(tmp_path, monkeypatch):
+def test_the_shipped_file_is_small_matches_its_published_hash_and_an_altered_one_is_refused(tmp_path, monkeypatch):
+    path = pt.ASSETS / pt.published()["cpu"][1]["weights"]
+    assert path.stat().st_size <= 10 * 1024 * 1024 and sha256_of(path) == pt.published()["cpu"][1]["sha256"]
     shutil.copytree(pt.ASSETS / "pretrained", tmp_path / "pretrained")
     weights = tmp_path / pt.published()["cpu"][1]["weights"]
     data = bytearray(weights.read_bytes())
@@ -84,6 +82,12 @@ def test_provenance_comes_from_the_run_record():
     assert info["epochs"] == info["record"]["config"]["epochs"] == record["epochs_run"] == 30
     lines = repr(info).splitlines()
     assert lines[0] == "name          cpu" and "epochs        30" in lines and len(lines) == len(info)
+    # load_record reads the run's history too, and refuses unknown names.
+    record, history = pt.load_record("cpu_full")
+    assert len(history["val_accuracy"]) == record["epochs_run"]
+    assert max(history["val_accuracy"]) == pytest.approx(record["best_val_accuracy"])
+    with pytest.raises(KeyError, match="cpu_full"):
+        pt.load_record("nothing_here")
 
 
 def test_shipped_records_are_the_results_records():
@@ -101,14 +105,6 @@ def test_shipped_records_are_the_results_records():
     for name in ("cpu_full", "attention_vs_shift_cpu", "attention_vs_shift_cpu_seed43"):
         if (ROOT / "results" / name).exists() or (ROOT / "results" / f"{name}.json").exists():
             assert name in shipped
-
-
-def test_load_record_reads_history_and_refuses_unknown_names():
-    record, history = pt.load_record("cpu_full")
-    assert len(history["val_accuracy"]) == record["epochs_run"]
-    assert max(history["val_accuracy"]) == pytest.approx(record["best_val_accuracy"])
-    with pytest.raises(KeyError, match="cpu_full"):
-        pt.load_record("nothing_here")
 
 
 @pytest.mark.slow

@@ -38,6 +38,8 @@ def test_a_failed_claim_removes_only_the_folders_it_made(tmp_path):
     with pytest.raises(KeyError), claim(tmp_path / "kept"):
         raise KeyError("again")
     assert [path.name for path in (tmp_path / "kept").iterdir()] == [LOCK_FILE]  # not made by the claim
+    with files.run_folder_lock(tmp_path / "kept"):  # the lock was released after the error
+        pass
 
 
 def test_a_claim_checks_once_and_a_held_claim_is_not_checked_again(tmp_path, monkeypatch):
@@ -178,28 +180,23 @@ def test_a_backup_whose_data_lives_in_an_outside_pipe_is_set_aside_not_read(tmp_
     assert folder.resumed_from == 1 and "outside files" in folder.recovered[0]
 
 
-@pytest.mark.parametrize(("text", "where"), [
-    ("epoch,loss\n0,0.5\n1,abc\n", "line 3: loss is 'abc'"),
-    ("epoch,loss\n0,0.5\n1\n", "line 3: loss is None"),
-])
-def test_a_hand_edited_history_value_is_named_with_its_file_and_line(tmp_path, text, where):
-    (tmp_path / "history.csv").write_text(text)
-    with pytest.raises(InputError) as refused:
-        rf.read_history_csv(tmp_path / "history.csv")
-    assert f"{tmp_path / 'history.csv'}, {where}" in one_line(refused.value)
-    assert "correct or delete that line" in str(refused.value)
+# A hand-edited or damaged file a run reads back -> its name, its text, the reader, the words of its error.
+READ_BACK = [
+    ("history.csv", "epoch,loss\n0,0.5\n1,abc\n", rf.read_history_csv, "history.csv, line 3: loss is 'abc'"),
+    ("history.csv", "epoch,loss\n0,0.5\n1\n", rf.read_history_csv, "history.csv, line 3: loss is None"),
+    ("run.json", '{"test": ', lambda path: rf.load_run(path.parent), "is unreadable"),
+    ("run.json", '{"test": {}, "epochs_run": 1}', lambda path: rf.load_run(path.parent), "no data_source"),
+    ("run.json", "[1, 2]", lambda path: rf.load_run(path.parent), "not a JSON object"),
+]
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ('{"test": ', "is unreadable"),
-    ('{"test": {}, "epochs_run": 1}', "no data_source"),
-    ("[1, 2]", "not a JSON object"),
-])
-def test_a_damaged_run_record_read_by_load_run_is_one_line_naming_it(tmp_path, text, fragment):
-    (tmp_path / "run.json").write_text(text)
+@pytest.mark.parametrize(("name", "text", "read", "words"), READ_BACK)
+def test_a_damaged_file_read_back_is_one_line_naming_it(tmp_path, name, text, read, words):
+    (tmp_path / name).write_text(text)
     with pytest.raises(InputError) as refused:
-        rf.load_run(tmp_path)
-    assert str(tmp_path / "run.json") in one_line(refused.value) and fragment in str(refused.value)
+        read(tmp_path / name)
+    assert str(tmp_path / name) in one_line(refused.value) and words in one_line(refused.value)
+    assert name == "run.json" or "correct or delete that line" in str(refused.value)
 
 
 # --------------------------------------------------------------------------- names
