@@ -59,8 +59,9 @@ BUDGETS = {"core": 1400, "tools": 1540, "notebook": 988, "library": 4247}
 TEST_BUDGET = 1.5
 # Until the cut to TEST_BUDGET lands, the tests may not grow past this: 7,448 -> 7,419 by the first
 # cut on 2026-11-28, then 8,804 after that day's new tests (mutation test of the checks, file safety,
-# the quiet CLI, the site's rules, the run-folder split); 7,752 after the cut of the same evening (tables), 7,769 with the test of a dropped Ctrl-C, 7,772 with the profile stages checked.
-TEST_CEILING = 7_775
+# the quiet CLI, the site's rules, the run-folder split); 7,752 after the cut of the same evening (tables), 7,769 with the test of a dropped Ctrl-C, 7,772 with the profile stages checked;
+# 7,402 after the second cut (2026-11-28, third session).
+TEST_CEILING = 7_405
 
 
 # --------------------------------------------------------------------------- the checker
