@@ -185,7 +185,12 @@ run_fast_tests() {
   seed=$(random_seed)
   # -q hides pytest-random-order's header, so the seed is printed above; a seed given after the
   # command comes later on the line and wins.
-  "$VENV/bin/python" -m pytest -m "not slow" -q --random-order "$seed" -p no:cacheprovider --durations=15 "$@"  # testpaths: tests/
+  # Both cores: pytest-xdist's two workers take whole test files (a module's fixtures stay in one
+  # process); an older venv without it runs them in one process.
+  local workers=()
+  "$VENV/bin/python" -c "import xdist" 2>/dev/null && workers=(-n 2 --dist loadfile)
+  "$VENV/bin/python" -m pytest -m "not slow" -q --random-order "$seed" -p no:cacheprovider --durations=15 \
+    "${workers[@]}" "$@"  # testpaths: tests/
 }
 
 main_job() {

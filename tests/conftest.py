@@ -11,6 +11,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+# First: the library loads TensorFlow with its start-up logs silenced (xdist's workers print them).
+import shiftvit_lib  # noqa: E402,F401
+
+# isort: split
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
