@@ -21,126 +21,91 @@ from shiftvit_lib.notebook import plots  # noqa: E402
 from shiftvit_lib.tools.run_folder import read_history_csv  # noqa: E402
 
 
-def png_size(fig: Figure) -> int:
+def small_and_detached(fig: Figure) -> bool:
+    """A Figure under 1 MB as a PNG, left out of pyplot (Jupyter would otherwise draw it twice)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
-    return buffer.tell()
+    return isinstance(fig, Figure) and buffer.tell() < 1_000_000 and fig.number not in plt.get_fignums()
 
 
-def test_image_grid_colours_right_and_wrong_predictions() -> None:
-    images = np.zeros((5, 32, 32, 3), np.uint8)
-    labels = [0, 1, 2, 3, 4]
-    predictions = [0, 1, 9, 3, 4]  # the third one is wrong
-    fig = plots.plot_image_grid(images, labels, CIFAR10_CLASSES, predictions,
-                                confidences=[0.9, 0.8, 0.7, 0.6, 0.5], ncols=3)
-    assert isinstance(fig, Figure)
-    titled = [ax for ax in fig.axes if ax.get_title()]
-    assert len(titled) == 5 and len(fig.axes) == 6  # 2 rows x 3 columns, one blank
-    wrong = titled[2].title
-    assert wrong.get_text() == "truck 70%\n(true: bird)"
-    assert wrong.get_color() == plots.WRONG_COLOR
-    assert titled[0].title.get_color() == plots.CORRECT_COLOR
-    assert png_size(fig) < 1_000_000
-
-
-def test_image_grid_without_predictions_shows_labels() -> None:
+def test_image_grid_titles_each_image_and_colours_right_and_wrong_predictions() -> None:
     images = np.random.default_rng(0).integers(0, 256, (40, 32, 32, 3), dtype=np.uint8)
-    fig = plots.plot_image_grid(images, np.arange(40) % 10, CIFAR10_CLASSES)
-    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert len(titles) == 32  # max_images
-    assert titles[:2] == ["airplane", "automobile"]
+    fig = plots.plot_image_grid(images[:5], [0, 1, 2, 3, 4], CIFAR10_CLASSES, [0, 1, 9, 3, 4],  # the third is wrong
+                                confidences=[0.9, 0.8, 0.7, 0.6, 0.5], ncols=3)
+    titles = [ax.title for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 5 and len(fig.axes) == 6  # 2 rows x 3 columns, one blank
+    assert titles[2].get_text() == "truck 70%\n(true: bird)" and titles[2].get_color() == plots.WRONG_COLOR
+    assert titles[0].get_color() == plots.CORRECT_COLOR and small_and_detached(fig)
+    labelled = [ax.get_title() for ax in plots.plot_image_grid(images, np.arange(40) % 10, CIFAR10_CLASSES).axes]
+    assert len([title for title in labelled if title]) == 32 and labelled[:2] == ["airplane", "automobile"]
 
 
-def test_class_counts_bars_match_the_splits_and_no_figure_is_left_open_in_pyplot() -> None:
-    before = len(plt.get_fignums())
+def test_class_counts_bars_match_the_splits() -> None:
     fig = plots.plot_class_counts(tiny_splits(40, 10, 20))
-    assert len(plt.get_fignums()) == before  # Jupyter would otherwise draw it twice
-    heights = [patch.get_height() for patch in fig.axes[0].patches]
-    assert heights == [4] * 10 + [1] * 10 + [2] * 10
-    legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
-    assert legend == ["train (40)", "val (10)", "test (20)"]
+    assert [patch.get_height() for patch in fig.axes[0].patches] == [4] * 10 + [1] * 10 + [2] * 10
+    assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()] == ["train (40)", "val (10)", "test (20)"]
+    assert small_and_detached(fig)
 
 
 def test_history_from_a_keras_history_and_from_csv(tmp_path: Path) -> None:
     history = keras.callbacks.History()
     history.epoch = [0, 1, 2]
-    history.history = {"loss": [2.0, 1.5, 1.2], "val_loss": [2.1, 1.7, 1.6],
-                       "accuracy": [0.2, 0.4, 0.5], "val_accuracy": [0.2, 0.35, 0.4],
-                       "top5": [0.6, 0.7, 0.8]}
-    fig = plots.plot_history(history)
-    loss_ax, accuracy_ax = fig.axes
+    history.history = {"loss": [2.0, 1.5, 1.2], "val_loss": [2.1, 1.7, 1.6], "accuracy": [0.2, 0.4, 0.5],
+                       "val_accuracy": [0.2, 0.35, 0.4], "top5": [0.6, 0.7, 0.8]}
+    loss_ax, accuracy_ax = plots.plot_history(history).axes
     assert [line.get_label() for line in loss_ax.lines] == ["loss", "val_loss"]
     assert [line.get_label() for line in accuracy_ax.lines] == ["accuracy", "val_accuracy", "top5"]
     np.testing.assert_allclose(accuracy_ax.lines[1].get_ydata(), [0.2, 0.35, 0.4])
-    np.testing.assert_array_equal(loss_ax.lines[0].get_xdata(), [1, 2, 3])
-
-    csv_path = tmp_path / "history.csv"
-    csv_path.write_text("epoch,accuracy,loss,val_accuracy,val_loss\n0,0.2,2.0,0.2,2.1\n1,0.4,1.5,0.35,1.7\n")
-    loaded = read_history_csv(csv_path)
-    assert loaded["loss"] == [2.0, 1.5] and loaded["epoch"] == [0.0, 1.0]
-    from_csv = plots.plot_history(loaded)
-    assert len(from_csv.axes) == 2
-    np.testing.assert_array_equal(from_csv.axes[0].lines[0].get_xdata(), [1, 2])
+    np.testing.assert_array_equal(loss_ax.lines[0].get_xdata(), [1, 2, 3])  # epochs counted from 1
+    (tmp_path / "history.csv").write_text("epoch,accuracy,loss,val_accuracy,val_loss\n0,0.2,2.0,0.2,2.1\n1,0.4,1.5,0.35,1.7\n")
+    from_csv = plots.plot_history(read_history_csv(tmp_path / "history.csv"))
+    assert len(from_csv.axes) == 2 and list(from_csv.axes[0].lines[0].get_xdata()) == [1, 2]
     assert len(plots.plot_history({"loss": [1.0, 0.5]}).axes) == 1
 
 
 def test_learning_rate_curve_follows_the_schedule() -> None:
     schedule = keras.optimizers.schedules.CosineDecay(1e-3, decay_steps=100)
-    fig = plots.plot_learning_rate(schedule, total_steps=100)
-    line = fig.axes[0].lines[0]
+    line = plots.plot_learning_rate(schedule, total_steps=100).axes[0].lines[0]
     assert line.get_ydata()[0] == pytest.approx(1e-3)
     assert line.get_ydata()[-1] == pytest.approx(float(schedule(99)), rel=1e-5)
-    linear = plots.plot_learning_rate(lambda step: 0.01 * step, total_steps=5000)
-    xs, ys = linear.axes[0].lines[0].get_data()
+    xs, ys = plots.plot_learning_rate(lambda step: 0.01 * step, total_steps=5000).axes[0].lines[0].get_data()
     assert len(xs) <= 500 and xs[-1] == 4999
     np.testing.assert_allclose(ys, 0.01 * xs)
 
 
 def test_time_to_accuracy_plots_cumulative_minutes_and_marks_the_target() -> None:
-    history = {"epoch_seconds": [60.0, 30.0, 90.0], "val_accuracy": [0.5, 0.81, 0.85]}
-    slower = {"epoch_seconds": [60.0, 60.0, 60.0], "val_accuracy": [0.5, 0.7, 0.8]}
-    fig = plots.plot_time_to_accuracy({"new": history, "old": slower}, target=0.8)
+    runs = {"new": {"epoch_seconds": [60.0, 30.0, 90.0], "val_accuracy": [0.5, 0.81, 0.85]},
+            "old": {"epoch_seconds": [60.0, 60.0, 60.0], "val_accuracy": [0.5, 0.7, 0.8]}}
+    fig = plots.plot_time_to_accuracy(runs, target=0.8)
     ax = fig.axes[0]
-    x, y = ax.lines[0].get_data()
-    np.testing.assert_allclose(x, [1.0, 1.5, 3.0])  # minutes: running sum of the epochs
-    np.testing.assert_allclose(y, [50.0, 81.0, 85.0])
+    np.testing.assert_allclose(ax.lines[0].get_data(), [[1.0, 1.5, 3.0], [50.0, 81.0, 85.0]])  # minutes: a running sum
     np.testing.assert_allclose(ax.lines[1].get_data()[0], [1.0, 2.0, 3.0])
-    marks = [text.get_text() for text in ax.texts]
-    assert marks == ["80 % after 1.5 min", "80 % after 3.0 min"]  # reaching the target counts
+    assert [text.get_text() for text in ax.texts] == ["80 % after 1.5 min", "80 % after 3.0 min"]  # reaching counts
     assert ax.texts[0].xy == pytest.approx((1.5, 81.0))  # the arrow points at the first epoch there
-    never = plots.plot_time_to_accuracy({"new": history, "old": slower}, target=0.9)
-    assert [text.get_text() for text in never.axes[0].texts] == []  # neither reaches 90 %
-    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["new", "old"]
-    assert png_size(fig) < 1_000_000
+    assert len(plots.plot_time_to_accuracy(runs, target=0.9).axes[0].texts) == 0  # neither reaches 90 %
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["new", "old"] and small_and_detached(fig)
 
 
 def test_architecture_shapes_match_the_built_model() -> None:
     from shiftvit_lib import build_shiftvit, preset
     from shiftvit_lib.model import stage_table
 
-    for name, changes in (("quick", {}), ("seed", {}), ("quick", {"stem_channels": 8})):
-        config = preset(name, **changes)
+    for config in (preset("quick"), preset("quick", stem_channels=8, depths=(1, 1))):
         built = {row["layer"]: tuple(row["output_shape"][1:]) for row in stage_table(build_shiftvit(config))}
         for part, shape in plots.architecture_shapes(config):
-            assert built[part] == shape, (name, part)
+            assert built[part] == shape, (config, part)
     fig = plots.plot_architecture(preset("seed"))
     texts = [text.get_text() for text in fig.axes[0].texts]
-    assert "2×2\n×768" in texts and "12×12\n×96" in texts
-    assert png_size(fig) < 1_000_000
+    assert "2×2\n×768" in texts and "12×12\n×96" in texts and small_and_detached(fig)
 
 
-def test_block_comparison_names_both_mixers() -> None:
+def test_block_comparison_names_both_mixers_and_confusion_counts_leave_zeros_blank() -> None:
     fig = plots.plot_block_comparison()
     texts = " ".join(text.get_text() for ax in fig.axes for text in ax.texts)
-    assert "self-attention" in texts and "shift" in texts
-    assert png_size(fig) < 1_000_000
-
-
-def test_confusion_counts_show_counts_and_leave_zeros_blank() -> None:
+    assert "self-attention" in texts and "shift" in texts and small_and_detached(fig)
     cm = np.diag(np.arange(1, 11))
     cm[0, 1] = 7
-    fig = plots.plot_confusion_counts(cm, CIFAR10_CLASSES)
-    texts = [text.get_text() for text in fig.axes[0].texts]
+    texts = [text.get_text() for text in plots.plot_confusion_counts(cm, CIFAR10_CLASSES).axes[0].texts]
     assert len(texts) == 11 and "7" in texts and "0" not in texts
 
 
@@ -150,18 +115,17 @@ def test_reliability_table_bins_and_ece() -> None:
     table = plots.reliability_table(confidence, correct, bins=10)
     assert table["count"].tolist() == [1, 1, 0, 0, 0, 0, 0, 0, 0, 3]  # 1.0 falls in the last bin
     assert table["accuracy"][9] == pytest.approx(2 / 3)
-    expected = (abs(0 - 0.05) + abs(1 - 0.15) + 3 * abs(2 / 3 - (0.95 + 1.0 + 0.95) / 3)) / 5
-    assert table["ece"] == pytest.approx(expected)
+    assert table["ece"] == pytest.approx((0.05 + 0.85 + 3 * abs(2 / 3 - (0.95 + 1.0 + 0.95) / 3)) / 5)
     fig = plots.plot_reliability(confidence, correct)
-    assert "ECE" in fig.axes[0].get_title() and png_size(fig) < 1_000_000
+    assert "ECE" in fig.axes[0].get_title() and small_and_detached(fig)
 
 
-# --- a shift by numbers, and the animations
 MAP = np.zeros((1, 3, 3, 4), "float32")
 
 
 @pytest.mark.parametrize(("call", "error", "words"), [
     (lambda: plots.plot_image_grid(np.zeros((0, 32, 32, 3), np.uint8), [], CIFAR10_CLASSES), ValueError, "no images"),
+    (lambda: plots.plot_image_grid(np.zeros((2, 32, 32, 3), np.uint8), [0], CIFAR10_CLASSES), ValueError, "one entry"),
     (lambda: plots.plot_history({"accuracy": [0.1]}), ValueError, "'loss'"),
     (lambda: plots.plot_learning_rate(lambda step: 0.1, 0), ValueError, "total_steps"),
     (lambda: plots.plot_time_to_accuracy({"broken": {"val_accuracy": [0.5]}}), ValueError, "epoch_seconds"),
@@ -180,12 +144,10 @@ def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
     import base64
     import re
 
-    shown = plots.show_animation("shift_operation", width=480)
-    html = shown._repr_html_()
+    html = plots.show_animation("shift_operation", width=480)._repr_html_()
     match = re.fullmatch(r'<img src="data:image/gif;base64,([A-Za-z0-9+/=]+)" alt="[^"]+" width="480">', html)
-    assert match, html[:120]
     gif = Path(plots.__file__).parents[1] / "assets" / "animations" / "shift_operation.gif"
-    assert base64.b64decode(match.group(1)) == gif.read_bytes()
+    assert match and base64.b64decode(match.group(1)) == gif.read_bytes(), html[:120]
 
 
 def test_channel_grids_show_where_each_value_went():
@@ -193,8 +155,7 @@ def test_channel_grids_show_where_each_value_went():
 
     x = plots.numbered_feature_map(4, height=3, width=3)
     assert x.shape == (1, 3, 3, 4) and x[0, :, :, 2].tolist() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
-    text = plots.format_channels(shift_channels(x, num_div=4), ["left", "right", "up", "down"])
-    assert text.splitlines() == [
+    assert plots.format_channels(shift_channels(x, num_div=4), ["left", "right", "up", "down"]).splitlines() == [
         " left    right      up      down ",
         " 2 3 0    0 1 2    4 5 6    0 0 0",
         " 5 6 0    0 4 5    7 8 9    1 2 3",
