@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -121,42 +122,30 @@ SWAPS = {ast.Add: [ast.Sub], ast.Sub: [ast.Add], ast.Mult: [ast.Div, ast.Add], a
          ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq]}
 
 
-def _edits(tree: ast.AST):
-    """(description, edit) for every single mutation of ``tree``; edit(node copy) mutates in place."""
-    for path, node in _walk(tree):
-        kind = type(node).__name__
-        if isinstance(node, ast.BinOp | ast.Compare):
-            ops_ = [node.op] if isinstance(node, ast.BinOp) else node.ops
-            for k, op in enumerate(ops_):
-                for new in SWAPS.get(type(op), []):
-                    yield path, f"{kind} {type(op).__name__}->{new.__name__}", _swap_op(k, new)
-        elif isinstance(node, ast.Constant) and type(node.value) is int:
-            for delta in (1, -1):
-                yield path, f"{node.value}{delta:+d}", _set_attr("value", node.value + delta)
-        elif isinstance(node, ast.Slice):
-            for bound in ("lower", "upper"):
-                if getattr(node, bound) is not None:
-                    for op in (ast.Add, ast.Sub):
-                        yield path, f"slice {bound} {op.__name__} 1", _shift_bound(bound, op)
-        elif isinstance(node, ast.Call) and len(node.args) > 1:
-            for i in range(len(node.args)):
-                for j in range(i + 1, len(node.args)):
-                    yield path, f"call args {i}<->{j}", _swap_args(i, j)
-        if isinstance(getattr(node, "body", None), list):
-            for field in ("body", "orelse"):
-                for k in range(len(getattr(node, field, []) or [])):
-                    yield path, f"drop {field}[{k}]", _drop(field, k)
-
-
-def _walk(node, path=()):
-    yield path, node
-    for field, value in ast.iter_fields(node):
-        if isinstance(value, list):
-            for k, item in enumerate(value):
-                if isinstance(item, ast.AST):
-                    yield from _walk(item, (*path, (field, k)))
-        elif isinstance(value, ast.AST):
-            yield from _walk(value, (*path, (field, None)))
+def _edits(node: ast.AST):
+    """(description, edit) for every single mutation of ``node``; edit(node copy) mutates in place."""
+    kind = type(node).__name__
+    if isinstance(node, ast.BinOp | ast.Compare):
+        ops_ = [node.op] if isinstance(node, ast.BinOp) else node.ops
+        for k, op in enumerate(ops_):
+            for new in SWAPS.get(type(op), []):
+                yield f"{kind} {type(op).__name__}->{new.__name__}", _swap_op(k, new)
+    elif isinstance(node, ast.Constant) and type(node.value) is int:
+        for delta in (1, -1):
+            yield f"{node.value}{delta:+d}", _set_attr("value", node.value + delta)
+    elif isinstance(node, ast.Slice):
+        for bound in ("lower", "upper"):
+            if getattr(node, bound) is not None:
+                for op in (ast.Add, ast.Sub):
+                    yield f"slice {bound} {op.__name__} 1", _shift_bound(bound, op)
+    elif isinstance(node, ast.Call) and len(node.args) > 1:
+        for i in range(len(node.args)):
+            for j in range(i + 1, len(node.args)):
+                yield f"call args {i}<->{j}", _swap_args(i, j)
+    if isinstance(getattr(node, "body", None), list):
+        for field in ("body", "orelse"):
+            for k in range(len(getattr(node, field, []) or [])):
+                yield f"drop {field}[{k}]", _drop(field, k)
 
 
 def _swap_op(k, new):
@@ -191,22 +180,23 @@ def _drop(field, k):
     return edit
 
 
-def _at(tree, path):
-    node = tree
-    for field, k in path:
-        node = getattr(node, field) if k is None else getattr(node, field)[k]
-    return node
+def _nodes(node: ast.AST):
+    """``node`` and every node below it, parents first, in source order."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _nodes(child)
 
 
 def mutants(code: str) -> dict[str, str]:
     """Every single-edit variant of ``code`` that still parses, by a name of its edit."""
     tree = ast.parse(code)
     found = {}
-    for path, what, edit in _edits(tree):
-        changed = copy.deepcopy(tree)
-        edit(_at(changed, path))
-        text = ast.unparse(ast.fix_missing_locations(changed))
-        name = f"{ast.unparse(_at(tree, path)).splitlines()[0][:40]} | {what}"
-        if text != ast.unparse(tree):
-            found.setdefault(name, text)
+    for index, node in enumerate(_nodes(tree)):
+        for what, edit in _edits(node):
+            changed = copy.deepcopy(tree)
+            edit(next(itertools.islice(_nodes(changed), index, None)))  # a copy's node `index` is this one
+            text = ast.unparse(ast.fix_missing_locations(changed))
+            name = f"{ast.unparse(node).splitlines()[0][:40]} | {what}"
+            if text != ast.unparse(tree):
+                found.setdefault(name, text)
     return found

@@ -331,11 +331,6 @@ def test_a_blank_exercise_says_so_and_goes_on(check, capsys):
 BLANK_LESSONS = ["02_shift_operation", "03_shift_block", "04_shiftvit_model", "05_training"]
 
 
-def _is_blank(cell):
-    text = "".join(cell["source"])
-    return cell["cell_type"] == "code" and 'raise NotImplementedError("write' in text.replace('(f"', '("')
-
-
 def _up_to_the_check(checking):
     """A checking cell's code up to its try_yours statement (what follows uses the lesson's set-up)."""
     statements = ast.parse(checking).body
@@ -362,16 +357,6 @@ def test_an_empty_blank_goes_on_with_the_library(lesson, capsys):
             assert namespace[name] is checks.library_train_step
 
 
-def test_try_yours_falls_back_to_the_library_while_blank(capsys):
-    def my_shift(x, num_div=12, s=1):
-        raise NotImplementedError("write my_shift")
-
-    assert checks.try_yours(checks.check_shift, my_shift, sv.shift_channels) is sv.shift_channels
-    assert capsys.readouterr().out == "my_shift: not written yet, so the lesson goes on with the library's version\n"
-    assert checks.try_yours(checks.check_shift, ex.my_shift, sv.shift_channels) is ex.my_shift
-    assert capsys.readouterr().out == "my_shift: yours passes every check\n"
-
-
 @pytest.mark.parametrize(("call", "error", "words"), [
     (lambda: checks.try_yours(DropPath, checks.check_drop_path, DropPath), TypeError,
      r"takes the check first: try_yours\(check_drop_path"),
@@ -385,45 +370,27 @@ def test_a_check_called_wrongly_says_what_to_change(call, error, words):
     assert "\n" not in str(refused.value)
 
 
-def test_nbval_markers_are_cell_tags_not_comments():
-    """The learner never sees nbval's markers: they live in the cells' tags."""
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        for cell in json.loads(path.read_text())["cells"]:
-            if cell["cell_type"] == "code":
-                assert "NBVAL_" not in "".join(cell["source"]), (
-                    f"{path.name}: run scripts/nbval_tags.py to turn '# NBVAL_*' into cell tags")
-
-
-def test_lessons_02_to_05_ship_their_blanks_empty():
-    """At least six blanks, each followed by its solution and a checking cell.
-
-    The shipped lessons are the blank versions, so the nbval run of the lessons
-    (run.sh test) is the run of a notebook whose every blank is left empty.
-    """
-    blanks = 0
-    for name in BLANK_LESSONS:
-        cells = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())["cells"]
-        for index, cell in enumerate(cells):
-            if _is_blank(cell):
-                blanks += 1
-                solution, check = cells[index + 1], cells[index + 2]
-                assert "<summary>Solution of the blank</summary>" in "".join(solution["source"]), name
-                check_code = re.sub(r"\s+", "", "".join(check["source"]))  # however it is wrapped
-                assert "checks.try_yours(checks.check_" in check_code, name
-    assert blanks >= 6, blanks
-
-
-def test_no_exercise_check_only_prints():
-    """Every exercise's checking cell calls checks.exercise, which stops "Run all" on a wrong answer."""
+def test_every_blank_and_exercise_is_followed_by_its_check():
+    """Lessons 02-05 ship at least six blanks empty (so the nbval run of the lessons is the run of a notebook
+    whose every blank is left empty), each followed by its solution and a try_yours cell; every exercise's
+    cell is checked by checks.exercise, which stops "Run all" on a wrong answer; no check only prints; nbval's
+    markers live in the cells' tags, which the learner never sees."""
+    blanks = []
     for path in sorted(NOTEBOOKS.glob("0[0-8]_*.ipynb")):
-        cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        cells = json.loads(path.read_text())["cells"]
         for index, cell in enumerate(cells):
-            text = "".join(cell["source"])
-            assert not re.search(r"Not yet|Not quite|Not answered", text), f"{path.name}: a check that only prints"
-            blank = re.search(r"#\s*your (code|answer|change)", text, flags=re.I) and "NotImplementedError" not in text
-            if blank:
-                here_or_next = text + "".join(cells[index + 1]["source"]) if index + 1 < len(cells) else text
-                assert "checks.exercise(checks.check_" in here_or_next, f"{path.name}: {text[:60]!r}"
+            text, after = "".join(cell["source"]), ["".join(c["source"]) for c in cells[index + 1 : index + 3]]
+            if cell["cell_type"] != "code":
+                continue
+            assert "NBVAL_" not in text and not re.search(r"Not yet|Not quite|Not answered", text), path.name
+            if 'raise NotImplementedError("write' in text.replace('(f"', '("'):
+                blanks.append(path.name)
+                assert "<summary>Solution of the blank</summary>" in after[0], path.name
+                assert "checks.try_yours(checks.check_" in re.sub(r"\s+", "", after[1]), path.name  # however wrapped
+            elif re.search(r"#\s*your (code|answer|change)", text, flags=re.I):
+                following = next((c for c in cells[index + 1 :] if c["cell_type"] == "code"), {"source": ""})
+                assert "checks.exercise(checks.check_" in text + "".join(following["source"]), f"{path.name}: {text[:60]!r}"
+    assert len(blanks) >= 6 and {name[:2] for name in blanks} == {"02", "03", "04", "05"}, blanks
 
 
 # The mutation test of the checks ---------------------------------------------
