@@ -26,9 +26,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from shiftvit_lib.config import preset
+from shiftvit_lib.config import is_whole_number, preset
 from shiftvit_lib.layers import MLP, PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
-from shiftvit_lib.model import build_shiftvit, stage_table
+from shiftvit_lib.model import build_shiftvit
 from shiftvit_lib.schedules import WarmUpCosine
 from shiftvit_lib.shift import SHIFT_DIRECTIONS, shift_channels
 
@@ -561,8 +561,8 @@ def check_inside_block(inside_block: Callable[..., Any]) -> None:
 def check_block_parameters(answer: Any, channels: int = 384) -> None:
     """Lesson 03: the parameters of one block with ``channels`` channels and MLP ratio 2."""
     _blank(answer, "Replace None with your number, then run the cell.")
-    whole = isinstance(answer, int | np.integer) and not isinstance(answer, bool)
-    assert whole, f"give the count as a whole number (123456), not the {type(answer).__name__} {answer!r}"
+    whole = f"give the count as a whole number (123456), not the {type(answer).__name__} {answer!r}"
+    assert is_whole_number(answer), whole
     c = channels
     mistakes = {
         f"{answer:,} counts the kernels only: add the MLP's biases and the norm's 2C": 4 * c * c,
@@ -573,18 +573,16 @@ def check_block_parameters(answer: Any, channels: int = 384) -> None:
     _diagnose(answer, 4 * c * c + 5 * c, mistakes, otherwise)
 
 
-@functools.cache  # building the four models is most of the check's time: once a session
-def _built_shapes(name: str) -> list[tuple[int, int]]:
-    rows = stage_table(build_shiftvit(preset(name)))
-    shapes = [row["output_shape"] for row in rows if row["layer"].startswith(("patch_proj", "stage_"))]
-    return [(shape[1], shape[3]) for shape in shapes]
-
-
 def check_shapes(my_shapes: Callable[[Any], list]) -> None:
-    """Lesson 04: ``my_shapes(config)`` lists (side, channels) after the projection and each stage."""
+    """Lesson 04: ``my_shapes(config)`` lists (side, channels) after the projection and each stage, as
+    the model built from ``config`` has them (``plots.architecture_shapes``, tested against built models)."""
+    from shiftvit_lib.notebook.plots import architecture_shapes
+
     _blank(my_shapes(preset("seed")), "Fill in my_shapes, run its cell, then run this cell again.")
     for name in ["quick", "seed", "cpu", "shiftvit_light_tiny"]:
-        built, got = _built_shapes(name), [tuple(pair) for pair in my_shapes(preset(name))]
+        parts = dict(architecture_shapes(preset(name)))  # part -> (side, side, channels)
+        built = [(s, c) for part, (s, _, c) in parts.items() if part.startswith(("patch_proj", "stage_"))]
+        got = [tuple(pair) for pair in my_shapes(preset(name))]
         for wrong, hint in [
             (len(got) != len(built), "one (side, channels) after the projection and one after each stage"),
             (got[0] != built[0], "after the projection the side is image_size / patch_size"),

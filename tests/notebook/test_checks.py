@@ -424,7 +424,11 @@ def _probe_step(step):
     return out + model.get_weights()
 
 
-SHIFT_SHAPES = [((1, 5, 7, 11), 4, 1), ((2, 6, 6, 13), 4, 2), ((1, 7, 5, 24), 6, 3), ((1, 4, 4, 30), 6, 1)]
+def _probe_shift(shift):
+    cases = [((1, 5, 7, 11), 4, 1), ((2, 6, 6, 13), 4, 2), ((1, 7, 5, 24), 6, 3), ((1, 4, 4, 30), 6, 1)]
+    return [shift(x, n, s) for x, (_, n, s) in zip(_probe_inputs(shape for shape, _, _ in cases), cases)]
+
+
 CROP_IMAGES = _probe_inputs([(2, 52, 52, 3), (1, 33, 33, 2)])
 # check name -> what a candidate gives on random inputs (a variant giving the same is no mistake)
 PROBES = {
@@ -433,10 +437,8 @@ PROBES = {
     + [f(_UnbalancedSplits.y_val)],
     "check_centre_crop": lambda f: [f(x, crop) for x in CROP_IMAGES for crop in (x.shape[1], x.shape[1] - 7,
                                                                                x.shape[1] - 12, 1)],
-    "check_shift": lambda f: [f(x, n, s) for x, (_, n, s) in zip(_probe_inputs(s for s, _, _ in SHIFT_SHAPES),
-                                                                   SHIFT_SHAPES)],
-    "check_pad_shift": lambda f: [f(x, n, s) for x, (_, n, s) in zip(_probe_inputs(s for s, _, _ in SHIFT_SHAPES),
-                                                                       SHIFT_SHAPES)],
+    "check_shift": _probe_shift,
+    "check_pad_shift": _probe_shift,
     "check_mlp": lambda cls: _layer_outputs(lambda: cls(3.0), _probe_inputs([(2, 3, 3, 6)]))
     + _layer_outputs(lambda: cls(2.0), _probe_inputs([(1, 2, 2, 5)])),
     "check_drop_path": lambda cls: _layer_outputs(lambda: cls(0.25, seed=3), _probe_inputs([(64, 2, 2, 3)]) * 2,

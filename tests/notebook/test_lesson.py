@@ -4,9 +4,10 @@ time card: tests/lessons/test_length.py and tests/project/test_run_lessons.py.)"
 
 import datetime
 import importlib
-import importlib.util
 import json
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -76,13 +77,6 @@ BADGE = ("[![Open In Colab](https://colab.research.google.com/assets/colab-badge
 WEBSITE_CODE_COLUMNS = 88  # the website's code box shows this many characters without scrolling
 
 
-def _runner():
-    spec = importlib.util.spec_from_file_location("run_lessons", NOTEBOOKS.parent / "scripts" / "run_lessons.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _cells(path):
     return json.loads(path.read_text(encoding="utf-8"))["cells"]
 
@@ -134,7 +128,7 @@ def test_code_lines_fit_the_websites_code_box(path):
 def test_runner_mode_and_time_card():
     import nbformat
 
-    runner = _runner()
+    runner = SimpleNamespace(**runpy.run_path(str(NOTEBOOKS.parent / "scripts" / "run_lessons.py")))
     assert [runner.run_mode(env) for env in ({}, {"SHIFTVIT_QUICK": "1"}, {"SHIFTVIT_QUICK": "0"})] == \
         ["quick", "quick", "full"]
     first = (f"# Lesson 09 · Test\n\n| {runner.QUICK_ROW} | old |\n\n"  # outside the card: must stay

@@ -3,13 +3,7 @@
 import pytest
 
 from shiftvit_lib import preset
-from shiftvit_lib.notebook.timing import (
-    RunEstimate,
-    StepTiming,
-    format_duration,
-    format_timings,
-    time_training_steps,
-)
+from shiftvit_lib.notebook.timing import RunEstimate, StepTiming, format_duration, format_timings, time_training_steps
 
 
 def test_run_estimate_arithmetic():
