@@ -363,8 +363,9 @@ def check_builder(build: Callable[[Any], keras.Model]) -> None:
             for field in ("num_div", "shift", "shift_pixel", "mlp_ratio", "mlp_dropout"):
                 got, wanted = {getattr(block, field) for block in blocks}, getattr(config, field)
                 assert got == {wanted}, f"every block needs config.{field} = {wanted!r}, got {sorted(got)}"
-            rates = drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
-            rates = np.concatenate(rates)
+            rates = np.concatenate(
+                drop_path_rates(config.depths, config.drop_path_rate, config.drop_path_schedule)
+            )
             hint = f"the blocks' drop-path rates are sv.drop_path_rates(...) = {np.round(rates, 3).tolist()}"
             assert np.allclose([block.drop_path_rate for block in blocks], rates), hint
         mergings, merges = len(_layers(model, PatchMerging)), len(config.depths) - 1

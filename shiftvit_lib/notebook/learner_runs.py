@@ -11,16 +11,15 @@
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 # Where Colab mounts Google Drive; tests point it at a temporary folder.
 DRIVE_MOUNT_ENV = "SHIFTVIT_DRIVE_MOUNT"
 COLAB_LOCAL_RUNS = Path("/content/runs")
 
 
-@dataclass(frozen=True)
-class RunsRoot:
+class RunsRoot(NamedTuple):
     """The folder that takes a lesson's run folders, and one line on what that means."""
 
     path: Path

@@ -19,6 +19,7 @@ data of a full run (default ``auto``).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,13 +95,10 @@ def setup_lesson(full_mode: bool = False, *, recipe: str | None = None, seed: in
     if recipe is not None and (recipe not in RECIPES or full_mode):
         raise ValueError(f"recipe must be one of {RECIPES}, without full_mode; got {recipe!r}")
     keras.utils.set_random_seed(seed)
-    if keras.backend.backend() == "tensorflow":
-        # TensorFlow's Python logger warns, for example, each time a freshly built model traces its
-        # predict function ("triggered tf.function retracing"): expected when a lesson trains several
-        # models, and only noise to a learner. Errors still show.
-        import tensorflow as tf
-
-        tf.get_logger().setLevel("ERROR")
+    # TensorFlow's Python logger (tf.get_logger()) warns, for example, each time a freshly built model
+    # traces its predict function ("triggered tf.function retracing"): expected when a lesson trains
+    # several models, and only noise to a learner. Errors still show.
+    logging.getLogger("tensorflow").setLevel("ERROR")
     if recipe is None:
         quick, reason = choose_mode(full_mode)
         switch, full_preset = "FULL_MODE", "seed"

@@ -27,8 +27,6 @@ from matplotlib.ticker import MaxNLocator
 
 from shiftvit_lib.data import DataSplits
 
-CORRECT_COLOR = "tab:green"
-WRONG_COLOR = "tab:red"
 ARROW = dict(arrowstyle="->", linewidth=0.8)
 BOX = dict(edgecolor="black", linewidth=0.8)
 
@@ -89,7 +87,7 @@ def plot_image_grid(
         confidence = "" if confidences is None else f" {confidences[index]:.0%}"
         truth = "" if correct else f"\n(true: {true_name})"
         title = class_names[int(predictions[index])] + confidence + truth
-        ax.set_title(title, fontsize=7, color=CORRECT_COLOR if correct else WRONG_COLOR)
+        ax.set_title(title, fontsize=7, color="tab:green" if correct else "tab:red")
     return fig
 
 

@@ -11,15 +11,14 @@ import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
 from keras.callbacks import LambdaCallback
 
 
-@dataclass(frozen=True)
-class StepTiming:
+class StepTiming(NamedTuple):
     """One row of the device table: a precision and an XLA setting, timed."""
 
     precision: str  # "float32" or a mixed policy
@@ -85,12 +84,11 @@ def format_timings(rows: Sequence[StepTiming]) -> str:
     """The device table as text: images/s and the speed-up over float32 without XLA."""
     base = rows[0].images_per_second
     lines = [f"{'precision':16} {'XLA':>4} {'batch':>6} {'ms/step':>9} {'images/s':>9} {'speed-up':>9}"]
-    for row in rows:
-        lines.append(
-            f"{row.precision:16} {'on' if row.xla else 'off':>4} {row.batch_size:>6} "
-            f"{1000 * row.step_seconds:>9.1f} {row.images_per_second:>9,.0f} "
-            f"{row.images_per_second / base:>8.2f}x"
-        )
+    lines += [
+        f"{row.precision:16} {'on' if row.xla else 'off':>4} {row.batch_size:>6} "
+        f"{1000 * row.step_seconds:>9.1f} {row.images_per_second:>9,.0f} {row.images_per_second / base:>8.2f}x"
+        for row in rows
+    ]
     return "\n".join(lines)
 
 

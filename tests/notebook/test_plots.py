@@ -34,8 +34,8 @@ def test_image_grid_titles_each_image_and_colours_right_and_wrong_predictions() 
                                 confidences=[0.9, 0.8, 0.7, 0.6, 0.5], ncols=3)
     titles = [ax.title for ax in fig.axes if ax.get_title()]
     assert len(titles) == 5 and len(fig.axes) == 6  # 2 rows x 3 columns, one blank
-    assert titles[2].get_text() == "truck 70%\n(true: bird)" and titles[2].get_color() == plots.WRONG_COLOR
-    assert titles[0].get_color() == plots.CORRECT_COLOR and small_and_detached(fig)
+    assert titles[2].get_text() == "truck 70%\n(true: bird)" and titles[2].get_color() == "tab:red"
+    assert titles[0].get_color() == "tab:green" and small_and_detached(fig)
     labelled = [ax.get_title() for ax in plots.plot_image_grid(images, np.arange(40) % 10, CIFAR10_CLASSES).axes]
     assert len([title for title in labelled if title]) == 32 and labelled[:2] == ["airplane", "automobile"]
 
