@@ -21,7 +21,6 @@ per epoch when stdout is not a terminal, and a closed pipe (``--json | head``) e
 import _thread
 import argparse
 import functools
-import os
 import re
 import signal
 import sys
@@ -31,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 from shiftvit_lib._startup import backend_problem
 from shiftvit_lib.config import InputError, check_whole_number
-from shiftvit_lib.tools.files import escape_name
+from shiftvit_lib.tools.files import RunFolderInUseError, UnsafeFileError, escape_name
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # the shell's code for a process stopped by Ctrl-C (128 + SIGINT)
@@ -44,22 +43,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"error: {message} (see: {self.prog} --help)\n")
 
 
-def _whole_number(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: a whole number from ``low`` to ``high`` (the library's check), or a one-line reason."""
-
-    def parse(text: str) -> int:
-        try:
-            return check_whole_number(
-                int(text) if text.strip().lstrip("+-").isdigit() else text, "value", low, high
-            )
-        except InputError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    return parse
+def _whole_number(text: str, low: int, high: int) -> int:
+    """An argparse type (with ``low`` and ``high`` bound): a whole number from ``low`` to ``high`` (the
+    library's check, which names what was given), or a one-line reason."""
+    number = int(text) if text.strip().lstrip("+-").isdigit() else text
+    try:
+        return check_whole_number(number, "value", low, high)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
-COUNT = _whole_number(1, 2**31 - 1)  # epochs, images per class: within every library's ints
-BATCH_SIZE = _whole_number(1, 1 << 20)  # a million images at once is beyond any accelerator's memory
+# Epochs, images per class: within every library's ints; a million images is beyond any accelerator's memory.
+COUNT = functools.partial(_whole_number, low=1, high=2**31 - 1)
+BATCH_SIZE = functools.partial(_whole_number, low=1, high=1 << 20)
 PRECISIONS, SCALES = ("auto", "none", "mixed_bfloat16", "mixed_float16"), ("quick", "cpu", "full")
 COMMANDS = ("train", "compare", "evaluate", "predict", "presets")  # each one's function: _<command>
 NOTES = {  # a comparison record's note, per --scale
@@ -91,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     add("train", "--mixed-precision", "auto: 16-bit on GPU/TPU", choices=PRECISIONS, default="auto")
     add("train", "--no-jit", "no XLA", dest="jit_compile", action="store_const", const=False, default="auto")
     # NumPy's and Keras' seeds are 32-bit.
-    add("train compare", "--seed", type=_whole_number(0, 2**32 - 1), default=42)
+    add("train compare", "--seed", type=functools.partial(_whole_number, low=0, high=2**32 - 1), default=42)
     add(
         "train",
         "--verbose",
@@ -109,7 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     add("evaluate predict", "--model", "a .keras (safe mode); input <= 1024x1024, 500M params", required=True)
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
     add("predict", "folder", "folder of PNG or JPEG images (by content), each <= 64 MiB, 40 megapixels")
-    add("predict", "--top-k", type=_whole_number(1, 10), default=3)  # CIFAR-10's ten classes
+    add(
+        "predict", "--top-k", type=functools.partial(_whole_number, low=1, high=10), default=3
+    )  # CIFAR-10's ten classes
     flag("predict", "--json", "print JSON instead of a table")
     return parser
 
@@ -250,7 +248,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_USER_ERROR
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the program's own process: TensorFlow's C++ log off
     for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
         # and a file name the terminal cannot encode prints escaped instead of failing
         getattr(stream, "reconfigure", lambda **_: None)(errors="backslashreplace", line_buffering=True)
@@ -298,7 +295,6 @@ def _interrupted(error: BaseException | None) -> bool:
 def _command(args: argparse.Namespace) -> int:
     """Run the command; what the project raises about the user's input, files and data is one line."""
     from shiftvit_lib.tools.data_sources import DataSourceUnavailableError
-    from shiftvit_lib.tools.files import RunFolderInUseError, UnsafeFileError
 
     try:
         with warnings.catch_warnings():

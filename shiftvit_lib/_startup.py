@@ -95,12 +95,11 @@ def import_backend_quietly() -> bool:
     if note:
         print(note)
     problem = backend_problem()
-    command_line = running_command_line()
-    if problem and command_line:
+    if problem and running_command_line():
         return False  # under `python -m shiftvit_lib`: __main__.main reports it in one line
     if problem:
         raise BackendChoiceError(problem)
-    if command_line:  # the program's own process (module docstring)
+    if running_command_line():  # the program's own process (module docstring)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     quiet = os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") != "1" and "tensorflow" not in sys.modules
     if _configured_backend(os.environ)[0] != "tensorflow" or not quiet:
@@ -111,11 +110,9 @@ def import_backend_quietly() -> bool:
         return True
     sys.stderr.flush()
     devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
+    try:  # (installed: backend_problem checked; a broken install raises its own ImportError)
         os.dup2(devnull, 2)
         import tensorflow  # noqa: F401
-    except ImportError:
-        pass  # keras reports a missing backend itself, with its own message
     finally:
         os.dup2(saved, 2)
         os.close(saved)
