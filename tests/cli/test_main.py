@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ from fakes import png_bytes, tiny_splits, write_tree
 from PIL import Image
 
 import shiftvit_lib.__main__ as cli
-from shiftvit_lib.__main__ import in_flags, main
+from shiftvit_lib.__main__ import main
 from shiftvit_lib.config import preset
 from shiftvit_lib.tools import data_sources
 from shiftvit_lib.tools.inference import save_model
@@ -35,28 +36,22 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
 
 
 def assert_user_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-
-
-def tiny_classifier(outputs: int = 10) -> keras.Model:
-    inputs = keras.Input((32, 32, 3))
-    flat = keras.layers.Flatten()(keras.layers.Rescaling(1 / 255)(inputs))
-    return keras.Model(inputs, keras.layers.Dense(outputs)(flat))
+    """One line, exit status 2, the library's keyword advice shown as flags (``--overwrite``, ``--data sample``)."""
+    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    assert all(fragment in err for fragment in fragments) and not re.search(r"source=|overwrite=|load_cifar10", err), err
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> Path:
-    """A folder of saved models: m.keras (10 classes), five.keras (5), two.keras (two outputs)."""
+    """A folder of saved models: m.keras (10 classes, not mirror-symmetric), five.keras (5), two.keras (two
+    outputs), and m.keras again under the longest name a file system allows (a save's temporary names fit)."""
     folder = tmp_path_factory.mktemp("models")
-    save_model(tiny_classifier(), folder / "m.keras")
-    save_model(tiny_classifier(outputs=5), folder / "five.keras")
     inputs = keras.Input((32, 32, 3))
-    flat = keras.layers.Flatten()(inputs)
-    save_model(keras.Model(inputs, [keras.layers.Dense(10)(flat), keras.layers.Dense(10)(flat)]), folder / "two.keras")
+    flat = keras.layers.Flatten()(keras.layers.Rescaling(1 / 255)(inputs))
+    for name, outputs in (("m", keras.layers.Dense(10)(flat)), ("five", keras.layers.Dense(5)(flat)),
+                          ("two", [keras.layers.Dense(10)(flat), keras.layers.Dense(10)(flat)])):
+        save_model(keras.Model(inputs, outputs), folder / f"{name}.keras")
+    save_model(keras.Model(inputs, keras.layers.Dense(10)(flat)), folder / ("m" * 249 + ".keras"))
     return folder
 
 
@@ -133,7 +128,8 @@ USER_MISTAKES = {
     "two outputs": ({}, None, ["predict", "--model", "{models}/two.keras", "{tmp}"], ["2 outputs"]),
     "missing model": ({}, None, ["predict", "--model", "{tmp}/nope.keras", "{tmp}"], ["nope.keras"]),
     "model a folder": ({}, None, ["predict", "--model", "{tmp}", "{tmp}"], [".keras"]),
-    "images not a folder": ({}, None, ["predict", "--model", "{models}/m.keras", "{models}/m.keras"], ["m.keras"]),
+    "images not a folder": ({}, None, ["predict", "--model", "{models}/" + "m" * 249 + ".keras", "{models}/m.keras"],
+                            ["m.keras"]),  # the model saved under the longest legal name is read
     "missing images": ({}, None, ["predict", "--model", "{models}/m.keras", "{tmp}/nowhere"], ["nowhere"]),
     "unlistable images": ({"images/": b""}, (Path, "iterdir", refused_listing),
                           ["predict", "--model", "{models}/m.keras", "{tmp}/images"],
@@ -166,7 +162,6 @@ def test_a_user_mistake_is_one_line_and_changes_nothing(capsys, tmp_path, monkey
     code, _, err = run_cli(capsys, *(part.format(tmp=tmp_path, models=models) for part in command))
     monkeypatch.undo()
     assert_user_error(code, err, *fragments)
-    assert "source=" not in err  # the library's keywords are shown as flags
     assert sorted(tmp_path.rglob("*")) == before and (tmp_path / "notes.json").read_text() == "the user's"
 
 
@@ -249,62 +244,37 @@ def test_a_ctrl_c_that_lands_in_a_weakref_callback_still_stops_the_run(monkeypat
     assert code == 130 and err.startswith("stopped (Ctrl-C)") and "Traceback" not in err, err
 
 
-def test_evaluate_with_tta_reports_it_beside_the_plain_figure(capsys, tmp_path, monkeypatch):
+def test_evaluate_reports_flip_tta_beside_the_plain_figure_and_a_warning_in_one_line(capsys, monkeypatch, models):
     from shiftvit_lib.recipe import evaluate
+    from shiftvit_lib.tools.inference import load_model
 
-    data = tiny_splits()
-    monkeypatch.setattr(data_sources, "load_cifar10", lambda *args, **kwargs: data)
-    model = tiny_classifier()
-    path = save_model(model, tmp_path / "m.keras")
-    code, out, err = run_cli(capsys, "evaluate", "--model", path, "--data", "sample", "--tta")
-    assert code == 0, err
-    plain, flipped = evaluate(model, data), evaluate(model, data, tta=True)
-    lines = out.strip().splitlines()
-    assert lines[-2].startswith(f"test top-1 {plain['accuracy']:.2%}")
-    assert lines[-1] == (f"with flip TTA: top-1 {flipped['accuracy']:.2%}  top-5 {flipped['top5']:.2%}  "
-                         f"loss {flipped['loss']:.4f}")
-    code, out, _ = run_cli(capsys, "evaluate", "--model", path, "--data", "sample")
-    assert code == 0 and "TTA" not in out  # only when asked
-
-
-# --------------------------------------------------------------------------- speaking CLI
-@pytest.mark.parametrize(
-    ("library", "command_line"),
-    [
-        ("Resume it, or pass overwrite=True (--overwrite) to start afresh there", "or pass --overwrite to start"),
-        ("or pass overwrite=True to replace it", "or pass --overwrite to replace it"),
-        ("Without internet use source='sample', a local copy", "Without internet use --data sample, a local"),
-        ("Pass source='keras' once online", "Pass --data keras once online"),
-        ("load_cifar10('auto'): not the full data", "--data auto: not the full data"),
-    ],
-)
-def test_keyword_advice_is_shown_as_flags(library, command_line):
-    assert command_line in in_flags(library)
-
-
-def test_a_library_warning_is_one_line_without_its_source_line(capsys, monkeypatch, models):
     def falls_back(*args: object, **kwargs: object):
         warnings.warn("load_cifar10('auto'): not the full data. Pass source='keras' once online.", UserWarning,
                       stacklevel=2)
-        return tiny_splits()
+        return data
 
+    data, model = tiny_splits(), load_model(models / "m.keras")
     monkeypatch.setattr(data_sources, "load_cifar10", falls_back)
     with warnings.catch_warnings():
         warnings.simplefilter("always")
-        code, _, err = run_cli(capsys, "evaluate", "--model", models / "m.keras")
-    assert code == 0, err
+        code, out, err = run_cli(capsys, "evaluate", "--model", models / "m.keras")
+    assert code == 0 and "TTA" not in out, err  # only when asked
     assert err.splitlines() == ["warning: --data auto: not the full data. Pass --data keras once online."]
+    code, out, err = run_cli(capsys, "evaluate", "--model", models / "m.keras", "--data", "sample", "--tta")
+    plain, flipped = evaluate(model, data), evaluate(model, data, tta=True)
+    assert code == 0 and out.splitlines()[-2].startswith(f"test top-1 {plain['accuracy']:.2%}"), err
+    assert out.splitlines()[-1] == (f"with flip TTA: top-1 {flipped['accuracy']:.2%}  top-5 {flipped['top5']:.2%}  "
+                                    f"loss {flipped['loss']:.4f}")
 
 
 def test_help_states_the_formats_and_caps_read(capsys):
-    code, out, _ = run_cli(capsys, "predict", "--help")
-    assert code == 0
     from shiftvit_lib.images import MAX_PIXELS
     from shiftvit_lib.tools.inference import MAX_IMAGE_BYTES
 
+    code, out, _ = run_cli(capsys, "predict", "--help")
     out = " ".join(out.split())
-    assert "PNG or JPEG" in out and "any size" not in out
-    assert f"{MAX_IMAGE_BYTES >> 20} MiB" in out and f"{MAX_PIXELS // 10**6} megapixels" in out
+    assert code == 0 and "PNG or JPEG" in out and f"{MAX_IMAGE_BYTES >> 20} MiB" in out
+    assert f"{MAX_PIXELS // 10**6} megapixels" in out
 
 
 def _command_line(*args: str, **run: object) -> subprocess.CompletedProcess:
@@ -335,11 +305,6 @@ def test_a_reader_that_leaves_early_ends_the_program_quietly(tmp_path, models):
     reader.stdin.close()
     reader.wait()
     assert done.stderr.decode() == ""
-
-
-def test_save_model_to_the_longest_legal_name_works(tmp_path):
-    save_model(tiny_classifier(), tmp_path / ("m" * 249 + ".keras"))
-    assert (tmp_path / ("m" * 249 + ".keras")).is_file()
 
 
 # --------------------------------------------------------------------------- one check per folder, errors by kind

@@ -7,40 +7,39 @@ import threading
 from pathlib import Path
 
 import pytest
-from fakes import one_line
 
-from shiftvit_lib._startup import backend_problem
+from shiftvit_lib._startup import backend_problem, choose_backend_for_colab_tpu
 
 REPO = Path(__file__).resolve().parents[2]
+DEFAULT = "Keras' default (KERAS_BACKEND is not set)"
 
 
-def test_an_unknown_keras_backend_is_one_line_even_for_presets():
+# KERAS_BACKEND (None: unset, no keras.json), the backends installed -> the one-line problem (None: none).
+@pytest.mark.parametrize(("chosen", "installed", "problem"), [
+    ("tensorflow", {"jax", "torch"}, "Keras is to use tensorflow (from KERAS_BACKEND) but tensorflow is not "
+     "installed; set KERAS_BACKEND=jax (installed here), or pip install tensorflow"),
+    (None, set(), f"Keras is to use tensorflow (from {DEFAULT}) but tensorflow is not installed; pip install tensorflow"),
+    ("jax", {"jax"}, None),
+    ("tensorfow", {"jax"}, "the Keras backend 'tensorfow' (from KERAS_BACKEND) is not one Keras knows; set "
+     "KERAS_BACKEND to jax, tensorflow or torch"),
+])
+def test_a_backend_keras_cannot_load_is_one_line_naming_the_fix(tmp_path, chosen, installed, problem):
+    environ = {"HOME": str(tmp_path)} if chosen is None else {"KERAS_BACKEND": chosen}
+    assert backend_problem(environ, find_spec=lambda name: object() if name in installed else None) == problem
+
+
+def test_the_command_line_prints_the_backends_problem_in_one_line_even_for_presets():
     env = {**os.environ, "KERAS_BACKEND": "tensorfow"}
     done = subprocess.run([sys.executable, "-m", "shiftvit_lib", "presets"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.strip().splitlines() == [
-        "error: the Keras backend 'tensorfow' (from KERAS_BACKEND) is not one Keras knows; set "
-        "KERAS_BACKEND to jax, tensorflow or torch"]
-
-
-def test_a_backend_that_is_not_installed_names_the_fix(tmp_path):
-    installed = {"jax", "torch"}
-    problem = backend_problem({"KERAS_BACKEND": "tensorflow"},
-                              find_spec=lambda name: object() if name in installed else None)
-    assert problem == ("Keras is to use tensorflow (from KERAS_BACKEND) but tensorflow is not installed; "
-                       "set KERAS_BACKEND=jax (installed here), or pip install tensorflow")
-    # No KERAS_BACKEND and no keras.json: Keras' default, TensorFlow, named as such.
-    problem = backend_problem({"HOME": str(tmp_path)}, find_spec=lambda name: None)
-    assert problem.startswith("Keras is to use tensorflow (from Keras' default (KERAS_BACKEND is not set))")
-    assert backend_problem({"KERAS_BACKEND": "jax"}, find_spec=lambda name: object()) is None
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [f"error: {backend_problem(env)}"], done.stderr
 
 
 def test_a_keras_json_with_a_list_as_backend_is_one_line_and_a_fifo_is_not_read(tmp_path):
-    (tmp_path / "list" / "keras.json").parent.mkdir()
+    (tmp_path / "list").mkdir()
     (tmp_path / "list" / "keras.json").write_text('{"backend": ["jax"]}')
     problem = backend_problem({"KERAS_HOME": str(tmp_path / "list")})
-    assert problem and "keras.json" in one_line(problem) and "KERAS_BACKEND" in problem
+    assert "['jax']" in problem and "keras.json" in problem and "\n" not in problem
     os.mkfifo(tmp_path / "keras.json")
     answers: list[object] = []
     reader = threading.Thread(target=lambda: answers.append(backend_problem({"KERAS_HOME": str(tmp_path)})),
@@ -54,17 +53,17 @@ def test_a_keras_json_with_a_list_as_backend_is_one_line_and_a_fifo_is_not_read(
     assert answers  # Keras' default backend (no settings read)
 
 
-def test_a_colab_tpu_runtime_gets_the_jax_backend():
-    from shiftvit_lib._startup import choose_backend_for_colab_tpu
-
-    colab = {"google.colab": object()}
-    tpu_vm = {"/dev/accel0"}.__contains__
-    environ = {}
-    note = choose_backend_for_colab_tpu(environ, colab, tpu_vm)
-    assert environ["KERAS_BACKEND"] == "jax" and "JAX" in note and "\n" not in note
-    assert choose_backend_for_colab_tpu({"COLAB_TPU_ADDR": "10.0.0.2:8470"}, colab, lambda path: False)
-    # A backend the learner chose wins; a GPU or CPU runtime, or a TPU machine off Colab, is left alone.
-    chosen = {"KERAS_BACKEND": "tensorflow"}
-    assert choose_backend_for_colab_tpu(chosen, colab, tpu_vm) is None and chosen["KERAS_BACKEND"] == "tensorflow"
-    for environ, modules, exists in [({}, colab, lambda path: False), ({}, {}, tpu_vm)]:
-        assert choose_backend_for_colab_tpu(environ, modules, exists) is None and "KERAS_BACKEND" not in environ
+# KERAS_BACKEND set or not, Colab or not, the TPU's marks -> whether JAX is chosen.
+@pytest.mark.parametrize(("environ", "colab", "tpu_device", "chosen"), [
+    ({}, True, True, True),  # a Colab TPU VM: /dev/accel0
+    ({"COLAB_TPU_ADDR": "10.0.0.2:8470"}, True, False, True),  # the older TPU runtime
+    ({"KERAS_BACKEND": "tensorflow"}, True, True, False),  # a backend the learner chose wins
+    ({}, True, False, False),  # a GPU or CPU runtime
+    ({}, False, True, False),  # a TPU machine off Colab
+])
+def test_a_colab_tpu_runtime_gets_the_jax_backend(environ, colab, tpu_device, chosen):
+    before = dict(environ)
+    note = choose_backend_for_colab_tpu(environ, {"google.colab": object()} if colab else {},
+                                        lambda path: tpu_device and path == "/dev/accel0")
+    assert (note is not None) == chosen and environ == ({**before, "KERAS_BACKEND": "jax"} if chosen else before)
+    assert not note or ("JAX" in note and "\n" not in note)
