@@ -1,8 +1,6 @@
 """The facade (``import shiftvit_lib as sv``): every name the lessons and the README use is there,
 and each one is the object of the module ``_EXPORTS`` names for it."""
 
-from __future__ import annotations
-
 import importlib
 import importlib.util
 import json

@@ -1,8 +1,6 @@
 """The command line: every user error is one line on stderr and exit status 2, found before
 anything is written to disk; finished and mismatched run folders are refused."""
 
-from __future__ import annotations
-
 import io
 import json
 import os

@@ -1,7 +1,5 @@
 """Tests for shiftvit_lib.notebook.plots: every helper returns a small, correct Figure."""
 
-from __future__ import annotations
-
 import io
 from pathlib import Path
 
