@@ -26,7 +26,7 @@ from shiftvit_lib.tools import files
 from shiftvit_lib.tools import run_folder as rf
 from shiftvit_lib.tools.files import LOCK_FILE
 from shiftvit_lib.tools.run_folder import Claim, RunFolderError, claim, open_run_folder, run_spec
-from shiftvit_lib.tools.runs import BestModelCheckpoint, run_callbacks, train
+from shiftvit_lib.tools.runs import BestModelCheckpoint, train
 
 
 def test_a_failed_claim_removes_only_the_folders_it_made(tmp_path):
@@ -53,8 +53,36 @@ def test_a_claim_checks_once_and_a_held_claim_is_not_checked_again(tmp_path, mon
         config, data = preset("quick"), tiny_splits()
         folder = open_run_folder(held, run_spec(config, data, epochs=1), config)
     assert checked == [tmp_path / "run"] and folder.spec["epochs"] == 1
-    with pytest.raises(RunFolderError, match="is a file"):
-        claim(tmp_path / "run" / "run_spec.json" / "below").__enter__()
+
+
+FINISHED = {"run_spec.json": "{}", "run.json": "{}", "history.csv": "epoch\n0\n"}
+# What an output folder holds -> check_run_folder's answer, or the words of its refusal.
+FOLDERS = [
+    ("run", {}, False, "new"),
+    ("run", {"run/notes.txt": "mine"}, False, "new"),
+    ("run", {"run/run_spec.json": "{}", "run/history.csv": "epoch\n"}, False, "resume"),
+    ("run", {"run/history.csv": "epoch,loss\n0,2.3\n"}, False, "training files without run_spec.json"),
+    ("run", {f"run/{name}": text for name, text in FINISHED.items()}, False, r"already holds a finished run \(its record"),
+    ("run", {f"run/{name}": text for name, text in FINISHED.items()}, True, "new"),
+    ("file/below", {"file": "x"}, False, "is a file, not a folder"),
+    ("r" * 256, {}, False, "more than the 255 a file system allows"),
+    ("r" * 255, {}, False, "new"),
+]
+
+
+@pytest.mark.parametrize(("out", "holds", "overwrite", "expected"), FOLDERS, ids=range(len(FOLDERS)))
+def test_a_folder_is_told_new_or_resumable_or_refused_in_one_line_writing_nothing(tmp_path, out, holds, overwrite,
+                                                                                  expected):
+    for name, text in holds.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    if expected in ("new", "resume"):
+        assert rf.check_run_folder(tmp_path / out, overwrite=overwrite) == expected
+    else:
+        with pytest.raises(ValueError, match=expected) as refused:  # a RunFolderError or an UnsafeFileError
+            rf.check_run_folder(tmp_path / out, overwrite=overwrite)
+        one_line(refused.value)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == sorted(holds)
 
 
 # --------------------------------------------------------------------------- only its own files (issue 48)
@@ -102,23 +130,12 @@ def test_training_refuses_a_link_planted_in_place_of_any_run_file(tmp_path, memb
 
 
 # The writers themselves, in case a link appears after the folder was checked (a race).
-def write_history(run: Path) -> None:  # the run's own history callback, whichever class it is
-    history = run_callbacks(preset("quick"), rf.RunFolder(run, {}), 8)["history"]
-    history.on_train_begin()
-    history.on_epoch_end(0, {"loss": 1.0})
-    history.on_train_end()
-
-
-def write_lock(run: Path) -> None:
-    with files.run_folder_lock(run):
-        pass
-
-
-WRITERS = [("history.csv", write_history),
+WRITERS = [("history.csv", lambda run: rf.HistoryLog(run / "history.csv").on_epoch_end(0, {"loss": 1.0})),
            ("best.keras", lambda run: BestModelCheckpoint(run / "best.keras").on_epoch_end(0, {"val_accuracy": 0.5})),
            ("backup", lambda run: rf.RunBackup(run).on_epoch_end(0, {})),
            ("backup/epoch-0001.weights.h5", lambda run: rf.RunBackup(run).on_epoch_end(0, {})),
-           ("run.json", lambda run: rf.write_record(rf.RunFolder(run, {}), {"done": True})), (".lock", write_lock)]
+           ("run.json", lambda run: rf.write_record(rf.RunFolder(run, {}), {"done": True})),
+           (".lock", lambda run: files.run_folder_lock(run).__enter__())]
 
 
 @pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
@@ -154,6 +171,18 @@ def test_a_bad_backup_epoch_resumes_from_the_newest_readable_backup_and_deletes_
     folder = rf.open_run_folder(rf.Claim(run, "resume"), spec, preset("quick"))
     assert (folder.resumed_from, folder.restore_from) == (2, run / "backup" / "epoch-0002.weights.h5")
     assert sorted(p.name for p in (run / "backup").glob("epoch-*")) == ["epoch-0001.weights.h5", "epoch-0002.weights.h5"]
+
+
+def test_a_finished_fit_whose_best_model_is_damaged_and_no_backup_left_is_refused_naming_it(tmp_path):
+    run = tmp_path / "run"
+    spec = make_interrupted_run(run, backups=())
+    (run / "run_spec.json").write_text(json.dumps({**spec, "fit_finished_at": "yesterday"}))
+    (run / "history.csv").write_text("epoch,loss,val_accuracy\n0,2.3,0.1\n")
+    (run / "best.keras").write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(RunFolderError) as refused:
+        rf.open_run_folder(rf.Claim(run, "resume"), spec, preset("quick"))
+    assert "best.keras is damaged (kept as best.keras.damaged)" in one_line(refused.value)
+    assert "--overwrite" in str(refused.value) and (run / "best.keras.damaged").exists()
 
 
 @pytest.mark.parametrize("end", ["restart", "record"])
@@ -197,10 +226,3 @@ def test_a_damaged_file_read_back_is_one_line_naming_it(tmp_path, name, text, re
         read(tmp_path / name)
     assert str(tmp_path / name) in one_line(refused.value) and words in one_line(refused.value)
     assert name == "run.json" or "correct or delete that line" in str(refused.value)
-
-
-# --------------------------------------------------------------------------- names
-def test_an_out_name_too_long_for_the_file_system_is_refused_before_any_work(tmp_path):
-    with pytest.raises(ValueError, match="more than the 255 a file system allows"):
-        rf.check_run_folder(tmp_path / ("r" * 256))
-    assert rf.check_run_folder(tmp_path / ("r" * 255)) == "new"

@@ -164,10 +164,6 @@ def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_tw
     assert again.reused and not first.reused
     assert again.record == first.record and again.history == first.history
     assert again.model.count_params() == first.model.count_params()
-    with pytest.raises(rf.RunFolderError, match=r"already holds a finished run \(its record: .*run\.json\).*overwrite"):
-        train(quick(batch_size=16), data, out, epochs=1, **FAST)
-    with pytest.raises(rf.RunFolderError, match="finished run"):  # the same settings: finished is finished
-        train(quick(), data, out, epochs=1, **FAST)
     with pytest.raises(rf.RunFolderError, match="already holds a finished run"):  # reuse with other settings
         train(quick(), data, out, epochs=2, reuse=True, **FAST)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before  # untouched
@@ -185,26 +181,29 @@ def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_tw
     assert first.record["finished_at"] and second.record["resumed_from_epoch"] == 0
 
 
+@pytest.mark.parametrize(("changes", "difference"), [
+    (dict(epochs=5), "epochs (3 -> 5)"), (dict(config=quick(batch_size=16)), "config.batch_size (32 -> 16)"),
+    (dict(seed=7), "seed (42 -> 7)"), (dict(data=tiny_splits(seed=1)), "data (other images or labels)"),
+])
+def test_an_interrupted_run_with_other_settings_is_refused_naming_them_and_left_untouched(tmp_path, changes,
+                                                                                            difference):
+    data, config = tiny_splits(), quick()
+    (tmp_path / "run_spec.json").write_text(json.dumps(rf.run_spec(config, data, epochs=3, seed=42)))
+    (tmp_path / "history.csv").write_text("epoch,loss\n0,2.3\n")
+    saved = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(rf.RunFolderError) as refused:
+        train(**{"config": config, "data": data, "out_dir": tmp_path, "epochs": 3, **changes}, **FAST)
+    assert "interrupted run with other settings" in one_line(refused.value) and difference in str(refused.value)
+    assert {name: (tmp_path / name).read_bytes() for name in saved} == saved
+
+
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
+def test_an_interrupted_run_resumes_where_it_stopped(tmp_path):
     # Lesson 05's training cell (reuse=True) after a disconnect (Colab: a KeyboardInterrupt).
     data, config = tiny_splits(), quick()
-    saved = interrupted(tmp_path, data, config, epochs=3, after=1, error=KeyboardInterrupt, reuse=True)
+    interrupted(tmp_path, data, config, epochs=3, after=1, error=KeyboardInterrupt, reuse=True)
     assert not (tmp_path / "run.json").exists() and (tmp_path / "backup").exists()
-    attempts = {
-        "epochs (3 -> 5)": dict(config=config, data=data, epochs=5),
-        "config.batch_size (32 -> 16)": dict(config=quick(batch_size=16), data=data, epochs=3),
-        "seed (42 -> 7)": dict(config=config, data=data, epochs=3, seed=7),
-        "data (other images or labels)": dict(config=config, data=tiny_splits(seed=1), epochs=3),
-    }
-    for field, arguments in attempts.items():
-        with pytest.raises(rf.RunFolderError) as refused:
-            train(out_dir=tmp_path, **arguments, **FAST)
-        message = one_line(refused.value)
-        assert "interrupted run with other settings" in message and field in message, message
-        assert {name: (tmp_path / name).read_bytes() for name in saved} == saved  # nothing changed
-
     # The same settings resume at epoch 1, and the schedule continues where it stopped.
     probe = _RecordResume()
     run = train(config, data, tmp_path, epochs=3, extra_callbacks=[probe], reuse=True, **FAST)
@@ -216,30 +215,30 @@ def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
     assert run.record["resumed_from_epoch"] == 1 and run.history["epoch"] == [0, 1, 2]
 
 
+class MustNotTrain(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        raise AssertionError("the run had finished training")
+
+
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_a_run_that_died_before_its_record_finishes_without_training(tmp_path):
-    data, config = tiny_splits(), quick()
-    train(config, data, tmp_path, epochs=1, **FAST)
-    (tmp_path / "run.json").unlink()  # as if the process died while evaluating
-
-    class MustNotTrain(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            raise AssertionError("the run had finished training")
-
-    run = train(config, data, tmp_path, epochs=1, extra_callbacks=[MustNotTrain()], **FAST)
-    assert run.history["epoch"] == [0] and (tmp_path / "run.json").exists()
-
-
-def test_an_older_versions_run_or_a_config_that_cannot_train_is_refused_untouched(tmp_path):
-    # (An --out that is a file, or below one: tests/cli/test_main.py and test_run_folder.py.)
-    (tmp_path / "history.csv").write_text("epoch,loss\n0,2.3\n")
-    with pytest.raises(rf.RunFolderError, match="without run_spec.json"):
-        train(quick(), tiny_splits(), tmp_path, epochs=1, **FAST)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.csv"]
-    with pytest.raises(ValueError, match="batch_size"):  # the config refuses it, or train() does
-        train(quick(batch_size=0), tiny_splits(), tmp_path / "zero", epochs=1, **FAST)
-    assert not (tmp_path / "zero").exists()
+@pytest.mark.parametrize("lost", ["run.json", "best.keras"])
+def test_a_run_that_died_after_its_last_epoch_finishes_without_training_again(tmp_path, capsys, lost):
+    # It died before its record (run.json lost), or before marking its fit finished and then its
+    # best.keras was damaged: the resume names that file and evaluates the last backed-up state.
+    config, data = quick(), tiny_splits()
+    if lost == "run.json":
+        train(config, data, tmp_path, epochs=2, **FAST)
+        (tmp_path / "run.json").unlink()
+    else:
+        interrupted(tmp_path, data, config, epochs=2, after=0)
+        best = tmp_path / "best.keras"
+        best.write_bytes(best.read_bytes()[: best.stat().st_size // 2])
+    run = train(config, data, tmp_path, epochs=2, extra_callbacks=[MustNotTrain()], **FAST)
+    assert run.history["epoch"] == [0, 1] and (run.record["epochs_run"], run.record["resumed_from_epoch"]) == (2, 2)
+    if lost == "best.keras":
+        assert f"warning: {tmp_path / 'best.keras'} is damaged" in capsys.readouterr().err
+        assert (tmp_path / "best.keras.damaged").exists() and "best.keras" in run.record["recovered"][0]
 
 
 # --------------------------------------------------------------------------- runs of the stronger recipe
@@ -439,37 +438,6 @@ def test_a_run_that_cannot_train_is_refused_before_the_folder_is_touched(tmp_pat
     with pytest.raises(ValueError):
         train(config, data, tmp_path / "new", epochs=epochs, seed=seed, **FAST)
     assert not (tmp_path / "new").exists()
-
-
-def test_a_damaged_best_model_is_reported_as_damaged_not_missing(tmp_path):
-    # A run whose training finished but whose record was never written: the resume only
-    # evaluates best.keras, which a disk error has cut short.
-    config, data = quick(), tiny_splits()
-    spec = rf.run_spec(config, data, epochs=1, seed=42)
-    (tmp_path / rf.RUN_SPEC).write_text(json.dumps({**spec, "fit_finished_at": "yesterday"}))
-    (tmp_path / "history.csv").write_text("epoch,loss,val_accuracy\n0,2.3,0.1\n")
-    (tmp_path / "best.keras").write_bytes(b"PK\x03\x04 cut short")
-    with pytest.raises(rf.RunFolderError) as damaged:
-        train(config, data, tmp_path, epochs=1, seed=42, **FAST)
-    message = one_line(damaged.value)
-    assert "best.keras is damaged" in message and "--overwrite" in message
-    assert "not found" not in message.lower()
-
-
-@pytest.mark.slow
-def test_a_damaged_best_model_after_training_falls_back_to_the_backup(tmp_path, capsys):
-    # The run trained to its end but died before its record; then best.keras was damaged.
-    # Resuming names it and evaluates the last backed-up state instead of refusing.
-    config, data = quick(), tiny_splits()
-    interrupted(tmp_path, data, config, epochs=2, after=0)
-    assert (tmp_path / "backup").is_dir()
-    best = tmp_path / "best.keras"
-    best.write_bytes(best.read_bytes()[: best.stat().st_size // 2])
-    run = train(config, data, tmp_path, epochs=2, **FAST)
-    assert f"warning: {best} is damaged" in capsys.readouterr().err
-    assert (tmp_path / "best.keras.damaged").exists()  # kept, never deleted
-    assert run.record["epochs_run"] == 2 and run.record["resumed_from_epoch"] == 2
-    assert "best.keras" in run.record["recovered"][0]
 
 
 def test_train_reads_top_to_bottom_and_builds_its_callbacks_by_name(tmp_path):
