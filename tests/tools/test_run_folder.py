@@ -55,15 +55,14 @@ def test_a_claim_checks_once_and_a_held_claim_is_not_checked_again(tmp_path, mon
     assert checked == [tmp_path / "run"] and folder.spec["epochs"] == 1
 
 
-FINISHED = {"run_spec.json": "{}", "run.json": "{}", "history.csv": "epoch\n0\n"}
+FINISHED = {"run/run_spec.json": "{}", "run/run.json": "{}", "run/history.csv": "epoch\n0\n"}
 # What an output folder holds -> check_run_folder's answer, or the words of its refusal.
 FOLDERS = [
     ("run", {}, False, "new"),
     ("run", {"run/notes.txt": "mine"}, False, "new"),
     ("run", {"run/run_spec.json": "{}", "run/history.csv": "epoch\n"}, False, "resume"),
     ("run", {"run/history.csv": "epoch,loss\n0,2.3\n"}, False, "training files without run_spec.json"),
-    ("run", {f"run/{name}": text for name, text in FINISHED.items()}, False, r"already holds a finished run \(its record"),
-    ("run", {f"run/{name}": text for name, text in FINISHED.items()}, True, "new"),
+    ("run", FINISHED, False, r"already holds a finished run \(its record"), ("run", FINISHED, True, "new"),
     ("file/below", {"file": "x"}, False, "is a file, not a folder"),
     ("r" * 256, {}, False, "more than the 255 a file system allows"),
     ("r" * 255, {}, False, "new"),
@@ -87,9 +86,16 @@ def test_a_folder_is_told_new_or_resumable_or_refused_in_one_line_writing_nothin
 
 # --------------------------------------------------------------------------- only its own files (issue 48)
 OUTSIDE_TEXT = "the user's own file\n"
-# Every member a run writes (or reads back) in its folder.
-MEMBERS = [".lock", "run_spec.json", "history.csv", "best.keras", "run.json", "backup",
-           "backup/training_metadata.json", "backup/epoch-0001.weights.h5"]
+# Every member a run writes (or reads back) in its folder -> the writer of it that checks it again
+# when it writes, in case a link appears after the folder was checked (a race).
+MEMBERS = {
+    ".lock": lambda run: files.run_folder_lock(run).__enter__(), "run_spec.json": None,
+    "history.csv": lambda run: rf.HistoryLog(run / "history.csv").on_epoch_end(0, {"loss": 1.0}),
+    "best.keras": lambda run: BestModelCheckpoint(run / "best.keras").on_epoch_end(0, {"val_accuracy": 0.5}),
+    "run.json": lambda run: rf.write_record(rf.RunFolder(run, {}), {"done": True}),
+    "backup": lambda run: rf.RunBackup(run).on_epoch_end(0, {}), "backup/training_metadata.json": None,
+    "backup/epoch-0001.weights.h5": lambda run: rf.RunBackup(run).on_epoch_end(0, {}),
+}
 
 
 def plant(run: Path, member: str, how: str, outside: Path) -> None:
@@ -107,48 +113,24 @@ def plant(run: Path, member: str, how: str, outside: Path) -> None:
         os.link(outside, path)
 
 
-def outside_file(tmp_path: Path) -> Path:
-    outside = tmp_path / "mine" / "notes.txt"
-    outside.parent.mkdir()
-    outside.write_text(OUTSIDE_TEXT)
-    return outside
-
-
-@pytest.mark.parametrize("how", ["symlink", "hardlink"])
+@pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
 @pytest.mark.parametrize("member", MEMBERS)
-def test_training_refuses_a_link_planted_in_place_of_any_run_file(tmp_path, member, how):
+def test_training_and_each_writer_refuse_a_link_or_pipe_in_place_of_a_run_file(tmp_path, member, how):
     if member == "backup" and how == "hardlink":
         pytest.skip("a folder cannot be hard-linked")
-    outside, run = outside_file(tmp_path), tmp_path / "run"
+    outside, run = tmp_path / "mine" / "notes.txt", tmp_path / "run"
+    outside.parent.mkdir()
+    outside.write_text(OUTSIDE_TEXT)
     plant(run, member, how, outside)
     with pytest.raises(ValueError) as refused:  # files.UnsafeFileError, or a RunFolderError
         train(preset("quick", batch_size=8), tiny_splits(16, 8, 8), run, epochs=1, verbose=0, jit_compile=False)
     assert files.escape_name(run / member) in one_line(refused.value)
+    if MEMBERS[member]:
+        with pytest.raises(files.UnsafeFileError) as refused:
+            MEMBERS[member](run)
+        assert files.escape_name(run / member) in one_line(refused.value)
     assert outside.read_text() == OUTSIDE_TEXT and sorted(os.listdir(outside.parent)) in (
         ["notes.txt"], ["notes.txt", "outside_backup"])
-    assert not any((outside.parent / "outside_backup").glob("*")) if member == "backup" else True
-
-
-# The writers themselves, in case a link appears after the folder was checked (a race).
-WRITERS = [("history.csv", lambda run: rf.HistoryLog(run / "history.csv").on_epoch_end(0, {"loss": 1.0})),
-           ("best.keras", lambda run: BestModelCheckpoint(run / "best.keras").on_epoch_end(0, {"val_accuracy": 0.5})),
-           ("backup", lambda run: rf.RunBackup(run).on_epoch_end(0, {})),
-           ("backup/epoch-0001.weights.h5", lambda run: rf.RunBackup(run).on_epoch_end(0, {})),
-           ("run.json", lambda run: rf.write_record(rf.RunFolder(run, {}), {"done": True})),
-           (".lock", lambda run: files.run_folder_lock(run).__enter__())]
-
-
-@pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
-@pytest.mark.parametrize(("member", "writer"), WRITERS, ids=[member for member, _ in WRITERS])
-def test_every_writer_refuses_a_link_or_pipe_and_leaves_the_outside_file(tmp_path, member, writer, how):
-    if member == "backup" and how == "hardlink":
-        pytest.skip("a folder cannot be hard-linked")
-    outside, run = outside_file(tmp_path), tmp_path / "run"
-    plant(run, member, how, outside)
-    with pytest.raises(files.UnsafeFileError) as refused:
-        writer(run)
-    assert files.escape_name(run / member) in one_line(refused.value)
-    assert outside.read_text() == OUTSIDE_TEXT
     assert not any((outside.parent / "outside_backup").glob("*")) if member == "backup" else True
 
 
