@@ -174,18 +174,11 @@ def file_code_lines(path: Path) -> int:
     return code_lines(path.read_text())
 
 
-def layer_code_lines(package_dir: Path) -> dict[str, dict[str, int]]:
-    """Layer -> {module: code lines}."""
-    found: dict[str, dict[str, int]] = {}
-    for module, path in package_modules(package_dir).items():
-        found.setdefault(layer_of(module), {})[module] = file_code_lines(path)
-    return found
-
-
 def budget_problems(package_dir: Path, budgets: dict[str, int]) -> list[str]:
-    per_layer = {layer: sum(counts.values()) for layer, counts in layer_code_lines(package_dir).items()}
-    totals = {**{layer: per_layer.get(layer, 0) for layer in ("core", "tools", "notebook")},
-              "library": sum(per_layer.values())}
+    per_layer = {"core": 0, "tools": 0, "notebook": 0, "facade": 0}
+    for module, path in package_modules(package_dir).items():
+        per_layer[layer_of(module)] += file_code_lines(path)
+    totals = {**per_layer, "library": sum(per_layer.values())}
     return [f"{layer} has {totals[layer]:,} code lines, more than its budget of {limit:,}"
             for layer, limit in budgets.items() if totals[layer] > limit]
 
@@ -326,28 +319,20 @@ def facade_exports(package_dir: Path) -> dict[str, str]:
 
 
 def library_uses(path: Path, package_dir: Path) -> set[str]:
-    """The package modules a file outside the package uses: imported, or reached through the
-    facade (``from pkg import name``, ``sv.name`` with ``import pkg as sv``) by the module
+    """The package modules a file outside the package uses: imported (:func:`imports_of`), or reached
+    through the facade (``from pkg import name``, ``sv.name`` with ``import pkg as sv``) by the module
     that defines the name. The bare package (``sv.__file__``) counts as none."""
     root, known = package_dir.name, set(package_modules(package_dir))
-    exports = {name: module for name, module in facade_exports(package_dir).items()}
+    exports = facade_exports(package_dir)
     tree = ast.parse(path.read_text(), filename=str(path))
     aliases = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                for alias in node.names if alias.name == root}
-    found = set()
-    for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names if alias.name != root]
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            names = [f"{node.module}.{alias.name}" for alias in node.names]
-            if node.module == root:
-                names = [exports.get(alias.name, f"{root}.{alias.name}") for alias in node.names]
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
-                and not node.attr.startswith("__"):
-            names = [exports.get(node.attr, f"{root}.{node.attr}")]
-        found.update(target for name in names if (target := _resolve(name, known)) and target != root)
-    return found
+    names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == root
+             and not node.level for alias in node.names]
+    names += [node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+              and isinstance(node.value, ast.Name) and node.value.id in aliases]
+    through_facade = {_resolve(exports.get(name, f"{root}.{name}"), known) for name in names}
+    return (imports_of("", path, known) | through_facade) - {root, None}
 
 
 def house_problems(repo: Path, package_name: str, tests_name: str = "tests",
