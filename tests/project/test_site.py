@@ -75,17 +75,16 @@ README = """# x
 @pytest.fixture
 def tiny_repo(tmp_path):
     repo = tmp_path / "repo"
-    (repo / "notebooks").mkdir(parents=True)
-    (repo / "benchmarks").mkdir()
-    (repo / "benchmarks" / "README.md").write_text("b")
-    (repo / "README.md").write_text(README)
     intro = _notebook(f"# 00 · Intro\n\n{BADGE}({colab_url('00_intro')})", "See [the appendix](08_appendix_x.ipynb) "
                       "and [the shift](../shiftvit_lib/shift.py).")
-    (repo / "notebooks" / "00_intro.ipynb").write_text(json.dumps(intro))
-    appendix = _notebook(
+    appendix = _notebook(  # the badge as HTML
         f'# 08 · Appendix\n\n<a href="{colab_url("08_appendix_x")}"><img src="https://colab.research.google.com/assets/colab-badge.svg" alt="Open In Colab"/></a>'
     )
-    (repo / "notebooks" / "08_appendix_x.ipynb").write_text(json.dumps(appendix))
+    files = {"benchmarks/README.md": "b", "README.md": README, "notebooks/00_intro.ipynb": json.dumps(intro),
+             "notebooks/08_appendix_x.ipynb": json.dumps(appendix)}
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
     return repo
 
 
