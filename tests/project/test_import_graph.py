@@ -351,13 +351,10 @@ def house_problems(repo: Path, package_name: str, tests_name: str = "tests",
                      if name.startswith("test") and name[len("test_"):-len(".py")] not in names]
         problems += [f"{layer} module {name} has no {tests_name}/{layer}/test_{name}.py"
                      for name in sorted(names) if f"test_{name}.py" not in files]
-    folders = {layer: sorted((tests / layer).rglob("*.py")) for layer in MIRRORED}
-    folders["helpers"] = sorted(tests.glob("*.py"))
-    for layer, paths in folders.items():
-        for path in paths:
-            for target in sorted(library_uses(path, package)):
-                if layer_of(target) not in TESTS_MAY_IMPORT[layer]:
-                    problems.append(f"{path.relative_to(repo)} ({layer}) imports {target} ({layer_of(target)})")
+    folders = {"helpers": tests.glob("*.py"), **{layer: (tests / layer).rglob("*.py") for layer in MIRRORED}}
+    problems += [f"{path.relative_to(repo)} ({layer}) imports {target} ({layer_of(target)})"
+                 for layer, paths in folders.items() for path in sorted(paths)
+                 for target in sorted(library_uses(path, package)) if layer_of(target) not in TESTS_MAY_IMPORT[layer]]
     test_lines, library_lines = (sum(file_code_lines(path) for path in folder.rglob("*.py")) if budget else 0
                                  for folder in (tests, package))
     if budget is not None and test_lines > budget * library_lines:
