@@ -14,14 +14,13 @@ import copy
 import itertools
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
-@dataclass(frozen=True)
-class Fold:
+class Fold(NamedTuple):
     lesson: str
     cell: str  # the code cell the learner fills
     code: str  # the fold's solution code

@@ -40,19 +40,12 @@ import shiftvit_lib as sv
 from shiftvit_lib.notebook import checks
 from shiftvit_lib.schedules import WarmUpCosine
 """
-MUTATED_LESSONS = ["00_overview", "01_data", "02_shift_operation", "03_shift_block", "04_shiftvit_model",
-                   "05_training", "06_inference", "07_attention_vs_shift"]
+MUTATED_LESSONS = [path.stem for path in sorted(NOTEBOOKS.glob("0[0-7]_*.ipynb"))]
 FOLDS = {fold.check: fold for lesson in MUTATED_LESSONS for fold in mutation.folds(lesson)}
-
-
-class _UnbalancedSplits:
-    """What check_val_counts reads of a DataSplits, with every class a different count."""
-
-    y_val = np.repeat(np.arange(10), np.arange(1, 11))[::-1].copy()
-
-    @staticmethod
-    def class_counts():
-        return {"train": np.arange(20, 30), "val": np.bincount(_UnbalancedSplits.y_val), "test": np.full(10, 5)}
+# What check_val_counts reads of a DataSplits, with every class a different count.
+Y_VAL = np.repeat(np.arange(10), np.arange(1, 11))[::-1].copy()
+_UnbalancedSplits = SimpleNamespace(y_val=Y_VAL, class_counts=lambda: {
+    "train": np.arange(20, 30), "val": np.bincount(Y_VAL), "test": np.full(10, 5)})
 
 
 @functools.cache
