@@ -66,6 +66,8 @@ def test_keras_io_shift_needs_widths_its_split_can_divide():
     ("seed", {"shift": "sideways"}, "shift must be"),
     ("seed", {"shift_pixel": 2}, "last stage's resolution"),
     ("seed", {"drop_path_schedule": "random"}, "drop_path_schedule"),
+    ("quick", {"stem_channels": -1}, "stem_channels must be >= 0"),
+    ("quick", {"stem_channels": 8, "patch_size": 1, "resize_to": 32}, "patch_size must be even"),
     ("quick", {"depths": 2}, "depths must be a list of whole numbers"),  # depths=(2) is the int 2
     ("quick", {"patch_size": 0}, "patch_size must be >= 1"),
     ("quick", {"batch_size": 0}, "batch_size must be >= 1"),

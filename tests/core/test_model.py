@@ -83,14 +83,9 @@ def test_conv_stem_keeps_the_stage_grid_and_counts_its_macs():
     assert macs["total"] == sum(v for k, v in macs.items() if k != "total")
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda: preset("quick", stem_channels=-1), ValueError, "stem_channels must be >= 0"),
-    (lambda: preset("quick", stem_channels=8, patch_size=1, resize_to=32), ValueError, "patch_size must be even"),
-    (lambda: build_shiftvit({"depths": [2, 2]}), TypeError, "ShiftViTConfig"),
-])
-def test_bad_settings_are_refused(call, error, message):
-    with pytest.raises(error, match=message):
-        call()
+def test_build_refuses_what_is_not_a_shiftvit_config():
+    with pytest.raises(TypeError, match="ShiftViTConfig"):
+        build_shiftvit({"depths": [2, 2]})
 
 
 @pytest.mark.slow
