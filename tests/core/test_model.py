@@ -122,13 +122,13 @@ def test_roll_implementation_gives_the_same_model_output(quick_model):
     np.testing.assert_allclose(logits_of(roll_model, images), logits_of(quick_model, images), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.slow  # builds the full-size model (about 4 s): in the full suite, not the inner loop
-def test_spach_init_draws_kernels_with_std_0_02_and_zeroes_biases():
-    model = build_shiftvit(preset("seed", init="spach"), seed=3)
+def test_spach_init_draws_kernels_with_std_0_02_zeroes_biases_and_is_seeded(quick_model):
+    """On the quick model (82,752 kernel weights: the std within 0.3 %); it once ran on the seed model (slow)."""
+    model = build_shiftvit(preset("quick", init="spach"), seed=3)
     kernels = [v for v in model.trainable_variables if v.path.endswith("/kernel")]
     biases = [v for v in model.trainable_variables if v.path.endswith("/bias")]
     gammas = [v for v in model.trainable_variables if v.path.endswith("/gamma")]
-    assert len(kernels) > 30 and len(biases) > 30 and gammas  # merging convs have no bias
+    assert len(kernels) == 12 and len(biases) == 10 and gammas  # merging convs have no bias
     big = np.concatenate([ops.convert_to_numpy(k).ravel() for k in kernels])
     assert np.std(big) == pytest.approx(0.02, rel=0.02) and abs(np.mean(big)) < 1e-4
     assert all(not np.any(ops.convert_to_numpy(b)) for b in biases)
@@ -136,13 +136,8 @@ def test_spach_init_draws_kernels_with_std_0_02_and_zeroes_biases():
     # One generator for all kernels: two kernels of the same shape must differ.
     expand, project = (ops.convert_to_numpy(k) for k in kernels[1:3])
     assert expand.size == project.size and not np.allclose(np.sort(expand.ravel()), np.sort(project.ravel()))
-    keras_default = build_shiftvit(preset("seed"), seed=3)
-    glorot = ops.convert_to_numpy(keras_default.get_layer("classifier").kernel)
+    glorot = ops.convert_to_numpy(quick_model.get_layer("classifier").kernel)
     assert np.std(glorot) > 2 * 0.02  # the default really is different
-
-
-def test_initialise_like_spach_is_seeded():
-    model = build_shiftvit(preset("quick"))
     first, again, other = ([w.copy() for w in initialise_like_spach(model, seed=s).get_weights()] for s in (7, 7, 8))
     assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
     assert not all(np.array_equal(a, b) for a, b in zip(first, other, strict=True))
