@@ -120,7 +120,7 @@ TREE_MISTAKES = {
     "empty class folder": ({}, ["test/frog/*"], "no images in test/frog/"),
     "missing class folder": ({}, ["test/frog"], "no images in test/frog/;"),
     "image of the wrong size": ({"train/dog/big.png": encode(1, "PNG", size=(64, 48))}, [],
-                                "train/dog/big.png is 64x48 pixels, but CIFAR-10 images are 32x32"),
+                                "train/dog/big.png: 64x48 pixels, expected 32x32"),
     "corrupt image": ({"train/dog/broken.jpg": encode(1, "JPEG")[:60]}, [], "train/dog/broken.jpg"),
     "not an image": ({"train/dog/notes.txt": b"hello"}, [], "notes.txt is not a .jpg/.jpeg/.png image"),
     "file beside the classes": ({"train/loose.png": encode(1, "PNG")}, [], "train/loose.png is not inside a class"),
@@ -498,7 +498,7 @@ def test_a_small_png_claiming_a_huge_size_is_refused_before_decoding(tmp_path, m
     monkeypatch.setattr(ImageFile.ImageFile, "load", must_not_decode)
     with pytest.raises(ValueError) as refused:
         data_sources.load_cifar10(folder)
-    assert "huge.png is 9000x9000 pixels, but CIFAR-10 images are 32x32" in one_line(refused.value)
+    assert "huge.png: 9000x9000 pixels, expected 32x32" in one_line(refused.value)
 
 
 @pytest.fixture()
