@@ -107,10 +107,8 @@ def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
         raise FileNotFoundError(f"the bundled sample {SAMPLE_ARCHIVE} is missing; reinstall shiftvit_lib")
     raw = _decode_class_folders(*_read_source(SAMPLE_ARCHIVE), limit, rng)
     sizes = f"{len(raw.y_train):,} train / {len(raw.y_test):,} test images, JPEG q75"
-    raw.description = (
-        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; pixels differ slightly from the "
-        "original release"
-    )
+    differ = "pixels differ slightly from the original release"
+    raw.description = f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; {differ}"
     return raw
 
 
@@ -315,7 +313,7 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
             continue
         count += 1
         total += size
-        _check_entry(where, parts, size, count, total, archive_bytes)
+        _check_entry(where, name, parts, size, count, total, archive_bytes)
         layout[parts[0]][parts[1]][name] = read()
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
@@ -331,13 +329,12 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
 
 
 def _check_entry(
-    where: str, parts: list[str], size: int, count: int, total: int, archive_bytes: int | None
+    where: str, name: str, parts: list[str], size: int, count: int, total: int, archive_bytes: int | None
 ) -> None:
-    """A one-line ``ValueError`` if the image file at ``parts`` is misplaced, or reading it passes a cap.
+    """A one-line ``ValueError`` if the image file ``name`` (``parts``) is misplaced, or reading it passes a cap.
 
     It is the ``count``-th image file, of ``size`` bytes, and brings the total to ``total``.
     """
-    name = "/".join(parts)
     if len(parts) != 3:
         problem = f"{name} is not inside a class folder ({parts[0]}/<class>/<file>); move or remove it"
     elif parts[1] not in CIFAR10_CLASSES:

@@ -59,7 +59,6 @@ _SCALES: dict[str, tuple[tuple[str, str], str, dict[str, Any], int]] = {
     "cpu": (("vit_cpu", "vit_spt_lsa_cpu"), "cpu", {"num_div": 16, "stem_channels": 0}, 10),
     "full": (("vit_cifar", "vit_spt_lsa_cifar"), "seed", {}, 100),
 }
-COMPARISON_SCALES = tuple(_SCALES)
 
 
 def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:
@@ -145,7 +144,7 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
     if isinstance(scale, bool):
         scale = "quick" if scale else "full"
     if scale not in _SCALES:
-        raise InputError(f"scale must be one of {COMPARISON_SCALES}, got {scale!r}")
+        raise InputError(f"scale must be one of {tuple(_SCALES)}, got {scale!r}")
     vits, shiftvit, changes, scale_epochs = _SCALES[scale]
     base: dict[str, Config] = {"vit": preset(vits[0]), "vit_spt_lsa": preset(vits[1])}
     base.update({name: preset(shiftvit, shift=kind, **changes) for name, kind in SHIFT_ABLATION.items()})

@@ -89,9 +89,10 @@ def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
 
 
 def _resize(image: Image.Image, width: int, height: int, fit: Fit) -> Image.Image:
-    """Resize with Lanczos (sharp, little aliasing); crop the centre first if asked."""
-    if image.size == (width, height):
-        return image  # keep the exact pixels of images already at the model size
+    """Resize with Lanczos (sharp, little aliasing); crop the centre first if asked.
+
+    An image already at the model size keeps its exact pixels: Pillow copies it unresampled.
+    """
     scale = min(image.width / width, image.height / height) if fit == "crop" else None
     crop_w, crop_h = (width * scale, height * scale) if scale else image.size
     left, top = (image.width - crop_w) / 2, (image.height - crop_h) / 2
