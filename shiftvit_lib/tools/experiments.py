@@ -71,17 +71,16 @@ def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:
     """
     if not configs:
         raise InputError("shared_terms needs at least one config.")
-    values = {
-        field: {name: getattr(config, field) for name, config in configs.items()} for field in SHARED_FIELDS
-    }
-    differences = [
-        f"{field} ({', '.join(f'{name}={value!r}' for name, value in per_model.items())})"
-        for field, per_model in values.items()
-        if len(set(per_model.values())) > 1
-    ]
+    shared, differences = {}, []
+    for field in SHARED_FIELDS:
+        per_model = {name: getattr(config, field) for name, config in configs.items()}
+        shared[field] = next(iter(per_model.values()))
+        if len(set(per_model.values())) > 1:
+            named = ", ".join(f"{name}={value!r}" for name, value in per_model.items())
+            differences.append(f"{field} ({named})")
     if differences:
         raise InputError("the configs are not on equal terms; they differ in: " + "; ".join(differences))
-    return {field: next(iter(per_model.values())) for field, per_model in values.items()}
+    return shared
 
 
 def equalise(configs: Mapping[str, Config], **fields: Any) -> dict[str, Config]:
