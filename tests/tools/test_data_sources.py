@@ -23,7 +23,7 @@ import keras
 import numpy as np
 import pytest
 from fakes import one_line, png_bytes, unreadable_zip, write_tar_gz, write_tree, write_zip
-from PIL import Image
+from PIL import Image, ImageFile
 
 from shiftvit_lib.data import CIFAR10_CLASSES
 from shiftvit_lib.tools import data_sources, inference
@@ -113,6 +113,16 @@ def test_archives_load_the_same_data_as_the_directory(
 # --------------------------------------------------------------------------
 
 
+def png_header_claiming(width: int, height: int) -> bytes:
+    """A tiny PNG whose header claims ``width`` x ``height`` pixels (a real decoder would allocate them)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 100))
+            + chunk(b"IEND", b""))
+
+
 # A mistake in a good class-folder tree (files written, paths removed) -> the words of its error.
 TREE_MISTAKES = {
     "no train/ and test/": ({"cat/0001.png": encode(1, "PNG")}, ["train", "test"], "no images in train/, test/;"),
@@ -124,15 +134,25 @@ TREE_MISTAKES = {
     "corrupt image": ({"train/dog/broken.jpg": encode(1, "JPEG")[:60]}, [], "train/dog/broken.jpg"),
     "not an image": ({"train/dog/notes.txt": b"hello"}, [], "notes.txt is not a .jpg/.jpeg/.png image"),
     "file beside the classes": ({"train/loose.png": encode(1, "PNG")}, [], "train/loose.png is not inside a class"),
+    # a few bytes whose header claims 9,000 x 9,000 pixels: refused before decoding (a decoder would allocate them)
+    "huge size claimed": ({"train/dog/huge.png": png_header_claiming(9_000, 9_000)}, [],
+                          "train/dog/huge.png: 9000x9000 pixels, expected 32x32"),
 }
 
 
 @pytest.mark.parametrize("mistake", list(TREE_MISTAKES))
-def test_a_mistake_in_a_class_folder_tree_is_named(tree: Path, mistake: str) -> None:
+def test_a_mistake_in_a_class_folder_tree_is_named(tree: Path, monkeypatch, mistake: str) -> None:
     written, removed, words = TREE_MISTAKES[mistake]
     for path in [path for pattern in removed for path in tree.glob(pattern)]:
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     write_tree(tree, written)
+    original_load = ImageFile.ImageFile.load
+
+    def decode_small_only(self, *args, **kwargs):
+        assert self.size[0] <= 64, f"a {self.size} image was decoded"
+        return original_load(self, *args, **kwargs)
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", decode_small_only)
     with pytest.raises(ValueError) as refused:
         load_cifar10(tree)
     assert words in one_line(refused.value)
@@ -471,34 +491,6 @@ def test_a_small_zip_that_unpacks_to_a_lot_is_refused_early(tmp_path, monkeypatc
         data_sources.load_cifar10(path)
     assert "looks like a decompression bomb" in one_line(refused.value)
     assert len(read) < 30  # stopped after reading about 16 MiB, not 270
-
-
-def png_header_claiming(width: int, height: int) -> bytes:
-    """A tiny PNG whose header claims ``width`` x ``height`` pixels (a real decoder would allocate them)."""
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 100))
-            + chunk(b"IEND", b""))
-
-
-def test_a_small_png_claiming_a_huge_size_is_refused_before_decoding(tmp_path, monkeypatch):
-    folder = write_tree(tmp_path / "cifar",
-                        {**class_folder_files({"train": 1, "test": 1}), "train/dog/huge.png": png_header_claiming(9_000, 9_000)})
-
-    from PIL import ImageFile
-
-    def must_not_decode(self, *args, **kwargs):
-        if self.size[0] > 32:
-            raise AssertionError("the 9,000-pixel-wide image was decoded")
-        return original_load(self, *args, **kwargs)
-
-    original_load = ImageFile.ImageFile.load
-    monkeypatch.setattr(ImageFile.ImageFile, "load", must_not_decode)
-    with pytest.raises(ValueError) as refused:
-        data_sources.load_cifar10(folder)
-    assert "huge.png: 9000x9000 pixels, expected 32x32" in one_line(refused.value)
 
 
 @pytest.fixture()
