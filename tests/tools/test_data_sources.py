@@ -11,7 +11,6 @@ import shutil
 import stat
 import struct
 import tarfile
-import threading
 import time
 import tracemalloc
 import warnings
@@ -22,7 +21,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from fakes import one_line, png_bytes, unreadable_zip, write_tar_gz, write_tree, write_zip
+from fakes import finishes_within, one_line, png_bytes, unreadable_zip, write_tar_gz, write_tree, write_zip
 from PIL import Image, ImageFile
 
 from shiftvit_lib.data import CIFAR10_CLASSES
@@ -215,25 +214,6 @@ def test_data_in_two_places_is_refused_not_mixed(tmp_path: Path, second_copy: st
 # --------------------------------------------------------------------------
 # Bounded inputs: skipped entries, size caps, links and special files
 # --------------------------------------------------------------------------
-
-
-def finishes_within(seconds: float, function, *args):
-    """Run ``function`` in a daemon thread; fail (rather than hang CI) if it blocks."""
-    outcome: dict = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = function(*args)
-        except BaseException as error:  # noqa: BLE001 - handed to the test
-            outcome["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"{function.__name__} blocked for {seconds} s (did it open a pipe?)"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 def deflated_zip(path: Path, files: dict[str, bytes]) -> Path:
