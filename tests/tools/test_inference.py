@@ -59,12 +59,6 @@ def save(image: Image.Image, fmt: str) -> bytes:
 # --------------------------------------------------------------------------
 
 
-def half_transparent() -> Image.Image:
-    rgba = np.zeros((32, 32, 4), np.uint8)
-    rgba[:, :16] = (0, 0, 255, 255)  # opaque blue on the left, fully transparent right
-    return Image.fromarray(rgba, "RGBA")
-
-
 PIXELS = np.random.default_rng(1).integers(0, 256, (32, 32, 3), dtype=np.uint8)
 # A PNG -> what load_image(path, 32) makes of it: RGB, whatever the mode; transparency composited onto white.
 LOADED_AS = {
@@ -73,7 +67,8 @@ LOADED_AS = {
     "palette": (Image.new("RGB", (40, 40), (200, 10, 10)).convert("P"),
                 lambda rgb: abs(int(rgb[0, 0, 0]) - 200) < 10 and rgb[0, 0, 1] < 20),
     "16-bit": (Image.fromarray(np.full((40, 40), 65535, np.uint16)), lambda rgb: (rgb == 255).all()),  # not clipped
-    "transparent": (half_transparent(), lambda rgb: (rgb[:, :16] == (0, 0, 255)).all() and (rgb[:, 16:] == 255).all()),
+    "transparent": (Image.fromarray(np.repeat([[[0, 0, 255, 255]] * 16 + [[0, 0, 0, 0]] * 16], 32, 0).astype(np.uint8)),
+                    lambda rgb: (rgb[:, :16] == (0, 0, 255)).all() and (rgb[:, 16:] == 255).all()),
 }
 
 
@@ -244,16 +239,10 @@ def test_pixels_scaled_to_0_1_are_warned_about_and_16_bit_white_is_read(model: k
     assert predict_probabilities(model, np.full((1, 32, 32, 3), 255, np.uint16)).shape == (1, 10)
 
 
-def nan_pixels() -> np.ndarray:
-    images = np.full((2, 32, 32, 3), 100.0, np.float32)
-    images[1, 0, 0, 0] = np.nan
-    return images
-
-
 # Images predict_probabilities refuses -> (the images, options, the words of its one-line error).
 BAD_BATCHES = {
     "the wrong size": (np.zeros((2, 64, 64, 3), np.uint8), {}, "model takes 32x32"),
-    "NaN pixels": (nan_pixels(), {}, "1 of 2 images hold NaN or infinite pixel values"),
+    "NaN pixels": (np.stack([np.full((32, 32, 3), 100.0), np.full((32, 32, 3), np.nan)]), {}, "1 of 2 images hold NaN or infinite pixel values"),
     "a negative batch size": (np.zeros((2, 32, 32, 3), np.uint8), {"batch_size": -1}, "batch_size"),
     "16-bit pixels": (np.full((2, 32, 32, 3), 65_535, np.uint16), {}, "divide by 257"),
     "grey images": (np.zeros((4, 32, 32), np.uint8), {}, "grey.*np.repeat"),
