@@ -489,7 +489,7 @@ def test_the_tests_mirror_the_library():
     assert {"shiftvit_lib.tools.runs", "shiftvit_lib.config"} <= uses
 
 
-@pytest.mark.xfail(strict=True, reason="the tests' cut is unfinished: 7,402 test code lines, 1.74x the library (allowed: 6,370)")
+@pytest.mark.xfail(strict=True, reason="the tests' cut is unfinished: 7,403 test code lines, 1.74x the library (allowed: 6,370)")
 def test_the_tests_within_their_budget():
     # strict: once the tests fit, this passes and fails the run until the mark is removed.
     assert house_problems(REPO, "shiftvit_lib", budget=TEST_BUDGET) == []
