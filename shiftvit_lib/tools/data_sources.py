@@ -91,8 +91,6 @@ def read_keras(limit: int | None, rng: np.random.Generator) -> RawData:
         raise DataSourceUnavailableError(f"{failed}. {offline}") from error
     arrays = []
     for images, labels in downloaded:
-        if images.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
-            images = images.transpose(0, 2, 3, 1)
         labels = labels.reshape(-1).astype(np.int64)
         keep = cap_per_class(labels, limit, rng)
         arrays += [np.ascontiguousarray(images[keep]), labels[keep]]

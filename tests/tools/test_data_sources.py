@@ -163,8 +163,6 @@ def test_a_newline_or_escape_code_in_the_data_path_cannot_forge_a_printed_line(t
     ("nowhere", None, FileNotFoundError, "does not exist"),
     ("./no/such/dir", None, FileNotFoundError, "does not exist"),  # a string, relative to the working folder
     ("data.csv", b"a,b", ValueError, "not a supported archive"),
-    ("bad.zip", b"not a zip", ValueError, "not a readable zip"),
-    ("bad.tar.gz", b"not a tar", ValueError, "not a readable tar"),
     ("flat.zip", "zip", ValueError, "no images in train/, test/"),
     ("loop", "loop", FileNotFoundError, "symbolic link that leads nowhere"),  # a link to itself
     *[(name, "fifo", ValueError, "named pipe") for name in ("x.tar.gz", "x.zip", "x.tar")],  # never opened
