@@ -90,13 +90,8 @@ def test_the_scenes_shift_is_the_official_formula_moving_in_the_named_directions
         np.testing.assert_array_equal(shift_feat(x, num_div, shift_pixel), shift_nhwc(x[None], num_div, shift_pixel)[0])
     x = example_feature_map()
     y = shift_feat(x, NUM_DIV, 1)
-    # Channel 0 moves LEFT: row 0 was 1..5 and becomes 2..5 then a zero.
-    np.testing.assert_array_equal(y[0, :, 0], [2, 3, 4, 5, 0])
-    np.testing.assert_array_equal(y[0, :, 1], [0, 1, 2, 3, 4])  # right
-    np.testing.assert_array_equal(y[:, 0, 2], [6, 11, 16, 21, 0])  # up
-    np.testing.assert_array_equal(y[:, 0, 3], [0, 1, 6, 11, 16])  # down
-    np.testing.assert_array_equal(y[:, :, 4:], x[:, :, 4:])  # unchanged
-    # The per-channel (d_row, d_col) the scene animates, read back from the output.
+    # The per-channel (d_row, d_col) the scene animates, read back from the output: left, right, up,
+    # down, then the channels left in place.
     offsets = [cell_motion(x[:, :, ch], y[:, :, ch])[1] for ch in range(x.shape[2])]
     assert offsets == [(0, -1), (0, 1), (-1, 0), (1, 0), (0, 0), (0, 0)]
 

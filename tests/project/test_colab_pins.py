@@ -87,10 +87,7 @@ def test_the_declared_python_versions_include_colabs_and_the_jax_extra_excludes_
 def imported_modules(source: str) -> set[str]:
     """Top-level names of the modules a piece of Python source imports."""
     # A notebook's IPython lines (%pip, !apt-get) become `pass`, keeping their indentation.
-    source = "\n".join(
-        line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
-        for line in source.splitlines()
-    )
+    source = re.sub(r"^([ \t]*)[%!].*$", r"\1pass", source, flags=re.M)
     names = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):

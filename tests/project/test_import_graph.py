@@ -174,18 +174,11 @@ def file_code_lines(path: Path) -> int:
     return code_lines(path.read_text())
 
 
-def layer_code_lines(package_dir: Path) -> dict[str, dict[str, int]]:
-    """Layer -> {module: code lines}."""
-    found: dict[str, dict[str, int]] = {}
-    for module, path in package_modules(package_dir).items():
-        found.setdefault(layer_of(module), {})[module] = file_code_lines(path)
-    return found
-
-
 def budget_problems(package_dir: Path, budgets: dict[str, int]) -> list[str]:
-    per_layer = {layer: sum(counts.values()) for layer, counts in layer_code_lines(package_dir).items()}
-    totals = {**{layer: per_layer.get(layer, 0) for layer in ("core", "tools", "notebook")},
-              "library": sum(per_layer.values())}
+    per_layer = {"core": 0, "tools": 0, "notebook": 0, "facade": 0}
+    for module, path in package_modules(package_dir).items():
+        per_layer[layer_of(module)] += file_code_lines(path)
+    totals = {**per_layer, "library": sum(per_layer.values())}
     return [f"{layer} has {totals[layer]:,} code lines, more than its budget of {limit:,}"
             for layer, limit in budgets.items() if totals[layer] > limit]
 
@@ -224,56 +217,17 @@ def test_shiftvit_lib_within_its_budgets(layer):
     assert budget_problems(REPO / "shiftvit_lib", {layer: BUDGETS[layer]}) == []
 
 
-CHEAP_IMPORT = """
-import importlib, importlib.abc
-
-class BlockMatplotlib(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] == "matplotlib":
-            raise ImportError("matplotlib is blocked for this test")
-
-sys.meta_path.insert(0, BlockMatplotlib())
-"""
-AFTER_CHEAP_IMPORT = """
-sv = sys.modules["shiftvit_lib"]
-above_core = sorted(m for m in sys.modules if m.startswith(("shiftvit_lib.tools", "shiftvit_lib.notebook",
-                                                             "shiftvit_lib.__main__")))
-print("LOADED", above_core)
-print("TRAIN", type(sv.train).__name__)
-print("AFTER", "shiftvit_lib.tools.runs" in sys.modules)
-try:
-    import shiftvit_lib.notebook.plots
-except ImportError as error:
-    print("PLOTS", error)
-"""
-
-
-@pytest.mark.slow  # two child processes, each importing the library and Keras: about 30 s
-def test_importing_shiftvit_lib_loads_no_tooling_and_no_matplotlib_and_changes_nothing_outside_it():
-    # Keras imports matplotlib itself when it is installed (keras.visualization), so the
-    # child blocks it: `import shiftvit_lib` must work without it and load no tooling.
-    found, output = _import_in_child(before=CHEAP_IMPORT, after=AFTER_CHEAP_IMPORT)
-    assert "LOADED []" in output, output
-    # sv.train is the tooling function, loaded on first use.
-    assert "TRAIN function" in output and "AFTER True" in output, output
-    # The block works: the plotting helpers, which need matplotlib, fail to import under it.
-    assert "PLOTS matplotlib is blocked" in output, output
-    # TF_CPP_MIN_LOG_LEVEL and KERAS_BACKEND unset: the package sets neither. Keras' own import
-    # may change something (JAX, when installed, sets TF_CPP_MIN_LOG_LEVEL to 1 as it loads): that
-    # is Keras', the same without us, to the value (the package setting it to 3 first would show).
-    keras_alone, _ = _import_in_child(module="keras")
-    assert keras_alone["outcome"] == "imported" and keras_alone["changed"] in ([], ["environ"])
-    assert found == keras_alone
-
-
 # --------------------------------------------------------------------------- the checker fails when it should
+def _write(root: Path, files: dict[str, str]) -> Path:
+    """``root`` with ``files`` (path -> text) written in it."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    return root
+
+
 def _fake_package(tmp_path: Path, files: dict[str, str]) -> Path:
-    package = tmp_path / "fakepkg"
-    for name, text in {"__init__.py": "", "tools/__init__.py": "", "notebook/__init__.py": "", **files}.items():
-        path = package / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return package
+    return _write(tmp_path / "fakepkg", {"__init__.py": "", "tools/__init__.py": "", "notebook/__init__.py": "", **files})
 
 
 SOUND = {
@@ -365,28 +319,20 @@ def facade_exports(package_dir: Path) -> dict[str, str]:
 
 
 def library_uses(path: Path, package_dir: Path) -> set[str]:
-    """The package modules a file outside the package uses: imported, or reached through the
-    facade (``from pkg import name``, ``sv.name`` with ``import pkg as sv``) by the module
+    """The package modules a file outside the package uses: imported (:func:`imports_of`), or reached
+    through the facade (``from pkg import name``, ``sv.name`` with ``import pkg as sv``) by the module
     that defines the name. The bare package (``sv.__file__``) counts as none."""
     root, known = package_dir.name, set(package_modules(package_dir))
-    exports = {name: module for name, module in facade_exports(package_dir).items()}
+    exports = facade_exports(package_dir)
     tree = ast.parse(path.read_text(), filename=str(path))
     aliases = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                for alias in node.names if alias.name == root}
-    found = set()
-    for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names if alias.name != root]
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            names = [f"{node.module}.{alias.name}" for alias in node.names]
-            if node.module == root:
-                names = [exports.get(alias.name, f"{root}.{alias.name}") for alias in node.names]
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
-                and not node.attr.startswith("__"):
-            names = [exports.get(node.attr, f"{root}.{node.attr}")]
-        found.update(target for name in names if (target := _resolve(name, known)) and target != root)
-    return found
+    names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == root
+             and not node.level for alias in node.names]
+    names += [node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+              and isinstance(node.value, ast.Name) and node.value.id in aliases]
+    through_facade = {_resolve(exports.get(name, f"{root}.{name}"), known) for name in names}
+    return (imports_of("", path, known) | through_facade) - {root, None}
 
 
 def house_problems(repo: Path, package_name: str, tests_name: str = "tests",
@@ -405,13 +351,10 @@ def house_problems(repo: Path, package_name: str, tests_name: str = "tests",
                      if name.startswith("test") and name[len("test_"):-len(".py")] not in names]
         problems += [f"{layer} module {name} has no {tests_name}/{layer}/test_{name}.py"
                      for name in sorted(names) if f"test_{name}.py" not in files]
-    folders = {layer: sorted((tests / layer).rglob("*.py")) for layer in MIRRORED}
-    folders["helpers"] = sorted(tests.glob("*.py"))
-    for layer, paths in folders.items():
-        for path in paths:
-            for target in sorted(library_uses(path, package)):
-                if layer_of(target) not in TESTS_MAY_IMPORT[layer]:
-                    problems.append(f"{path.relative_to(repo)} ({layer}) imports {target} ({layer_of(target)})")
+    folders = {"helpers": tests.glob("*.py"), **{layer: (tests / layer).rglob("*.py") for layer in MIRRORED}}
+    problems += [f"{path.relative_to(repo)} ({layer}) imports {target} ({layer_of(target)})"
+                 for layer, paths in folders.items() for path in sorted(paths)
+                 for target in sorted(library_uses(path, package)) if layer_of(target) not in TESTS_MAY_IMPORT[layer]]
     test_lines, library_lines = (sum(file_code_lines(path) for path in folder.rglob("*.py")) if budget else 0
                                  for folder in (tests, package))
     if budget is not None and test_lines > budget * library_lines:
@@ -526,14 +469,11 @@ def test_the_write_check_finds_each_kind_of_write(tmp_path, code, unsafe):
 def _fake_house(tmp_path: Path, changes: dict[str, str]) -> Path:
     """A repository with a package (SOUND) and tests that mirror it, after ``changes`` (path -> text)."""
     _fake_package(tmp_path, SOUND)
-    files = {"tests/fakes.py": "from fakepkg.shapes import numpy\n", "tests/core/conftest.py": "",
-             "tests/core/test_shapes.py": "from fakepkg import shapes\n", "tests/core/test_model.py": "",
-             "tests/tools/test_runs.py": "import fakepkg as sv\nsv.model\n", "tests/tools/test_helpers.py": "",
-             "tests/notebook/test_lesson.py": "from fakepkg.tools.runs import go\n", **changes}
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(textwrap.dedent(text))
-    return tmp_path
+    return _write(tmp_path, {
+        "tests/fakes.py": "from fakepkg.shapes import numpy\n", "tests/core/conftest.py": "",
+        "tests/core/test_shapes.py": "from fakepkg import shapes\n", "tests/core/test_model.py": "",
+        "tests/tools/test_runs.py": "import fakepkg as sv\nsv.model\n", "tests/tools/test_helpers.py": "",
+        "tests/notebook/test_lesson.py": "from fakepkg.tools.runs import go\n", **changes})
 
 
 @pytest.mark.parametrize(
@@ -575,8 +515,15 @@ def test_the_private_name_check_sees_each_way_of_naming_one(tmp_path):
 
 
 # --------------------------------------------------------------------------- importing changes nothing outside
-SIDE_EFFECTS = """
-import json, logging, os, sys
+# A fresh process imports a module and reports what changed outside it. Keras imports matplotlib itself
+# when it is installed, so the child blocks it: `import shiftvit_lib` must work without it.
+CHILD = """
+import importlib.abc, json, logging, os, sys
+
+class BlockMatplotlib(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "matplotlib":
+            raise ImportError("matplotlib is blocked for this test")
 
 def outside():
     stat = os.fstat(2)
@@ -584,7 +531,7 @@ def outside():
     return {"environ": dict(os.environ), "fd2": [stat.st_dev, stat.st_ino], "loggers": loggers,
             "cwd": os.getcwd()}
 
-@BEFORE@
+sys.meta_path.insert(0, BlockMatplotlib())
 before = outside()
 try:
     __import__(@MODULE@)
@@ -596,18 +543,28 @@ after = outside()
 changed = sorted(key for key in before if before[key] != after[key])
 environ = {k: after["environ"].get(k) for k in sorted({*before["environ"], *after["environ"]})
            if before["environ"].get(k) != after["environ"].get(k)}
-print("OUTSIDE", json.dumps({"outcome": outcome, "changed": changed, "environ": environ}))
+tooling = sorted(m for m in sys.modules if m.startswith(("shiftvit_lib.tools", "shiftvit_lib.notebook",
+                                                         "shiftvit_lib.__main__")))
+print("OUTSIDE", json.dumps({"outcome": outcome, "changed": changed, "environ": environ, "tooling": tooling}))
 @AFTER@
+"""
+# sv.train is the tooling function, loaded on first use; the plotting helpers, which need matplotlib,
+# fail to import under the block (the block works).
+USE_AFTER_IMPORT = """
+print("TRAIN", type(sys.modules["shiftvit_lib"].train).__name__, "shiftvit_lib.tools.runs" in sys.modules)
+try:
+    import shiftvit_lib.notebook.plots
+except ImportError as error:
+    print("PLOTS", error)
 """
 
 
-def _import_in_child(plant: str = "", module: str = "shiftvit_lib", before: str = "", after: str = "",
-                     **environ: str) -> tuple[dict, str]:
+def _import_in_child(plant: str = "", module: str = "shiftvit_lib", after: str = "", **environ: str) -> tuple[dict, str]:
     """Import ``module`` in a fresh process: (what it changed outside the package, the output)."""
     env = {key: value for key, value in os.environ.items() if key not in ("TF_CPP_MIN_LOG_LEVEL", "KERAS_BACKEND")}
     env.update(PYTHONPATH=str(REPO), **environ)
-    script = SIDE_EFFECTS
-    for mark, text in (("@BEFORE@", before), ("@MODULE@", repr(module)), ("@PLANT@", plant), ("@AFTER@", after)):
+    script = CHILD
+    for mark, text in (("@MODULE@", repr(module)), ("@PLANT@", plant), ("@AFTER@", after)):
         script = script.replace(mark, text)
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -615,10 +572,18 @@ def _import_in_child(plant: str = "", module: str = "shiftvit_lib", before: str 
     return json.loads(line[len("OUTSIDE "):]), done.stdout
 
 
-@pytest.mark.slow
-def test_with_the_backend_logs_shown_importing_still_changes_nothing():
-    # The documented variable: descriptor 2 is not even borrowed for the import.
-    assert _import_in_child(SHIFTVIT_SHOW_BACKEND_LOGS="1")[0] == _import_in_child(module="keras")[0]
+@pytest.mark.slow  # three child processes, each importing Keras: about 45 s
+def test_importing_shiftvit_lib_loads_no_tooling_and_no_matplotlib_and_changes_nothing_outside_it():
+    # TF_CPP_MIN_LOG_LEVEL and KERAS_BACKEND unset: the package sets neither. Keras' own import
+    # may change something (JAX, when installed, sets TF_CPP_MIN_LOG_LEVEL to 1 as it loads): that
+    # is Keras', the same without us, to the value (the package setting it to 3 first would show).
+    keras_alone, _ = _import_in_child(module="keras")
+    assert keras_alone["outcome"] == "imported" and keras_alone["changed"] in ([], ["environ"])
+    # With the backend logs shown (the documented variable), descriptor 2 is not even borrowed.
+    for environ in ({}, {"SHIFTVIT_SHOW_BACKEND_LOGS": "1"}):
+        found, output = _import_in_child(after=USE_AFTER_IMPORT, **environ)
+        assert found == keras_alone and found["tooling"] == [], (environ, found)
+        assert "TRAIN function True" in output and "PLOTS matplotlib is blocked" in output, output
 
 
 @pytest.mark.parametrize(("plant", "module", "environ", "expected"), [
@@ -628,9 +593,11 @@ def test_with_the_backend_logs_shown_importing_still_changes_nothing():
     ("os.environ['SHIFTVIT_PLANTED'] = '1'", "os", {}, {"changed": ["environ"], "environ": {"SHIFTVIT_PLANTED": "1"}}),
     ("os.dup2(os.open(os.devnull, os.O_WRONLY), 2)", "os", {}, {"changed": ["fd2"]}),
     ("logging.getLogger('tensorflow').setLevel('ERROR')", "os", {}, {"changed": ["loggers"]}),
+    ("sys.modules['shiftvit_lib.tools.runs'] = os", "os", {}, {"changed": [], "tooling": ["shiftvit_lib.tools.runs"]}),
 ])
 def test_importing_with_a_bad_backend_or_a_planted_side_effect(plant, module, environ, expected):
-    assert _import_in_child(plant, module=module, **environ)[0] == {"outcome": "imported", "environ": {}, **expected}
+    found = _import_in_child(plant, module=module, **environ)[0]
+    assert found == {"outcome": "imported", "environ": {}, "tooling": [], **expected}
 
 
 def test_no_module_uses_another_modules_private_names(tmp_path):

@@ -9,6 +9,7 @@ import copy
 import datetime
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,19 +100,13 @@ def test_every_stated_time_agrees_with_the_measurement_file_which_says_where_and
 
 
 def test_write_cards_puts_the_measured_times_where_they_are_stated(tmp_path, monkeypatch):
-    for name in {name for name, _, _ in run_lessons.STATED}:
-        (tmp_path / name).write_text((REPO / name).read_text(encoding="utf-8"), encoding="utf-8")
-    (tmp_path / "notebooks" / "ko").mkdir(parents=True)
     record = copy.deepcopy(timings())
-    for timed in record["lessons"].values():
+    for name in [*{name for name, _, _ in run_lessons.STATED}, "results/timings.json",
+                 *(f"notebooks/{folder}{stem}.ipynb" for stem in record["lessons"] for folder in ("", "ko/"))]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, tmp_path / name)
+    for timed in [*record["lessons"].values(), *record["steps"].values()]:
         timed["seconds"] *= 3
-    for timed in record["steps"].values():
-        timed["seconds"] *= 3
-    for stem in record["lessons"]:
-        for folder in ("", "ko"):
-            source = REPO / "notebooks" / folder / f"{stem}.ipynb"
-            (tmp_path / "notebooks" / folder / f"{stem}.ipynb").write_bytes(source.read_bytes())
-    (tmp_path / "results").mkdir()
     (tmp_path / "results" / "timings.json").write_text(json.dumps(record))
     monkeypatch.setattr(run_lessons, "NOTEBOOKS", tmp_path / "notebooks")
     monkeypatch.setattr(run_lessons, "TIMINGS", tmp_path / "results" / "timings.json")

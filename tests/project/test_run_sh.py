@@ -37,10 +37,9 @@ esac
 @pytest.fixture()
 def sandbox(tmp_path: Path) -> dict:
     """A copy of run.sh beside fake tools; Pango, Cairo, gcc, fonts and Chromium all "missing"."""
-    repo, bin_dir, include = tmp_path / "repo", tmp_path / "bin", tmp_path / "include"
-    repo.mkdir()
-    bin_dir.mkdir()
-    include.mkdir()
+    repo, bin_dir, include, system = (tmp_path / name for name in ("repo", "bin", "include", "system"))
+    for folder in (repo, bin_dir, include, system):
+        folder.mkdir()
     (include / "Python.h").write_text("")
     shutil.copy(REPO / "run.sh", repo)
     tools = {"apt-get": FAKE_APT, "python": FAKE_PYTHON, "pkg-config": "#!/bin/bash\nexit 1\n",
@@ -49,8 +48,6 @@ def sandbox(tmp_path: Path) -> dict:
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     # Only the fakes and the shell's own tools: no real chromium, gcc or sudo can be found.
-    system = tmp_path / "system"
-    system.mkdir()
     for tool in ("bash", "env", "mkdir", "cp", "seq", "tail", "sed", "grep", "dirname", "rm", "cat", "id"):
         found = shutil.which(tool)
         if found:
