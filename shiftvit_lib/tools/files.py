@@ -213,15 +213,13 @@ def read_own_text(path: PathLike, limit: int = 64 * 2**20) -> str:
     """The text of a file the project wrote (:func:`check_own`), ``""`` if there is none; bounded."""
     if not check_own(path, reading=True).exists():
         return ""
-    return read_bounded(path, limit, escape_name(Path(path).name), follow_links=False).decode(
-        "utf-8", "replace"
-    )
+    data = read_bounded(path, limit, escape_name(Path(path).name), follow_links=False)
+    return data.decode("utf-8", "replace")
 
 
 def append_text(path: PathLike, text: str, header: str = "") -> Path:
     """Append ``text`` to a file the project wrote (``header`` first if it is empty), rewriting it atomically."""
-    old = read_own_text(path)
-    return atomic_write_text(path, (old or header) + text)
+    return atomic_write_text(path, (read_own_text(path) or header) + text)
 
 
 # --------------------------------------------------------------------------- atomic writes

@@ -7,7 +7,7 @@ state after each epoch, :class:`RunBackup`, removed once the record is written) 
 through a temporary name and renamed (:mod:`shiftvit_lib.tools.files`), so a crash never
 leaves half a file; a file damaged otherwise is set aside by name and the run resumes from
 the last readable state. A member that is a link (symbolic or hard) or a special file is
-refused before the run reads or writes it (:func:`check_members`): a run writes only
+refused before the run reads or writes it (:func:`check_run_folder`): a run writes only
 files it made, never through a link out of its folder.
 
 A run takes its folder with :func:`claim` (the folder checked once, :func:`check_run_folder`,
@@ -156,10 +156,9 @@ def read_run_file(folder: str | os.PathLike[str], name: str = RUN_SPEC) -> dict[
 
     A damaged one, or one that holds no JSON object, is a :class:`RunFolderError` naming it.
     """
-    path = Path(folder) / name
-    if not path.exists() and not path.is_symlink():
+    path = files.check_own(Path(folder) / name, reading=True)  # a link is refused, not followed
+    if not path.exists():
         return None
-    files.check_own(path, reading=True)
     try:
         if isinstance(found := read_json(path, name), dict):
             return found
@@ -198,7 +197,11 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
     settings match is checked by :func:`open_run_folder`, which knows them.
     """
     out = check_location(out_dir)
-    check_members(out)
+    for name in (LOCK_FILE, *RUN_FILES):  # a link or a special file where a run writes: refused
+        files.check_own(out / name)
+    if files.check_own(out / BACKUP_DIR, folder=True).is_dir():
+        for path in (out / BACKUP_DIR).iterdir():
+            files.check_own(path)
     if overwrite or not any((out / name).exists() for name in (*RUN_FILES, BACKUP_DIR)):
         return "new"
     if (out / RUN_RECORD).exists():
@@ -212,15 +215,6 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
             f"so it cannot be resumed safely; {_AFRESH}"
         )
     return "resume"
-
-
-def check_members(out: Path) -> None:
-    """Refuse (:func:`~shiftvit_lib.tools.files.check_own`) a link or a special file where a run writes."""
-    for name in (LOCK_FILE, *RUN_FILES):
-        files.check_own(out / name)
-    if files.check_own(out / BACKUP_DIR, folder=True).is_dir():
-        for path in (out / BACKUP_DIR).iterdir():
-            files.check_own(path)
 
 
 @dataclass(frozen=True)
@@ -321,12 +315,10 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
             f"Resume it with the same settings, or {_AFRESH}"
         )
     run = RunFolder(out, {**saved, **spec}, fit_finished=bool(saved.get("fit_finished_at")))
-    best = out / BEST_MODEL
-    problem = file_problem(best) if best.exists() or best.is_symlink() else None
+    best = out / BEST_MODEL  # a link there was refused by the claim's check
+    problem = file_problem(best) if best.exists() else None
     if problem:
-        run.recovered.append(
-            set_aside_damaged(best, problem, "training resumes from the last readable state")
-        )
+        run.recovered.append(set_aside_damaged(best, problem, "training resumes from the last good state"))
     # Unfinished, or finished without a readable best.keras: from the last backup (record.recovered says so).
     if not (run.fit_finished and best.exists()):
         run.resumed_from, run.restore_from = _resume_point(out, run.recovered, int(spec["epochs"]))
@@ -414,13 +406,12 @@ def _resume_point(out: Path, damaged: list[str], epochs: int) -> tuple[int, Path
     except (OSError, ValueError, KeyError, TypeError):
         recorded = None
     if type(recorded) is not int or not 1 <= recorded <= epochs:
-        recorded = None
+        recorded = epochs  # not believed: the newest readable backup
     saved = {
         int(m.group(1)): path for path in backup.glob("*") if (m := _BACKUP_WEIGHTS.fullmatch(path.name))
     }
-    saved = {epoch: path for epoch, path in saved.items() if 1 <= epoch <= epochs}
     # A backup past the recorded epoch was written, but its history row may not be: train that epoch again.
-    for epoch in sorted((epoch for epoch in saved if recorded is None or epoch <= recorded), reverse=True):
+    for epoch in sorted((epoch for epoch in saved if 1 <= epoch <= recorded), reverse=True):
         if (problem := file_problem(saved[epoch])) is None:
             return epoch, saved[epoch]
         damaged.append(set_aside_damaged(saved[epoch], problem, "the run resumes from the backup before it"))

@@ -35,17 +35,6 @@ def _fake_tensorflow(capability):
     return SimpleNamespace(config=config, __version__="0.0-fake")
 
 
-@pytest.fixture
-def on_a_gpu(monkeypatch):
-    """Pretend the current backend is ``backend`` on one GPU with ``capability``."""
-
-    def pretend(backend, module_name, module):
-        monkeypatch.setattr(keras.backend, "backend", lambda: backend)
-        monkeypatch.setitem(sys.modules, module_name, module)
-
-    return pretend
-
-
 FAKES = {"torch": _fake_torch, "jax": _fake_jax, "tensorflow": _fake_tensorflow}
 
 
@@ -57,8 +46,9 @@ FAKES = {"torch": _fake_torch, "jax": _fake_jax, "tensorflow": _fake_tensorflow}
     ("tensorflow", H100, H100, "mixed_bfloat16"),
     ("jax", None, None, "mixed_float16"),  # a GPU that reports no capability (not NVIDIA's): float16
 ])
-def test_each_backend_reads_the_compute_capability(on_a_gpu, backend, capability, read, expected):
-    on_a_gpu(backend, backend, FAKES[backend](capability))
+def test_each_backend_reads_the_compute_capability(monkeypatch, backend, capability, read, expected):
+    monkeypatch.setattr(keras.backend, "backend", lambda: backend)
+    monkeypatch.setitem(sys.modules, backend, FAKES[backend](capability))
     assert devices.accelerator_platform() == "gpu"
     assert devices.gpu_compute_capability() == read
     assert devices.recommended_mixed_precision() == expected
@@ -68,11 +58,12 @@ def test_each_backend_reads_the_compute_capability(on_a_gpu, backend, capability
         assert devices.backend_versions() == {"torch": "0.0-fake"}
 
 
-def test_a_backend_that_cannot_list_its_devices_means_no_accelerator(on_a_gpu):
+def test_a_backend_that_cannot_list_its_devices_means_no_accelerator(monkeypatch):
     def broken():
         raise RuntimeError("no runtime for the test")
 
-    on_a_gpu("jax", "jax", SimpleNamespace(devices=broken, __version__="0.0-fake"))
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    monkeypatch.setitem(sys.modules, "jax", SimpleNamespace(devices=broken, __version__="0.0-fake"))
     assert devices.accelerator_platform() is None and devices.recommended_mixed_precision() is None
     assert devices.describe_machine()["devices"] == ["unknown (no runtime for the test)"]
 

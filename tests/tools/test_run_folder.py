@@ -26,7 +26,7 @@ from shiftvit_lib.tools import files
 from shiftvit_lib.tools import run_folder as rf
 from shiftvit_lib.tools.files import LOCK_FILE
 from shiftvit_lib.tools.run_folder import Claim, RunFolderError, claim, open_run_folder, run_spec
-from shiftvit_lib.tools.runs import BestModelCheckpoint, run_callbacks, train
+from shiftvit_lib.tools.runs import BestModelCheckpoint, train
 
 
 def test_a_failed_claim_removes_only_the_folders_it_made(tmp_path):
@@ -53,15 +53,49 @@ def test_a_claim_checks_once_and_a_held_claim_is_not_checked_again(tmp_path, mon
         config, data = preset("quick"), tiny_splits()
         folder = open_run_folder(held, run_spec(config, data, epochs=1), config)
     assert checked == [tmp_path / "run"] and folder.spec["epochs"] == 1
-    with pytest.raises(RunFolderError, match="is a file"):
-        claim(tmp_path / "run" / "run_spec.json" / "below").__enter__()
+
+
+FINISHED = {"run/run_spec.json": "{}", "run/run.json": "{}", "run/history.csv": "epoch\n0\n"}
+# What an output folder holds -> check_run_folder's answer, or the words of its refusal.
+FOLDERS = [
+    ("run", {}, False, "new"),
+    ("run", {"run/notes.txt": "mine"}, False, "new"),
+    ("run", {"run/run_spec.json": "{}", "run/history.csv": "epoch\n"}, False, "resume"),
+    ("run", {"run/history.csv": "epoch,loss\n0,2.3\n"}, False, "training files without run_spec.json"),
+    ("run", FINISHED, False, r"already holds a finished run \(its record"), ("run", FINISHED, True, "new"),
+    ("file/below", {"file": "x"}, False, "is a file, not a folder"),
+    ("r" * 256, {}, False, "more than the 255 a file system allows"),
+    ("r" * 255, {}, False, "new"),
+]
+
+
+@pytest.mark.parametrize(("out", "holds", "overwrite", "expected"), FOLDERS, ids=range(len(FOLDERS)))
+def test_a_folder_is_told_new_or_resumable_or_refused_in_one_line_writing_nothing(tmp_path, out, holds, overwrite,
+                                                                                  expected):
+    for name, text in holds.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    if expected in ("new", "resume"):
+        assert rf.check_run_folder(tmp_path / out, overwrite=overwrite) == expected
+    else:
+        with pytest.raises(ValueError, match=expected) as refused:  # a RunFolderError or an UnsafeFileError
+            rf.check_run_folder(tmp_path / out, overwrite=overwrite)
+        one_line(refused.value)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == sorted(holds)
 
 
 # --------------------------------------------------------------------------- only its own files (issue 48)
 OUTSIDE_TEXT = "the user's own file\n"
-# Every member a run writes (or reads back) in its folder.
-MEMBERS = [".lock", "run_spec.json", "history.csv", "best.keras", "run.json", "backup",
-           "backup/training_metadata.json", "backup/epoch-0001.weights.h5"]
+# Every member a run writes (or reads back) in its folder -> the writer of it that checks it again
+# when it writes, in case a link appears after the folder was checked (a race).
+MEMBERS = {
+    ".lock": lambda run: files.run_folder_lock(run).__enter__(), "run_spec.json": None,
+    "history.csv": lambda run: rf.HistoryLog(run / "history.csv").on_epoch_end(0, {"loss": 1.0}),
+    "best.keras": lambda run: BestModelCheckpoint(run / "best.keras").on_epoch_end(0, {"val_accuracy": 0.5}),
+    "run.json": lambda run: rf.write_record(rf.RunFolder(run, {}), {"done": True}),
+    "backup": lambda run: rf.RunBackup(run).on_epoch_end(0, {}), "backup/training_metadata.json": None,
+    "backup/epoch-0001.weights.h5": lambda run: rf.RunBackup(run).on_epoch_end(0, {}),
+}
 
 
 def plant(run: Path, member: str, how: str, outside: Path) -> None:
@@ -79,59 +113,24 @@ def plant(run: Path, member: str, how: str, outside: Path) -> None:
         os.link(outside, path)
 
 
-def outside_file(tmp_path: Path) -> Path:
-    outside = tmp_path / "mine" / "notes.txt"
-    outside.parent.mkdir()
-    outside.write_text(OUTSIDE_TEXT)
-    return outside
-
-
-@pytest.mark.parametrize("how", ["symlink", "hardlink"])
+@pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
 @pytest.mark.parametrize("member", MEMBERS)
-def test_training_refuses_a_link_planted_in_place_of_any_run_file(tmp_path, member, how):
+def test_training_and_each_writer_refuse_a_link_or_pipe_in_place_of_a_run_file(tmp_path, member, how):
     if member == "backup" and how == "hardlink":
         pytest.skip("a folder cannot be hard-linked")
-    outside, run = outside_file(tmp_path), tmp_path / "run"
+    outside, run = tmp_path / "mine" / "notes.txt", tmp_path / "run"
+    outside.parent.mkdir()
+    outside.write_text(OUTSIDE_TEXT)
     plant(run, member, how, outside)
     with pytest.raises(ValueError) as refused:  # files.UnsafeFileError, or a RunFolderError
         train(preset("quick", batch_size=8), tiny_splits(16, 8, 8), run, epochs=1, verbose=0, jit_compile=False)
     assert files.escape_name(run / member) in one_line(refused.value)
+    if MEMBERS[member]:
+        with pytest.raises(files.UnsafeFileError) as refused:
+            MEMBERS[member](run)
+        assert files.escape_name(run / member) in one_line(refused.value)
     assert outside.read_text() == OUTSIDE_TEXT and sorted(os.listdir(outside.parent)) in (
         ["notes.txt"], ["notes.txt", "outside_backup"])
-    assert not any((outside.parent / "outside_backup").glob("*")) if member == "backup" else True
-
-
-# The writers themselves, in case a link appears after the folder was checked (a race).
-def write_history(run: Path) -> None:  # the run's own history callback, whichever class it is
-    history = run_callbacks(preset("quick"), rf.RunFolder(run, {}), 8)["history"]
-    history.on_train_begin()
-    history.on_epoch_end(0, {"loss": 1.0})
-    history.on_train_end()
-
-
-def write_lock(run: Path) -> None:
-    with files.run_folder_lock(run):
-        pass
-
-
-WRITERS = [("history.csv", write_history),
-           ("best.keras", lambda run: BestModelCheckpoint(run / "best.keras").on_epoch_end(0, {"val_accuracy": 0.5})),
-           ("backup", lambda run: rf.RunBackup(run).on_epoch_end(0, {})),
-           ("backup/epoch-0001.weights.h5", lambda run: rf.RunBackup(run).on_epoch_end(0, {})),
-           ("run.json", lambda run: rf.write_record(rf.RunFolder(run, {}), {"done": True})), (".lock", write_lock)]
-
-
-@pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
-@pytest.mark.parametrize(("member", "writer"), WRITERS, ids=[member for member, _ in WRITERS])
-def test_every_writer_refuses_a_link_or_pipe_and_leaves_the_outside_file(tmp_path, member, writer, how):
-    if member == "backup" and how == "hardlink":
-        pytest.skip("a folder cannot be hard-linked")
-    outside, run = outside_file(tmp_path), tmp_path / "run"
-    plant(run, member, how, outside)
-    with pytest.raises(files.UnsafeFileError) as refused:
-        writer(run)
-    assert files.escape_name(run / member) in one_line(refused.value)
-    assert outside.read_text() == OUTSIDE_TEXT
     assert not any((outside.parent / "outside_backup").glob("*")) if member == "backup" else True
 
 
@@ -154,6 +153,18 @@ def test_a_bad_backup_epoch_resumes_from_the_newest_readable_backup_and_deletes_
     folder = rf.open_run_folder(rf.Claim(run, "resume"), spec, preset("quick"))
     assert (folder.resumed_from, folder.restore_from) == (2, run / "backup" / "epoch-0002.weights.h5")
     assert sorted(p.name for p in (run / "backup").glob("epoch-*")) == ["epoch-0001.weights.h5", "epoch-0002.weights.h5"]
+
+
+def test_a_finished_fit_whose_best_model_is_damaged_and_no_backup_left_is_refused_naming_it(tmp_path):
+    run = tmp_path / "run"
+    spec = make_interrupted_run(run, backups=())
+    (run / "run_spec.json").write_text(json.dumps({**spec, "fit_finished_at": "yesterday"}))
+    (run / "history.csv").write_text("epoch,loss,val_accuracy\n0,2.3,0.1\n")
+    (run / "best.keras").write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(RunFolderError) as refused:
+        rf.open_run_folder(rf.Claim(run, "resume"), spec, preset("quick"))
+    assert "best.keras is damaged (kept as best.keras.damaged)" in one_line(refused.value)
+    assert "--overwrite" in str(refused.value) and (run / "best.keras.damaged").exists()
 
 
 @pytest.mark.parametrize("end", ["restart", "record"])
@@ -197,10 +208,3 @@ def test_a_damaged_file_read_back_is_one_line_naming_it(tmp_path, name, text, re
         read(tmp_path / name)
     assert str(tmp_path / name) in one_line(refused.value) and words in one_line(refused.value)
     assert name == "run.json" or "correct or delete that line" in str(refused.value)
-
-
-# --------------------------------------------------------------------------- names
-def test_an_out_name_too_long_for_the_file_system_is_refused_before_any_work(tmp_path):
-    with pytest.raises(ValueError, match="more than the 255 a file system allows"):
-        rf.check_run_folder(tmp_path / ("r" * 256))
-    assert rf.check_run_folder(tmp_path / ("r" * 255)) == "new"

@@ -34,9 +34,9 @@ def quick(**changes):
 
 
 class Disconnect(keras.callbacks.Callback):
-    """Raise ``error`` at the end of epoch ``after`` (1-based; 0: when training ends), like a lost session."""
+    """Raise ``error`` at the end of epoch ``after`` (1-based), after the run's own callbacks, like a lost session."""
 
-    def __init__(self, after, error=ConnectionError):
+    def __init__(self, after, error):
         super().__init__()
         self.after, self.error = after, error
 
@@ -44,15 +44,10 @@ class Disconnect(keras.callbacks.Callback):
         if epoch + 1 == self.after:
             raise self.error("simulated disconnect")
 
-    def on_train_end(self, logs=None):
-        if self.after == 0:
-            raise self.error("simulated disconnect after the last epoch")
-
 
 def interrupted(folder, data, config, epochs=3, after=1, error=ConnectionError, **options):
     with pytest.raises(error):
         train(config, data, folder, epochs=epochs, extra_callbacks=[Disconnect(after, error)], **FAST, **options)
-    return {name: (folder / name).read_bytes() for name in ("run_spec.json", "history.csv")}
 
 
 @pytest.mark.slow
@@ -138,20 +133,6 @@ def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
 
 
 # --------------------------------------------------------------------------- run folders
-class _RecordResume(keras.callbacks.Callback):
-    """After BackupAndRestore has restored the state: the optimizer step and learning rate."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = {}
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if not self.seen:
-            optimizer = self.model.optimizer
-            self.seen = {"epoch": epoch, "iterations": int(optimizer.iterations.numpy()),
-                         "lr": float(keras.ops.convert_to_numpy(optimizer.learning_rate))}
-
-
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_twice(tmp_path):
@@ -164,10 +145,6 @@ def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_tw
     assert again.reused and not first.reused
     assert again.record == first.record and again.history == first.history
     assert again.model.count_params() == first.model.count_params()
-    with pytest.raises(rf.RunFolderError, match=r"already holds a finished run \(its record: .*run\.json\).*overwrite"):
-        train(quick(batch_size=16), data, out, epochs=1, **FAST)
-    with pytest.raises(rf.RunFolderError, match="finished run"):  # the same settings: finished is finished
-        train(quick(), data, out, epochs=1, **FAST)
     with pytest.raises(rf.RunFolderError, match="already holds a finished run"):  # reuse with other settings
         train(quick(), data, out, epochs=2, reuse=True, **FAST)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before  # untouched
@@ -185,61 +162,67 @@ def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_tw
     assert first.record["finished_at"] and second.record["resumed_from_epoch"] == 0
 
 
+@pytest.mark.parametrize(("changes", "difference"), [
+    (dict(epochs=5), "epochs (3 -> 5)"), (dict(config=quick(batch_size=16)), "config.batch_size (32 -> 16)"),
+    (dict(seed=7), "seed (42 -> 7)"), (dict(data=tiny_splits(seed=1)), "data (other images or labels)"),
+])
+def test_an_interrupted_run_with_other_settings_is_refused_naming_them_and_left_untouched(tmp_path, changes,
+                                                                                            difference):
+    data, config = tiny_splits(), quick()
+    (tmp_path / "run_spec.json").write_text(json.dumps(rf.run_spec(config, data, epochs=3, seed=42)))
+    (tmp_path / "history.csv").write_text("epoch,loss\n0,2.3\n")
+    saved = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(rf.RunFolderError) as refused:
+        train(**{"config": config, "data": data, "out_dir": tmp_path, "epochs": 3, **changes}, **FAST)
+    assert "interrupted run with other settings" in one_line(refused.value) and difference in str(refused.value)
+    assert {name: (tmp_path / name).read_bytes() for name in saved} == saved
+
+
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_an_interrupted_run_resumes_only_with_the_same_settings(tmp_path):
+def test_an_interrupted_run_resumes_where_it_stopped(tmp_path):
     # Lesson 05's training cell (reuse=True) after a disconnect (Colab: a KeyboardInterrupt).
     data, config = tiny_splits(), quick()
-    saved = interrupted(tmp_path, data, config, epochs=3, after=1, error=KeyboardInterrupt, reuse=True)
+    interrupted(tmp_path, data, config, epochs=3, after=1, error=KeyboardInterrupt, reuse=True)
     assert not (tmp_path / "run.json").exists() and (tmp_path / "backup").exists()
-    attempts = {
-        "epochs (3 -> 5)": dict(config=config, data=data, epochs=5),
-        "config.batch_size (32 -> 16)": dict(config=quick(batch_size=16), data=data, epochs=3),
-        "seed (42 -> 7)": dict(config=config, data=data, epochs=3, seed=7),
-        "data (other images or labels)": dict(config=config, data=tiny_splits(seed=1), epochs=3),
-    }
-    for field, arguments in attempts.items():
-        with pytest.raises(rf.RunFolderError) as refused:
-            train(out_dir=tmp_path, **arguments, **FAST)
-        message = one_line(refused.value)
-        assert "interrupted run with other settings" in message and field in message, message
-        assert {name: (tmp_path / name).read_bytes() for name in saved} == saved  # nothing changed
-
-    # The same settings resume at epoch 1, and the schedule continues where it stopped.
-    probe = _RecordResume()
+    # The same settings resume at epoch 1, and the schedule continues where it stopped: the restored
+    # optimizer's step and learning rate when the first epoch of this session begins.
+    seen = []
+    probe = keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs: seen.append(
+        (epoch, int(probe.model.optimizer.iterations.numpy()), float(probe.model.optimizer.learning_rate))))
     run = train(config, data, tmp_path, epochs=3, extra_callbacks=[probe], reuse=True, **FAST)
     steps = len(data.y_train) // config.batch_size
-    assert probe.seen["epoch"] == 1 and probe.seen["iterations"] == steps
     total = steps * 3
     expected_lr = warmup_cosine(steps, config.lr_start, config.lr_max, int(total * config.warmup_fraction), total)
-    assert probe.seen["lr"] == pytest.approx(expected_lr, rel=1e-5)
+    assert seen[0] == (1, steps, pytest.approx(expected_lr, rel=1e-5))
     assert run.record["resumed_from_epoch"] == 1 and run.history["epoch"] == [0, 1, 2]
 
 
+class MustNotTrain(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        raise AssertionError("the run had finished training")
+
+
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
-def test_a_run_that_died_before_its_record_finishes_without_training(tmp_path):
-    data, config = tiny_splits(), quick()
-    train(config, data, tmp_path, epochs=1, **FAST)
-    (tmp_path / "run.json").unlink()  # as if the process died while evaluating
-
-    class MustNotTrain(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            raise AssertionError("the run had finished training")
-
-    run = train(config, data, tmp_path, epochs=1, extra_callbacks=[MustNotTrain()], **FAST)
-    assert run.history["epoch"] == [0] and (tmp_path / "run.json").exists()
-
-
-def test_an_older_versions_run_or_a_config_that_cannot_train_is_refused_untouched(tmp_path):
-    # (An --out that is a file, or below one: tests/cli/test_main.py and test_run_folder.py.)
-    (tmp_path / "history.csv").write_text("epoch,loss\n0,2.3\n")
-    with pytest.raises(rf.RunFolderError, match="without run_spec.json"):
-        train(quick(), tiny_splits(), tmp_path, epochs=1, **FAST)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.csv"]
-    with pytest.raises(ValueError, match="batch_size"):  # the config refuses it, or train() does
-        train(quick(batch_size=0), tiny_splits(), tmp_path / "zero", epochs=1, **FAST)
-    assert not (tmp_path / "zero").exists()
+@pytest.mark.parametrize("lost", ["run.json", "best.keras"])
+def test_a_run_that_died_after_its_last_epoch_finishes_without_training_again(tmp_path, capsys, lost):
+    # It died before its record (run.json lost), or after its last epoch's backup, before marking its
+    # fit finished, and then its best.keras was damaged: the resume names that file and evaluates
+    # the last backed-up state.
+    config, data = quick(), tiny_splits()
+    if lost == "run.json":
+        train(config, data, tmp_path, epochs=2, **FAST)
+        (tmp_path / "run.json").unlink()
+    else:
+        interrupted(tmp_path, data, config, epochs=2, after=2)
+        best = tmp_path / "best.keras"
+        best.write_bytes(best.read_bytes()[: best.stat().st_size // 2])
+    run = train(config, data, tmp_path, epochs=2, extra_callbacks=[MustNotTrain()], **FAST)
+    assert run.history["epoch"] == [0, 1] and (run.record["epochs_run"], run.record["resumed_from_epoch"]) == (2, 2)
+    if lost == "best.keras":
+        assert f"warning: {tmp_path / 'best.keras'} is damaged" in capsys.readouterr().err
+        assert (tmp_path / "best.keras.damaged").exists() and "best.keras" in run.record["recovered"][0]
 
 
 # --------------------------------------------------------------------------- runs of the stronger recipe
@@ -277,9 +260,6 @@ def train_arguments(epochs: int) -> list[str]:
             "--epochs", str(epochs), "--no-jit", "--verbose", "0", "--seed", "3"]
 
 
-ARGUMENTS = train_arguments(EPOCHS)
-
-
 # Where each process of the chain dies: (kind of file renamed, which of its renames, how). The first
 # epoch's writes and the final ones reach a fresh run, mid-run states and a finished run.
 CRASH_EPOCHS = 2
@@ -288,19 +268,21 @@ KILLS = [("run_spec.json", 1, "before"), ("history.csv", 1, "after"), ("best.ker
          ("run_spec.json", 2, "before"), ("run.json", 1, "after")]
 
 
-# One process of the chain: resume argv[1] (if given), then train in argv[2] and die at the
-# argv[4]-th rename of a file of kind argv[3]; every rename's kind is printed as it happens.
-CHAIN_STEP = textwrap.dedent(
+# One process of a chain: resume argv[1] (if given), then start a run in argv[2] and die at the
+# argv[4]-th rename of a file of kind argv[3] (how: argv[5]), or where the test sends it Ctrl-C;
+# every rename's kind is printed as it happens.
+STEP = textwrap.dedent(
     """
-    import os, re, signal, sys
+    import os, re, signal, sys, time
     from shiftvit_lib.__main__ import main
 
+    # A shell's background job starts with Ctrl-C ignored, and Python keeps that: as at a terminal, it raises.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     resume, out, kill_kind, kill_at, how = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
     arguments = {arguments!r}
+    import shiftvit_lib.tools.runs  # loaded before the run, as after a resume: every run as long as the uncut one
     if resume != "-":
-        print("=== RESUME", file=sys.stderr, flush=True)
-        code = main([*arguments, "--out", resume])
-        print(f"=== RESUMED {{code}}", file=sys.stderr, flush=True)
+        print(f"=== RESUMED {{main([*arguments, '--out', resume])}}", file=sys.stderr, flush=True)
     real_replace, seen = os.replace, {{}}
 
     def replace(source, target, *args, **kwargs):
@@ -319,16 +301,31 @@ CHAIN_STEP = textwrap.dedent(
 
     os.replace = replace
     if out != "-":
-        print(f"CODE {{main([*arguments, '--out', out])}}", flush=True)
+        print("=== START", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        sys.argv = ["shiftvit", *arguments, "--out", out]
+        code = main()  # as the program runs it: a Ctrl-C after the run ended is ignored
+        print(f"=== DONE {{code}} after {{time.perf_counter() - started:.2f}} s", file=sys.stderr, flush=True)
     """
 )
 
 
-def chain_step(script: Path, resume: Path | None, out: Path | None,
-               kill: tuple = ("-", 0, "before")) -> subprocess.CompletedProcess:
+def step(script: Path, resume: Path | None, out: Path | None, kill: tuple = ("-", 0, "before"),
+         delay: float | None = None) -> tuple[int, str, str]:
+    """Run a step; ``delay`` seconds after it starts its run, send SIGINT (None: never)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run([sys.executable, str(script), str(resume or "-"), str(out or "-"), *map(str, kill)],
-                          env=env, capture_output=True, text=True, timeout=900)
+    process = subprocess.Popen([sys.executable, str(script), str(resume or "-"), str(out or "-"), *map(str, kill)],
+                               env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    lines = []
+    for line in process.stderr:  # until the run starts (the resume before it is never interrupted)
+        lines.append(line)
+        if line.startswith("=== START"):
+            if delay is not None:
+                time.sleep(delay)
+                process.send_signal(signal.SIGINT)
+            break
+    stdout, stderr = process.communicate(timeout=900)
+    return process.returncode, "".join(lines) + stderr, stdout
 
 
 def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
@@ -357,16 +354,16 @@ def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
     return 0, damaged
 
 
-def check_resumed(folder: Path, expected_epoch: int | None, damaged: list[str], stderr: str) -> None:
+def check_resumed(folder: Path, expected_epoch: int | None, damaged: list[str], stderr: str, epochs: int) -> None:
     if "already holds a finished run" in stderr:  # killed after run.json landed: the run was done
         assert "=== RESUMED 2" in stderr and expected_epoch is None, stderr[-3000:]
-        assert json.loads((folder / rf.RUN_RECORD).read_text())["epochs_run"] == CRASH_EPOCHS
+        assert json.loads((folder / rf.RUN_RECORD).read_text())["epochs_run"] == epochs
         return
     assert "=== RESUMED 0" in stderr, stderr[-3000:]
     record = json.loads((folder / rf.RUN_RECORD).read_text())
     history = rf.read_history_csv(folder / rf.HISTORY_CSV)
-    assert history["epoch"] == list(range(CRASH_EPOCHS)), history  # every epoch once, in order
-    assert record["epochs_run"] == CRASH_EPOCHS
+    assert history["epoch"] == list(range(epochs)), history  # every epoch once, in order
+    assert record["epochs_run"] == epochs
     if expected_epoch is not None:
         assert record["resumed_from_epoch"] == expected_epoch, (record["resumed_from_epoch"], expected_epoch)
     for name in damaged:  # named, by path, on one line, and in the record
@@ -379,19 +376,19 @@ def check_resumed(folder: Path, expected_epoch: int | None, damaged: list[str], 
 
 @pytest.mark.slow
 def test_runs_killed_at_each_of_their_writes_all_resume(tmp_path):
-    script = tmp_path / "chain_step.py"
-    script.write_text(CHAIN_STEP.format(arguments=train_arguments(CRASH_EPOCHS)))
+    script = tmp_path / "step.py"
+    script.write_text(STEP.format(arguments=train_arguments(CRASH_EPOCHS)))
     previous, summary, written = None, [], []
     for trial, kill in enumerate([*KILLS, None]):
         out = tmp_path / f"trial{trial:02d}" if kill else None
         expected, damaged = expected_resume(previous) if previous else (None, [])
-        step = chain_step(script, previous, out, *([kill] if kill else []))
+        code, err, printed = step(script, previous, out, *([kill] if kill else []))
         if previous is not None:
-            check_resumed(previous, expected, damaged, step.stderr)
+            check_resumed(previous, expected, damaged, err, CRASH_EPOCHS)
             summary.append((KILLS[trial - 1], expected, damaged))
         if kill:
-            assert step.returncode == -9, step.stderr[-3000:]  # killed at its planned write
-            written = re.findall(r"RENAME (\S+)", step.stdout)
+            assert code == -9, err[-3000:]  # killed at its planned write
+            written = re.findall(r"RENAME (\S+)", printed)
             assert written[-1] == kill[0] and written.count(kill[0]) == kill[1], (kill, written)
         previous = out
     print("\n".join(f"killed at {kill}: resumed from {expected}, damaged {damaged}"
@@ -441,37 +438,6 @@ def test_a_run_that_cannot_train_is_refused_before_the_folder_is_touched(tmp_pat
     assert not (tmp_path / "new").exists()
 
 
-def test_a_damaged_best_model_is_reported_as_damaged_not_missing(tmp_path):
-    # A run whose training finished but whose record was never written: the resume only
-    # evaluates best.keras, which a disk error has cut short.
-    config, data = quick(), tiny_splits()
-    spec = rf.run_spec(config, data, epochs=1, seed=42)
-    (tmp_path / rf.RUN_SPEC).write_text(json.dumps({**spec, "fit_finished_at": "yesterday"}))
-    (tmp_path / "history.csv").write_text("epoch,loss,val_accuracy\n0,2.3,0.1\n")
-    (tmp_path / "best.keras").write_bytes(b"PK\x03\x04 cut short")
-    with pytest.raises(rf.RunFolderError) as damaged:
-        train(config, data, tmp_path, epochs=1, seed=42, **FAST)
-    message = one_line(damaged.value)
-    assert "best.keras is damaged" in message and "--overwrite" in message
-    assert "not found" not in message.lower()
-
-
-@pytest.mark.slow
-def test_a_damaged_best_model_after_training_falls_back_to_the_backup(tmp_path, capsys):
-    # The run trained to its end but died before its record; then best.keras was damaged.
-    # Resuming names it and evaluates the last backed-up state instead of refusing.
-    config, data = quick(), tiny_splits()
-    interrupted(tmp_path, data, config, epochs=2, after=0)
-    assert (tmp_path / "backup").is_dir()
-    best = tmp_path / "best.keras"
-    best.write_bytes(best.read_bytes()[: best.stat().st_size // 2])
-    run = train(config, data, tmp_path, epochs=2, **FAST)
-    assert f"warning: {best} is damaged" in capsys.readouterr().err
-    assert (tmp_path / "best.keras.damaged").exists()  # kept, never deleted
-    assert run.record["epochs_run"] == 2 and run.record["resumed_from_epoch"] == 2
-    assert "best.keras" in run.record["recovered"][0]
-
-
 def test_train_reads_top_to_bottom_and_builds_its_callbacks_by_name(tmp_path):
     import inspect
 
@@ -489,63 +455,21 @@ def test_train_reads_top_to_bottom_and_builds_its_callbacks_by_name(tmp_path):
 # Each try starts a Python process that loads TensorFlow and trains (20-40 s on 2 cores): CI runs 3;
 # SHIFTVIT_SIGINT_TRIES=20 runs the full count (about 12 minutes).
 SIGINT_TRIES = int(os.environ.get("SHIFTVIT_SIGINT_TRIES", "3"))
-# One process of the Ctrl-C chain: resume argv[1] (if given), then start a run in argv[2],
-# which the test interrupts with SIGINT at a random moment.
-SIGINT_STEP = textwrap.dedent(
-    """
-    import signal, sys, time
-    from shiftvit_lib.__main__ import main
-
-    # A shell's background job starts with Ctrl-C ignored, and Python keeps that: as at a terminal, it raises.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    resume, out, arguments = sys.argv[1], sys.argv[2], {arguments!r}
-    import shiftvit_lib.tools.runs  # loaded before the run, as after a resume: every run as long as the uncut one
-    if resume != "-":
-        print(f"=== RESUMED {{main([*arguments, '--out', resume])}}", file=sys.stderr, flush=True)
-    if out != "-":
-        print("=== START", file=sys.stderr, flush=True)
-        started = time.perf_counter()
-        sys.argv = ["shiftvit", *arguments, "--out", out]
-        code = main()  # as the program runs it: a Ctrl-C after the run ended is ignored
-        print(f"=== DONE {{code}} after {{time.perf_counter() - started:.2f}} s", file=sys.stderr, flush=True)
-    """
-)
-
-
-def sigint_step(script: Path, resume: Path | None, out: Path | None, delay: float | None) -> tuple[int, str]:
-    """Run a step; ``delay`` seconds after it starts its run, send SIGINT (None: never)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    process = subprocess.Popen([sys.executable, str(script), str(resume or "-"), str(out or "-")],
-                               env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    lines = []
-    for line in process.stderr:  # until the run starts (the resume before it is never interrupted)
-        lines.append(line)
-        if line.startswith("=== START"):
-            if delay is not None:
-                time.sleep(delay)
-                process.send_signal(signal.SIGINT)
-            break
-    lines.append(process.communicate(timeout=900)[1])
-    return process.returncode, "".join(lines)
-
-
 @pytest.mark.slow
 def test_ctrl_c_at_random_moments_stops_with_the_resume_hint_and_every_resume_finishes(tmp_path):
-    script = tmp_path / "sigint_step.py"
-    script.write_text(SIGINT_STEP.format(arguments=ARGUMENTS))
-    code, err = sigint_step(script, None, tmp_path / "uncut", None)
+    script = tmp_path / "step.py"
+    script.write_text(STEP.format(arguments=train_arguments(EPOCHS)))
+    code, err, _ = step(script, None, tmp_path / "uncut")
     assert code == 0, err[-3000:]
     length = float(re.search(r"=== DONE 0 after ([\d.]+) s", err).group(1))
     rng, previous, moments = random.Random(48), None, []
     for trial in range(SIGINT_TRIES + 1):
         out = tmp_path / f"try{trial:02d}" if trial < SIGINT_TRIES else None
         delay = rng.uniform(0, 0.75 * length) if out else None
-        code, err = sigint_step(script, previous, out, delay)
+        code, err, _ = step(script, previous, out, delay=delay)
         assert "Traceback" not in err and "SystemError" not in err, err[-3000:]
         if previous is not None:  # the run interrupted before resumes to the end
-            assert "=== RESUMED 0" in err, err[-3000:]
-            assert rf.read_history_csv(previous / rf.HISTORY_CSV)["epoch"] == list(range(EPOCHS))
-            assert json.loads((previous / rf.RUN_RECORD).read_text())["epochs_run"] == EPOCHS
+            check_resumed(previous, None, [], err, EPOCHS)
         if out is not None and "=== DONE 0" in err:  # the run ended before the signal came: no resume
             assert json.loads((out / rf.RUN_RECORD).read_text())["epochs_run"] == EPOCHS
             out = None
