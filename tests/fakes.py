@@ -2,6 +2,7 @@
 
 import importlib.util
 import io
+import multiprocessing.pool
 import os
 import subprocess
 import sys
@@ -123,3 +124,14 @@ def run_on_backend(backend: str, script: str, timeout: int = 600) -> str:
                             text=True, timeout=timeout, cwd=tests.parent)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
+
+
+def finishes_within(seconds: float, function, *args):
+    """``function(*args)`` in a daemon thread: its result or its error, or a failure (not a hung CI) if it blocks."""
+    pool = multiprocessing.pool.ThreadPool(1)
+    try:
+        return pool.apply_async(function, args).get(seconds)
+    except multiprocessing.TimeoutError:
+        pytest.fail(f"{function.__name__} blocked for {seconds} s (did it open a pipe?)")
+    finally:
+        pool.close()  # a blocked thread is left behind: it never holds the interpreter

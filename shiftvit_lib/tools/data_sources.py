@@ -39,7 +39,7 @@ import numpy as np
 
 from shiftvit_lib.config import InputError, check_whole_number
 from shiftvit_lib.data import CIFAR10_CLASSES, DataSplits, RawData, cap_per_class, make_splits
-from shiftvit_lib.images import UnsupportedImageError, WrongImageSizeError, decode_rgb
+from shiftvit_lib.images import UnsupportedImageError, decode_rgb
 from shiftvit_lib.tools import files
 
 SPLIT_FOLDERS = ("train", "test")
@@ -86,15 +86,11 @@ def read_keras(limit: int | None, rng: np.random.Generator) -> RawData:
     try:
         downloaded = keras.datasets.cifar10.load_data()  # ((x_train, y_train), (x_test, y_test))
     except Exception as error:  # noqa: BLE001 - get_file raises a bare Exception when the download fails
-        raise DataSourceUnavailableError(
-            f"keras.datasets.cifar10.load_data() failed ({error}). Without internet use "
-            "source='sample', a local copy (directory or archive), or source='auto', "
-            "which falls back to the sample by itself."
-        ) from error
+        failed = f"keras.datasets.cifar10.load_data() failed ({error})"
+        offline = "Without internet use source='sample', a local copy, or source='auto' (it falls back to the sample)"
+        raise DataSourceUnavailableError(f"{failed}. {offline}") from error
     arrays = []
     for images, labels in downloaded:
-        if images.shape[-1] != 3:  # Keras returns NCHW when image_data_format is "channels_first"
-            images = images.transpose(0, 2, 3, 1)
         labels = labels.reshape(-1).astype(np.int64)
         keep = cap_per_class(labels, limit, rng)
         arrays += [np.ascontiguousarray(images[keep]), labels[keep]]
@@ -109,10 +105,8 @@ def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
         raise FileNotFoundError(f"the bundled sample {SAMPLE_ARCHIVE} is missing; reinstall shiftvit_lib")
     raw = _decode_class_folders(*_read_source(SAMPLE_ARCHIVE), limit, rng)
     sizes = f"{len(raw.y_train):,} train / {len(raw.y_test):,} test images, JPEG q75"
-    raw.description = (
-        f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; pixels differ slightly from the "
-        "original release"
-    )
+    differ = "pixels differ slightly from the original release"
+    raw.description = f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; {differ}"
     return raw
 
 
@@ -127,8 +121,10 @@ def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
     configured HTTPS proxy) accepts a connection within ``timeout_s``. The connection
     is tried in a thread, so a DNS lookup that hangs cannot hang us too.
     """
-    if cached := _keras_cached_files():
-        return True, f"keras.datasets.cifar10 is cached at {cached[0]}"
+    homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
+    for cached in (home / "datasets" / "cifar-10-batches-py-target_archive" for home in homes):
+        if cached.is_file():  # where keras.utils.get_file keeps the download
+            return True, f"keras.datasets.cifar10 is cached at {cached}"
     proxy = urllib.request.getproxies().get("https", "")
     url = urllib.parse.urlsplit(("" if "://" in proxy else "http://") + proxy if proxy else KERAS_CIFAR10_URL)
     host, port = url.hostname or "", url.port or (80 if proxy else 443)
@@ -140,12 +136,6 @@ def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
     except OSError as error:
         return False, f"keras.datasets cannot reach {host}:{port} ({error})"
     return True, f"{host}:{port} is reachable"
-
-
-def _keras_cached_files() -> list[Path]:
-    """Existing cached CIFAR-10 downloads, where keras.utils.get_file keeps them."""
-    homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
-    return [p for p in (h / "datasets" / "cifar-10-batches-py-target_archive" for h in homes) if p.is_file()]
 
 
 def read_auto(limit: int | None, rng: np.random.Generator) -> RawData:
@@ -182,9 +172,8 @@ def _existing_source_path(source: Any) -> Path:
     if isinstance(source, str) and not (len(path.parts) > 1 or _is_archive(path) or text.startswith(".")):
         raise InputError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
     loop = " (a symbolic link that leads nowhere: a loop or a missing target)" if path.is_symlink() else ""
-    raise FileNotFoundError(
-        f"data source {text!r} does not exist{loop} ({files.escape_name(os.path.abspath(path))}); check the path"
-    )
+    where = files.escape_name(os.path.abspath(path))
+    raise FileNotFoundError(f"data source {text!r} does not exist{loop} ({where}); check the path")
 
 
 def _is_archive(path: Path) -> bool:
@@ -322,7 +311,7 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
             continue
         count += 1
         total += size
-        _check_entry(where, parts, size, count, total, archive_bytes)
+        _check_entry(where, name, parts, size, count, total, archive_bytes)
         layout[parts[0]][parts[1]][name] = read()
     if special:
         shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
@@ -331,22 +320,19 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
     for split, classes in layout.items():  # a split without any image is named once
         missing = [f"{split}/{name}/" for name, found in classes.items() if not found]
         empty += [f"{split}/"] if len(missing) == len(classes) else missing
+    expected = f"train/<class>/*.jpg and test/<class>/*.jpg for each of: {', '.join(CIFAR10_CLASSES)}"
     if empty:
-        raise InputError(
-            f"{where}: no images in {', '.join(empty)}; expected train/<class>/*.jpg and test/<class>/*.jpg "
-            f"for each of the 10 classes: {', '.join(CIFAR10_CLASSES)}"
-        )
+        raise InputError(f"{where}: no images in {', '.join(empty)}; expected {expected}")
     return layout
 
 
 def _check_entry(
-    where: str, parts: list[str], size: int, count: int, total: int, archive_bytes: int | None
+    where: str, name: str, parts: list[str], size: int, count: int, total: int, archive_bytes: int | None
 ) -> None:
-    """A one-line ``ValueError`` if the image file at ``parts`` is misplaced, or reading it passes a cap.
+    """A one-line ``ValueError`` if the image file ``name`` (``parts``) is misplaced, or reading it passes a cap.
 
     It is the ``count``-th image file, of ``size`` bytes, and brings the total to ``total``.
     """
-    name = "/".join(parts)
     if len(parts) != 3:
         problem = f"{name} is not inside a class folder ({parts[0]}/<class>/<file>); move or remove it"
     elif parts[1] not in CIFAR10_CLASSES:
@@ -399,12 +385,8 @@ def _decode_cifar_image(data: bytes, name: str) -> tuple[np.ndarray, str]:
     """
     try:
         rgb, image_format = decode_rgb(data, expected_size=(32, 32))
-    except WrongImageSizeError as error:
-        raise InputError(
-            f"{name} is {error.size[0]}x{error.size[1]} pixels, but CIFAR-10 images are 32x32; resize or remove it"
-        ) from None
-    except UnsupportedImageError as error:
-        raise InputError(f"cannot decode image {name}: {error}. Replace or remove the file.") from None
+    except UnsupportedImageError as error:  # its size is checked first (WrongImageSizeError)
+        raise InputError(f"{name}: {error}; replace or remove it (CIFAR-10: 32x32 PNG or JPEG)") from None
     return np.asarray(rgb, dtype=np.uint8), image_format
 
 

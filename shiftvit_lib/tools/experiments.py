@@ -59,7 +59,6 @@ _SCALES: dict[str, tuple[tuple[str, str], str, dict[str, Any], int]] = {
     "cpu": (("vit_cpu", "vit_spt_lsa_cpu"), "cpu", {"num_div": 16, "stem_channels": 0}, 10),
     "full": (("vit_cifar", "vit_spt_lsa_cifar"), "seed", {}, 100),
 }
-COMPARISON_SCALES = tuple(_SCALES)
 
 
 def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:
@@ -72,17 +71,16 @@ def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:
     """
     if not configs:
         raise InputError("shared_terms needs at least one config.")
-    values = {
-        field: {name: getattr(config, field) for name, config in configs.items()} for field in SHARED_FIELDS
-    }
-    differences = [
-        f"{field} ({', '.join(f'{name}={value!r}' for name, value in per_model.items())})"
-        for field, per_model in values.items()
-        if len(set(per_model.values())) > 1
-    ]
+    shared, differences = {}, []
+    for field in SHARED_FIELDS:
+        per_model = {name: getattr(config, field) for name, config in configs.items()}
+        shared[field] = next(iter(per_model.values()))
+        if len(set(per_model.values())) > 1:
+            named = ", ".join(f"{name}={value!r}" for name, value in per_model.items())
+            differences.append(f"{field} ({named})")
     if differences:
         raise InputError("the configs are not on equal terms; they differ in: " + "; ".join(differences))
-    return {field: next(iter(per_model.values())) for field, per_model in values.items()}
+    return shared
 
 
 def equalise(configs: Mapping[str, Config], **fields: Any) -> dict[str, Config]:
@@ -145,7 +143,7 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
     if isinstance(scale, bool):
         scale = "quick" if scale else "full"
     if scale not in _SCALES:
-        raise InputError(f"scale must be one of {COMPARISON_SCALES}, got {scale!r}")
+        raise InputError(f"scale must be one of {tuple(_SCALES)}, got {scale!r}")
     vits, shiftvit, changes, scale_epochs = _SCALES[scale]
     base: dict[str, Config] = {"vit": preset(vits[0]), "vit_spt_lsa": preset(vits[1])}
     base.update({name: preset(shiftvit, shift=kind, **changes) for name, kind in SHIFT_ABLATION.items()})

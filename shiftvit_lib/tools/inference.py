@@ -89,9 +89,10 @@ def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
 
 
 def _resize(image: Image.Image, width: int, height: int, fit: Fit) -> Image.Image:
-    """Resize with Lanczos (sharp, little aliasing); crop the centre first if asked."""
-    if image.size == (width, height):
-        return image  # keep the exact pixels of images already at the model size
+    """Resize with Lanczos (sharp, little aliasing); crop the centre first if asked.
+
+    An image already at the model size keeps its exact pixels: Pillow copies it unresampled.
+    """
     scale = min(image.width / width, image.height / height) if fit == "crop" else None
     crop_w, crop_h = (width * scale, height * scale) if scale else image.size
     left, top = (image.width - crop_w) / 2, (image.height - crop_h) / 2
@@ -230,9 +231,8 @@ def predict_probabilities(
         raise InputError(f"pixels must be 0..255, not {images.min()}..{images.max()}; 16-bit: divide by 257")
     expected = _model_image_size(model)
     if expected and images.shape[1:3] != expected:
-        raise InputError(
-            f"images are {images.shape[1]}x{images.shape[2]} but the model takes {expected[0]}x{expected[1]}; resize them"
-        )
+        takes = f"the model takes {expected[0]}x{expected[1]}"
+        raise InputError(f"images are {images.shape[1]}x{images.shape[2]} but {takes}; resize them")
     if not np.isfinite(images).all():
         bad = int((~np.isfinite(images)).any(axis=(1, 2, 3)).sum())
         raise InputError(f"{bad} of {len(images)} images hold NaN or infinite pixel values, not [0, 255]")
@@ -262,17 +262,15 @@ def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)
     """
     height, width = _model_image_size(model) or (0, 0)
     if height * width > MAX_MODEL_INPUT_PIXELS or model.count_params() > MAX_MODEL_PARAMETERS:
-        raise InputError(
-            f"the model takes {height}x{width} images and has {model.count_params():,} parameters, past the caps "
-            f"(1024x1024, {MAX_MODEL_PARAMETERS:,}) of shiftvit_lib's predict: is it the right file?"
-        )
+        found = f"takes {height}x{width} images and has {model.count_params():,} parameters"
+        caps = f"past the caps (1024x1024, {MAX_MODEL_PARAMETERS:,}) of shiftvit_lib's predict"
+        raise InputError(f"the model {found}, {caps}: is it the right file?")
     shape = getattr(model, "output_shape", None)
     if not (isinstance(shape, tuple) and len(shape) == 2 and shape[1] == num_classes):
         several = isinstance(shape, list | dict | tuple) and not all(isinstance(n, int | None) for n in shape)
         found = f"has {len(shape)} outputs" if several else f"outputs shape {shape}"
-        raise InputError(
-            f"the model {found}, but a CIFAR-10 classifier outputs (batch, {num_classes}) logits; is it the right file?"
-        )
+        wanted = f"a CIFAR-10 classifier outputs (batch, {num_classes}) logits"
+        raise InputError(f"the model {found}, but {wanted}; is it the right file?")
 
 
 # --------------------------------------------------------------------------- saving and loading
@@ -313,10 +311,9 @@ def load_model(path: str | Path) -> keras.Model:
     path = Path(path)
     if path.is_dir():
         what = "a TensorFlow SavedModel folder" if (path / "saved_model.pb").exists() else "a folder"
-        raise InputError(
-            f"{escape_name(path)} is {what}, and shiftvit_lib loads .keras files only: give a .keras file "
-            "(save_model()); open a SavedModel you trust with keras.layers.TFSMLayer (lesson 08, A9)"
-        )
+        trusted = "open a SavedModel you trust with keras.layers.TFSMLayer (lesson 08, A9)"
+        give = "shiftvit_lib loads .keras files only: give a .keras file (save_model())"
+        raise InputError(f"{escape_name(path)} is {what}, and {give}; {trusted}")
     files.check_regular_file(path, "a .keras file")
     if path.suffix != ".keras":
         raise InputError(f"expected a .keras file; got {path.name}")

@@ -1,5 +1,6 @@
 """Presets are data; bad configs fail early with a message naming the field."""
 
+import dataclasses
 import json
 import re
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset
+from shiftvit_lib.vit import VIT_PRESETS, ViTConfig
 
 
 def test_seed_preset_has_the_keras_io_hyperparameters():
@@ -16,27 +18,33 @@ def test_seed_preset_has_the_keras_io_hyperparameters():
     assert (cfg.num_div, cfg.shift_pixel, cfg.mlp_ratio) == (12, 1, 2.0)
     assert (cfg.mlp_dropout, cfg.drop_path_rate, cfg.weight_decay) == (0.2, 0.2, 1e-4)
     assert (cfg.lr_start, cfg.lr_max, cfg.warmup_fraction, cfg.batch_size) == (1e-5, 1e-3, 0.15, 256)
-    assert (cfg.epochs, cfg.early_stopping_patience) == (100, 5)
-    assert cfg.shift == "official"
+    assert (cfg.epochs, cfg.early_stopping_patience, cfg.shift) == (100, 5, "official")
+    assert cfg.stage_dims == (96, 192, 384, 768) and cfg.stage_resolutions == (12, 6, 3, 2)
 
 
-def test_every_preset_builds_a_valid_config():
-    for name in list_presets():
-        assert preset(name).name == name
-    assert {"seed", "quick", "shiftvit_light_tiny"} <= set(PRESETS)
+@pytest.mark.parametrize(("family", "presets", "kind"), [("shiftvit", PRESETS, ShiftViTConfig),
+                                                         ("vit", VIT_PRESETS, ViTConfig)])
+def test_presets_are_data_served_by_the_one_preset_door(family, presets, kind):
+    assert set(list_presets(family)) == set(presets) and all(isinstance(v, dict) for v in presets.values())
+    for name in presets:
+        cfg = preset(name)
+        assert type(cfg) is kind and cfg.name == name and hash(cfg) is not None  # frozen and hashable
+    assert {"seed", "quick", "shiftvit_light_tiny", "vit_cifar", "vit_spt_lsa_cifar", "vit_quick"} <= {
+        *PRESETS, *VIT_PRESETS}
 
 
-def test_overrides_and_json_round_trip():
-    cfg = preset("quick", epochs=2, depths=[1, 1, 1])
-    assert cfg.epochs == 2 and cfg.depths == (1, 1, 1)
-    again = ShiftViTConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
-    assert again == cfg
-
-
-def test_stage_geometry():
-    cfg = preset("seed")
-    assert cfg.stage_dims == (96, 192, 384, 768)
-    assert cfg.stage_resolutions == (12, 6, 3, 2)
+@pytest.mark.parametrize(("name", "changes", "as_stored"), [
+    ("quick", {"epochs": 2, "depths": [1, 1, 1]}, {"depths": (1, 1, 1)}),
+    ("vit_quick", {"use_lsa": True, "head_units": [8, 4]}, {"head_units": (8, 4)}),
+])
+def test_overrides_replace_and_json_round_trip(name, changes, as_stored):
+    cfg = preset(name, **changes)
+    assert {field: getattr(cfg, field) for field in changes} == {**changes, **as_stored}  # lists become tuples
+    assert preset(name) != cfg  # presets are not mutated
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.epochs = 3  # type: ignore[misc]
+    assert type(cfg).from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    assert cfg.replace(epochs=3).epochs == 3 and cfg.epochs != 3
 
 
 def test_keras_io_shift_needs_widths_its_split_can_divide():
@@ -58,6 +66,8 @@ def test_keras_io_shift_needs_widths_its_split_can_divide():
     ("seed", {"shift": "sideways"}, "shift must be"),
     ("seed", {"shift_pixel": 2}, "last stage's resolution"),
     ("seed", {"drop_path_schedule": "random"}, "drop_path_schedule"),
+    ("quick", {"stem_channels": -1}, "stem_channels must be >= 0"),
+    ("quick", {"stem_channels": 8, "patch_size": 1, "resize_to": 32}, "patch_size must be even"),
     ("quick", {"depths": 2}, "depths must be a list of whole numbers"),  # depths=(2) is the int 2
     ("quick", {"patch_size": 0}, "patch_size must be >= 1"),
     ("quick", {"batch_size": 0}, "batch_size must be >= 1"),
@@ -69,38 +79,20 @@ def test_keras_io_shift_needs_widths_its_split_can_divide():
     # a negative patience, an infinite or NaN weight decay).
     ("quick", {"lr_max": 0.0, "lr_start": 0.0}, "lr_max must be positive and finite"),
     ("quick", {"lr_max": float("inf")}, "lr_max must be positive and finite"),
+    ("quick", {"lr_max": float("nan")}, "lr_max must be positive and finite"),
     ("quick", {"epochs": 0}, "epochs must be >= 1, got 0"),
     ("quick", {"early_stopping_patience": -1}, "early_stopping_patience must be >= 1, got -1"),
     ("quick", {"early_stopping_patience": 1.5}, "early_stopping_patience must be a whole number"),
     ("quick", {"weight_decay": float("nan")}, "weight_decay must be >= 0 and finite, got nan"),
     ("quick", {"weight_decay": float("inf")}, "weight_decay must be >= 0 and finite"),
-    ("quick", {"lr_start": 1e-2}, "lr_start <= lr_max"),
     ("quick", {"weight_decay": -1.0}, "weight_decay must be >= 0"),
-    ("quick", {"lr_max": float("nan")}, "lr_max must be positive and finite"),
+    ("quick", {"lr_start": 1e-2}, "lr_start <= lr_max"),
     ("strong", {"mixup_alpha": -1.0}, "mixup_alpha must be >= 0"),
     ("strong", {"random_erasing": 1.5}, "random_erasing must lie in [0, 1], got 1.5"),
     ("strong", {"rand_augment_ops": -1}, "rand_augment_ops must be >= 0"),
     ("strong", {"label_smoothing": 1.0}, "label_smoothing must lie in"),
     ("strong", {"init": "xavier"}, "init must be 'keras' or 'spach'"),
-])
-def test_a_bad_config_is_refused_in_one_line_naming_the_field(base, change, message):
-    with pytest.raises(ValueError, match=re.escape(message)) as caught:
-        preset(base, **change)
-    assert "\n" not in str(caught.value)
-
-
-@pytest.mark.parametrize(("call", "error", "words"), [
-    (lambda: preset("gigantic"), ValueError, "seed"),  # the choices listed
-    (lambda: preset("seed").replace(colour="blue"), TypeError, "colour"),
-    (lambda: ShiftViTConfig.from_dict({"colour": "blue"}), TypeError, "colour"),
-])
-def test_an_unknown_preset_or_field_is_named(call, error, words):
-    with pytest.raises(error, match=words):
-        call()
-
-
-# Issue 48: every numeric field has its range (an epsilon or a ratio is positive; sizes at least 1).
-@pytest.mark.parametrize(("name", "change", "message"), [
+    # Issue 48: every numeric field has its range (an epsilon or a ratio is positive; sizes at least 1).
     ("quick", {"layer_norm_epsilon": -1}, "layer_norm_epsilon must be > 0, got -1"),
     ("quick", {"layer_norm_epsilon": 0.0}, "layer_norm_epsilon must be > 0"),
     ("quick", {"layer_norm_epsilon": float("nan")}, "layer_norm_epsilon must be > 0"),
@@ -111,10 +103,22 @@ def test_an_unknown_preset_or_field_is_named(call, error, words):
     ("vit_quick", {"mlp_ratio": 0.0}, "mlp_ratio must be > 0"),
     ("vit_quick", {"head_units": (-5,)}, "head_units must hold whole numbers of at least 1"),
 ])
-def test_every_numeric_field_is_checked_for_its_range(name, change, message):
+def test_a_bad_config_is_refused_in_one_line_naming_the_field(base, change, message):
     with pytest.raises(ValueError, match=re.escape(message)) as caught:
-        preset(name, **change)
+        preset(base, **change)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda: preset("gigantic"), ValueError, "seed"),  # the choices listed, of every family
+    (lambda: preset("gigantic"), ValueError, "vit_cifar"),
+    (lambda: preset("seed").replace(colour="blue"), TypeError, "colour"),
+    (lambda: preset("vit_quick", colour="red"), TypeError, re.escape("Unknown config field(s): ['colour']")),
+    (lambda: ShiftViTConfig.from_dict({"colour": "blue"}), TypeError, "colour"),
+])
+def test_an_unknown_preset_or_field_is_named(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
 
 
 def test_numpy_integers_are_whole_numbers():

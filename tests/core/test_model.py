@@ -11,18 +11,26 @@ from shiftvit_lib import build_shiftvit, count_macs, preset
 from shiftvit_lib.model import initialise_like_spach, stage_table
 
 
+def built_with_one_block_per_stage(config):
+    """The model with one block per stage, and the parameter count of ``config``'s: the blocks of a stage
+    are alike, and building each block's graph is most of a build's time (seconds for the full sizes)."""
+    model = build_shiftvit(config.replace(depths=(1,) * len(config.depths)))
+    more_blocks = sum((depth - 1) * model.get_layer(f"stage_{index + 1}").blocks[0].count_params()
+                      for index, depth in enumerate(config.depths))
+    return model, model.count_params() + more_blocks
+
+
 def test_seed_preset_matches_the_keras_io_parameter_count():
     # The shift has no parameters, so the faithful architecture must match exactly.
-    assert build_shiftvit(preset("seed")).count_params() == 11_690_602
+    assert built_with_one_block_per_stage(preset("seed"))[1] == 11_690_602
+    assert count_macs(preset("seed"))["patch_projection"] == 12 * 12 * 4 * 4 * 3 * 96
 
 
-def test_keras_io_and_no_shift_variants_have_the_same_parameters():
-    # num_div 6: the keras-io split needs four groups of 24 // 6 channels in the first stage.
-    counts = {
-        kind: build_shiftvit(preset("quick", shift=kind, num_div=6)).count_params()
-        for kind in ("official", "keras_io", "none")
-    }
-    assert len(set(counts.values())) == 1
+def test_official_sizes_have_norms_and_about_the_paper_size():
+    model, count = built_with_one_block_per_stage(preset("shiftvit_light_tiny"))
+    assert {"patch_norm", "final_norm"} <= {layer.name for layer in model.layers}
+    assert 19e6 < count < 21e6  # the paper reports about 20M
+    assert 2.8e9 < count_macs(preset("shiftvit_light_tiny"))["total"] < 3.2e9  # about 3.0G
 
 
 @pytest.fixture(scope="module")
@@ -31,19 +39,17 @@ def quick_model():
     return build_shiftvit(preset("quick"), seed=0)
 
 
-def test_quick_model_shapes(quick_model):
+def test_quick_model_shapes_inputs_and_config_round_trip(quick_model):
     images = np.random.default_rng(0).integers(0, 256, (3, 32, 32, 3)).astype("uint8")
     logits = logits_of(quick_model, images)
     assert logits.shape == (3, 10) and logits.dtype == np.float32
+    np.testing.assert_allclose(logits_of(quick_model, images.astype("float32")), logits, rtol=1e-6, atol=1e-6)
     shapes = {row["layer"]: row["output_shape"] for row in stage_table(quick_model)}
     assert shapes["preprocessing"] == (None, 32, 32, 3)
     assert shapes["stage_1"] == (None, 4, 4, 48) and shapes["stage_3"] == (None, 2, 2, 96)
-
-
-def test_uint8_and_float_inputs_agree(quick_model):
-    images = np.random.default_rng(1).integers(0, 256, (4, 32, 32, 3)).astype("uint8")
-    a, b = logits_of(quick_model, images), logits_of(quick_model, images.astype("float32"))
-    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    clone = keras.Model.from_config(quick_model.get_config())
+    assert clone.count_params() == quick_model.count_params()
+    assert [layer.name for layer in clone.layers] == [layer.name for layer in quick_model.layers]
 
 
 @pytest.mark.parametrize(("name", "changes"), [("quick", {"stem_channels": 8}), pytest.param(
@@ -62,26 +68,6 @@ def test_keras_save_and_safe_load_give_identical_logits(name, changes, tmp_path)
                                   before)
 
 
-def test_model_config_round_trip(quick_model):
-    clone = keras.Model.from_config(quick_model.get_config())
-    assert clone.count_params() == quick_model.count_params()
-    assert [layer.name for layer in clone.layers] == [layer.name for layer in quick_model.layers]
-
-
-def test_official_sizes_have_norms_and_about_the_paper_size():
-    model = build_shiftvit(preset("shiftvit_light_tiny"))
-    names = [layer.name for layer in model.layers]
-    assert "patch_norm" in names and "final_norm" in names
-    assert 19e6 < model.count_params() < 21e6  # the paper reports about 20M
-    assert 2.8e9 < count_macs(preset("shiftvit_light_tiny"))["total"] < 3.2e9  # about 3.0G
-
-
-def test_count_macs_breakdown_adds_up():
-    macs = count_macs(preset("seed"))
-    assert macs["total"] == sum(v for k, v in macs.items() if k != "total")
-    assert macs["patch_projection"] == 12 * 12 * 4 * 4 * 3 * 96
-
-
 def test_conv_stem_keeps_the_stage_grid_and_counts_its_macs():
     config = preset("quick", stem_channels=16)
     model = build_shiftvit(config, seed=0)
@@ -97,14 +83,9 @@ def test_conv_stem_keeps_the_stage_grid_and_counts_its_macs():
     assert macs["total"] == sum(v for k, v in macs.items() if k != "total")
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda: preset("quick", stem_channels=-1), ValueError, "stem_channels must be >= 0"),
-    (lambda: preset("quick", stem_channels=8, patch_size=1, resize_to=32), ValueError, "patch_size must be even"),
-    (lambda: build_shiftvit({"depths": [2, 2]}), TypeError, "ShiftViTConfig"),
-])
-def test_bad_settings_are_refused(call, error, message):
-    with pytest.raises(error, match=message):
-        call()
+def test_build_refuses_what_is_not_a_shiftvit_config():
+    with pytest.raises(TypeError, match="ShiftViTConfig"):
+        build_shiftvit({"depths": [2, 2]})
 
 
 @pytest.mark.slow
@@ -134,21 +115,20 @@ def test_model_trains_with_its_recipe_and_round_trips_on_other_backends(backend)
     assert f"OK {backend} (16, 10)" in out and ("JIT True" in out or backend != "jax"), out
 
 
-def test_roll_implementation_gives_the_same_model_output():
-    slice_model = build_shiftvit(preset("quick"))
-    roll_model = build_shiftvit(preset("quick", shift_implementation="roll"))
-    roll_model.set_weights(slice_model.get_weights())
+def test_roll_implementation_gives_the_same_model_output(quick_model):
+    roll_model = build_shiftvit(preset("quick", shift_implementation="roll"), seed=0)
+    roll_model.set_weights(quick_model.get_weights())
     images = np.random.default_rng(3).integers(0, 256, (2, 32, 32, 3)).astype("uint8")
-    np.testing.assert_allclose(logits_of(roll_model, images), logits_of(slice_model, images), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(logits_of(roll_model, images), logits_of(quick_model, images), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.slow  # builds the full-size model (about 4 s): in the full suite, not the inner loop
-def test_spach_init_draws_kernels_with_std_0_02_and_zeroes_biases():
-    model = build_shiftvit(preset("seed", init="spach"), seed=3)
+def test_spach_init_draws_kernels_with_std_0_02_zeroes_biases_and_is_seeded(quick_model):
+    """On the quick model (82,752 kernel weights: the std within 0.3 %); it once ran on the seed model (slow)."""
+    model = build_shiftvit(preset("quick", init="spach"), seed=3)
     kernels = [v for v in model.trainable_variables if v.path.endswith("/kernel")]
     biases = [v for v in model.trainable_variables if v.path.endswith("/bias")]
     gammas = [v for v in model.trainable_variables if v.path.endswith("/gamma")]
-    assert len(kernels) > 30 and len(biases) > 30 and gammas  # merging convs have no bias
+    assert len(kernels) == 12 and len(biases) == 10 and gammas  # merging convs have no bias
     big = np.concatenate([ops.convert_to_numpy(k).ravel() for k in kernels])
     assert np.std(big) == pytest.approx(0.02, rel=0.02) and abs(np.mean(big)) < 1e-4
     assert all(not np.any(ops.convert_to_numpy(b)) for b in biases)
@@ -156,13 +136,8 @@ def test_spach_init_draws_kernels_with_std_0_02_and_zeroes_biases():
     # One generator for all kernels: two kernels of the same shape must differ.
     expand, project = (ops.convert_to_numpy(k) for k in kernels[1:3])
     assert expand.size == project.size and not np.allclose(np.sort(expand.ravel()), np.sort(project.ravel()))
-    keras_default = build_shiftvit(preset("seed"), seed=3)
-    glorot = ops.convert_to_numpy(keras_default.get_layer("classifier").kernel)
+    glorot = ops.convert_to_numpy(quick_model.get_layer("classifier").kernel)
     assert np.std(glorot) > 2 * 0.02  # the default really is different
-
-
-def test_initialise_like_spach_is_seeded():
-    a = initialise_like_spach(build_shiftvit(preset("quick")), seed=7)
-    b = initialise_like_spach(build_shiftvit(preset("quick")), seed=7)
-    for va, vb in zip(a.get_weights(), b.get_weights()):
-        np.testing.assert_array_equal(va, vb)
+    first, again, other = ([w.copy() for w in initialise_like_spach(model, seed=s).get_weights()] for s in (7, 7, 8))
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, other, strict=True))

@@ -10,29 +10,20 @@ from shiftvit_lib import preset
 from shiftvit_lib.schedules import WarmUpCosine
 
 
-def test_matches_the_formula_everywhere():
-    schedule = WarmUpCosine(1e-5, 1e-3, warmup_steps=150, total_steps=1000)
-    for step in [0, 1, 75, 149, 150, 151, 500, 999, 1000, 1001, 5000]:
-        got = float(ops.convert_to_numpy(schedule(step)))
-        assert got == pytest.approx(warmup_cosine(step, 1e-5, 1e-3, 150, 1000), rel=1e-5, abs=1e-9)
+@pytest.mark.parametrize("warmup, total", [(150, 1000), (10, 100), (0, 100)])
+def test_matches_the_formula_everywhere_and_rises_then_falls_to_zero(warmup, total):
+    steps = np.arange(total + 20)  # a schedule called beyond its end gives 0
+    lrs = ops.convert_to_numpy(WarmUpCosine(1e-5, 1e-3, warmup_steps=warmup, total_steps=total)(steps))
+    np.testing.assert_allclose(lrs, [warmup_cosine(s, 1e-5, 1e-3, warmup, total) for s in steps], rtol=1e-5, atol=1e-9)
+    assert lrs[0] == pytest.approx(1e-5 if warmup else 1e-3)
+    assert lrs.max() == pytest.approx(1e-3, rel=1e-4) and lrs.argmax() == warmup
+    assert np.all(np.diff(lrs[: warmup + 1]) > 0) and np.all(np.diff(lrs[warmup:]) <= 1e-12)
+    assert lrs[total] == pytest.approx(0.0, abs=1e-9) and not lrs[total + 1 :].any()
 
 
-def test_shape_of_the_curve():
-    schedule = WarmUpCosine(1e-5, 1e-3, warmup_steps=10, total_steps=100)
-    lrs = np.array([float(ops.convert_to_numpy(schedule(s))) for s in range(101)])
-    assert lrs[0] == pytest.approx(1e-5)
-    assert lrs.max() == pytest.approx(1e-3, rel=1e-4) and lrs.argmax() == 10
-    assert np.all(np.diff(lrs[:11]) > 0) and np.all(np.diff(lrs[10:]) <= 1e-12)
-    assert lrs[-1] == pytest.approx(0.0, abs=1e-9)
-
-
-def test_from_recipe_uses_the_warmup_fraction():
+def test_from_recipe_uses_the_warmup_fraction_and_survives_serialization():
     schedule = WarmUpCosine.from_recipe(preset("seed"), steps_per_epoch=157)
     assert schedule.total_steps == 15700 and schedule.warmup_steps == int(15700 * 0.15)
-
-
-def test_serialization_round_trip():
-    schedule = WarmUpCosine(1e-5, 1e-3, 15, 100)
     again = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(schedule))
     assert again.get_config() == schedule.get_config()
 

@@ -36,11 +36,6 @@ def _notebook(stem: str, folder: str = "") -> dict:
     return json.loads((NOTEBOOKS / folder / f"{stem}.ipynb").read_text(encoding="utf-8"))
 
 
-def _lesson_and_catalog(stem: str) -> tuple[dict, dict]:
-    """The English lesson and a copy of its catalogue, to plant a mistake in."""
-    return _notebook(stem), json.loads(json.dumps(load_catalog(stem)))
-
-
 def test_nine_lessons_in_both_languages_built_fresh_with_one_vocabulary_and_the_same_numbers():
     assert len(STEMS) == 9
     assert sorted(p.name for p in (NOTEBOOKS / "ko").glob("*.ipynb")) == [f"{s}.ipynb" for s in STEMS]
@@ -186,7 +181,7 @@ CODE_DIFFERS = "the translated code differs from the English code (not only comm
        [f"'{variant}'"]) for cell_type, planted, variant in VARIANTS],
 ])
 def test_a_planted_mistake_in_a_translation_is_named_with_its_cell(stem, cell_type, holding, change, expected):
-    nb, catalog = _lesson_and_catalog(stem)
+    nb, catalog = _notebook(stem), json.loads(json.dumps(load_catalog(stem)))  # a copy to plant a mistake in
     cell = next(c for c in nb["cells"] if c["cell_type"] == cell_type and c["id"] in catalog["cells"]
                 and holding in cell_source(c) and holding in catalog["cells"][c["id"]]["ko"])
     change(cell, catalog["cells"])  # (each lesson passes unchanged: the first test above)
@@ -284,14 +279,8 @@ def test_refresh_moves_korean_comments_onto_reformatted_code():
 
 
 def test_the_glossary_names_its_terms_and_rules_out_their_variants():
-    rows, glossary = _glossary(), GLOSSARY.read_text(encoding="utf-8")
-    assert len(rows) >= 50 and {*KEY_TERMS, "channel group"} <= set(rows)
-    for english in ("| layer |", "| shape (of a tensor) |", "| stride |", "| import |", "| crop / centre crop |",
-                    "| multiply-accumulate (MAC, MACs) |", "| noise |", "| gradient |", "| regularisation | 규제 |",
-                    "| normalisation | 정규화 |", "| practice copy |", "| compile (a Keras model, a step with XLA) | 컴파일 |",
-                    "| payoff (what a lesson ends with) | 성과 |", "| laptop | 랩톱 |",
-                    "| blank (an exercise's gap to fill) | 빈칸 |"):
-        assert english in glossary, english  # (each ruled-out variant: VARIANTS above)
+    # (each ruled-out variant is planted in VARIANTS above and named by the check)
+    assert len(_glossary()) >= 50 and {*KEY_TERMS, "channel group"} <= set(_glossary())
 
 
 @pytest.mark.parametrize("allowed", [
@@ -341,14 +330,11 @@ def _site_modules():
 
 def test_every_page_has_a_counterpart_and_korean_words_are_searchable_without_their_particles():
     korean_edition, _ = _site_modules()
-    for stem in STEMS:
-        assert korean_edition.counterpart(f"notebooks/{stem}") == (f"notebooks/ko/{stem}", "ko", "한국어")
-        assert korean_edition.counterpart(f"notebooks/ko/{stem}") == (f"notebooks/{stem}", "en", "English")
-    assert korean_edition.counterpart("index")[0] == "notebooks/ko/index"
-    assert korean_edition.counterpart("notebooks/ko/index")[0] == "index"
     # issue 44: the search page has a Korean twin, notebooks/ko/search.html
-    assert korean_edition.counterpart("search") == ("notebooks/ko/search", "ko", "한국어")
-    assert korean_edition.counterpart("notebooks/ko/search") == ("search", "en", "English")
+    for english in [f"notebooks/{stem}" for stem in STEMS] + ["index", "search"]:
+        korean = "notebooks/ko/" + english.removeprefix("notebooks/")
+        assert korean_edition.counterpart(english) == (korean, "ko", "한국어")
+        assert korean_edition.counterpart(korean) == (english, "en", "English")
     assert korean_edition.counterpart("results") is None
     words = korean_edition.SearchEnglishAndKorean({}).split("시프트를 채널의 ShiftViT")
     assert {"시프트", "채널", "시프트를", "ShiftViT"} <= set(words)

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -36,14 +37,8 @@ def run_parameter_cell(environ: dict[str, str]) -> dict:
 
     namespace = {"os": os, "sys": sys}
     code = TransformerManager().transform_cell(cell_source("render-params"))
-    old = os.environ.copy()
-    try:
-        os.environ.clear()
-        os.environ.update(environ)
+    with mock.patch.dict(os.environ, environ, clear=True):  # restored afterwards
         exec(code, namespace)  # not on Colab: nothing is installed
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
     return namespace
 
 

@@ -26,11 +26,6 @@ def test_a_practice_copy_is_the_lesson_without_outputs(lesson):
     assert f"/blob/main/notebooks/practice/{lesson.name}" in "".join(original["cells"][0]["source"])
 
 
-def test_the_practice_copy_of_a_blank_lesson_ships_its_blanks_empty():
-    text = (make_practice.PRACTICE / "05_training.ipynb").read_text()
-    assert 'raise NotImplementedError(\\"write warmup_cosine\\")' in text
-
-
 def test_every_lesson_has_an_up_to_date_practice_copy_and_a_stale_one_is_reported(tmp_path, monkeypatch, capsys):
     assert len(LESSONS) == 9 and make_practice.main(["--check"]) == 0, capsys.readouterr().out
     monkeypatch.setattr(make_practice, "PRACTICE", tmp_path)

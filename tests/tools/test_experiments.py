@@ -5,14 +5,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import tiny_splits
+from fakes import one_line, tiny_splits
 
 from shiftvit_lib import build_shiftvit, count_macs, preset
-from shiftvit_lib.config import PIPELINE_FIELDS, RECIPE_FIELDS, ShiftViTConfig, TrainingRecipe
+from shiftvit_lib.config import TrainingRecipe
 from shiftvit_lib.tools import experiments as ex
 from shiftvit_lib.tools.experiments import equalise, format_table, model_costs, run_comparison, shared_terms
 from shiftvit_lib.tools.run_folder import finished_run, run_spec, spec_differences
-from shiftvit_lib.vit import ViTConfig, build_vit, count_vit_macs
+from shiftvit_lib.vit import build_vit, count_vit_macs
 
 
 def _quick_pair():
@@ -23,30 +23,35 @@ def _quick_pair():
     }
 
 
-def test_shared_terms_lists_every_difference_in_the_pipeline_or_recipe_not_the_architecture(tmp_path):
-    configs = {"a": preset("quick"), "b": preset("quick", lr_max=1e-3, batch_size=32)}
-    with pytest.raises(ValueError) as error:
+# Configs not on equal terms -> the words of shared_terms' one-line error (the architecture may differ).
+UNEQUAL = {
+    "recipe": ({"lr_max": 1e-3, "batch_size": 32}, r"batch_size \(a=64, b=32\); lr_max \(a=0.002, b=0.001\)"),
+    "pipeline": ({"resize_to": 40, "image_size": 36}, r"not on equal terms; they differ in: resize_to .*image_size"),
+    "none": (None, "at least one"),
+}
+
+
+@pytest.mark.parametrize("difference", UNEQUAL)
+def test_shared_terms_names_every_difference_in_the_pipeline_or_recipe(difference):
+    changes, words = UNEQUAL[difference]
+    configs = {} if changes is None else {"a": preset("quick"), "b": preset("quick", **changes)}
+    with pytest.raises(ValueError, match=words) as refused:
         shared_terms(configs)
-    message = str(error.value)
-    assert "lr_max (a=0.002, b=0.001)" in message and "batch_size (a=64, b=32)" in message
-    with pytest.raises(ValueError, match="at least one"):
-        shared_terms({})
+    one_line(refused.value)
+
+
+def test_the_vit_and_shiftvit_presets_are_compared_only_once_equalised(tmp_path):
     same = shared_terms({"a": preset("quick"), "b": preset("quick", shift="none", depths=(1, 1))})
     assert set(same) == set(ex.SHARED_FIELDS) and same["image_size"] == 32
-    with pytest.raises(ValueError, match="image_size"):
-        shared_terms({"a": preset("quick"), "b": preset("quick", resize_to=40, image_size=36)})
-    # The quick ViT preset crops 16 px, the quick ShiftViT 32 px: not equal terms as shipped.
-    with pytest.raises(ValueError, match="image_size"):
-        shared_terms({"vit": preset("vit_quick"), "shift": preset("quick")})
-    with pytest.raises(ValueError, match="not on equal terms"):  # nor trained together
+    # The quick ViT preset crops 16 px, the quick ShiftViT 32 px: not equal terms as shipped, nor trained together.
+    with pytest.raises(ValueError, match=r"differ in: resize_to .*image_size \(vit=16, shift=32\)"):
         run_comparison({"vit": preset("vit_quick"), "shift": preset("quick")}, tiny_splits(), tmp_path)
     configs = equalise({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32, epochs=2)
-    assert shared_terms(configs)["epochs"] == 2
-    assert configs["vit"].image_size == configs["shift"].image_size == 32
+    assert shared_terms(configs)["epochs"] == 2 and configs["vit"].image_size == configs["shift"].image_size == 32
 
 
 def test_model_costs_match_the_builders_and_mac_counters():
-    vit, shift = preset("vit_quick"), preset("quick")
+    vit, shift = _quick_pair().values()  # one block each: the same code as the presets, a fraction of the time
     assert model_costs(vit) == {"parameters": build_vit(vit).count_params(), "macs": count_vit_macs(vit)["total"]}
     assert model_costs(shift) == {"parameters": build_shiftvit(shift).count_params(), "macs": count_macs(shift)["total"]}
     with pytest.raises(TypeError):
@@ -102,53 +107,45 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
     assert "reused a finished run" in lines[-1]
     assert [r["test_top1"] for r in again] == [r["test_top1"] for r in rows]
     # A reused row reports the training time recorded in the run, not this call's wall time.
-    for row in again:
-        recorded = json.loads((tmp_path / row["name"] / "run.json").read_text())["train_seconds"]
-        assert row["train_seconds"] == recorded > 0
-    assert [r["train_seconds"] for r in again] == [r["train_seconds"] for r in rows]
+    for row, first in zip(again, rows):
+        assert row["train_seconds"] == first["train_seconds"] == json.loads(
+            (tmp_path / row["name"] / "run.json").read_text())["train_seconds"] > 0
     # restart=True trains afresh: one epoch in the history, not two.
     fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, restart=True, log=None)
     assert [r["epochs_run"] for r in fresh] == [1]
 
     record = ex.comparison_record(rows, configs, data, seed=42, mode="quick")
-    text = json.dumps(record)
-    assert json.loads(text)["shared_terms"]["input_shape"] == [32, 32, 3]
+    assert json.loads(json.dumps(record))["shared_terms"]["input_shape"] == [32, 32, 3]
     assert record["data_source"] == "random test images" and record["epochs"] == 1
 
 
-def test_comparison_configs_are_the_five_models_on_equal_terms():
-    for quick, epochs in ((True, 5), (False, 100)):
-        configs = ex.comparison_configs(quick)
-        assert list(configs) == ["vit", "vit_spt_lsa", *ex.SHIFT_ABLATION]
-        terms = ex.shared_terms(configs)  # raises if any pipeline or recipe field differs
-        assert terms["epochs"] == epochs and terms["early_stopping_patience"] is None
-        assert [configs[name].shift for name in ex.SHIFT_ABLATION] == ["official", "keras_io", "none"]
-    # The quick and full scales train on their ShiftViT preset's own recipe (quick, seed): the values
-    # lesson 07 and its records were made with.
-    quick_terms, full_terms = (ex.shared_terms(ex.comparison_configs(scale)) for scale in (True, False))
-    assert [quick_terms[k] for k in ("image_size", "batch_size", "lr_max", "warmup_fraction")] == [32, 64, 2e-3, 0.1]
-    assert [full_terms[k] for k in ("image_size", "batch_size", "lr_max", "warmup_fraction")] == [48, 256, 1e-3, 0.15]
-    full = ex.comparison_configs(False)
-    assert (full["shiftvit_official"].projected_dim, full["shiftvit_official"].depths) == (96, (2, 4, 8, 2))
-    assert ex.shared_terms(ex.comparison_configs(True, epochs=2))["epochs"] == 2
-    configs = ex.comparison_configs("cpu")
-    # shiftvit_official is the cpu preset on the comparison's shorter schedule, with the
-    # num_div that the keras-io shift can split, and the ViTs' single patch projection.
-    assert configs["shiftvit_official"] == preset("cpu", epochs=10, num_div=16, stem_channels=0)
-    terms = ex.shared_terms(configs)
-    cpu = preset("cpu", epochs=10)
-    assert {name: terms[name] for name in ex.SHARED_FIELDS if name != "early_stopping_patience"} == {
-        name: getattr(cpu, name) for name in ex.SHARED_FIELDS if name != "early_stopping_patience"}
-    assert terms["image_size"] == 32 and terms["resize_to"] == 36
+# A scale of lesson 07's comparison -> its epochs and the ShiftViT it trains with its preset's own recipe
+# (the values lesson 07 and its records were made with). "cpu": the cpu preset on a shorter schedule, with
+# the num_div that the keras-io shift can split, and the ViTs' single patch projection.
+# Its image_size, batch_size, lr_max and warmup_fraction, pinned.
+SCALES = {True: (5, preset("quick", projected_dim=48), [32, 64, 2e-3, 0.1]),
+          False: (100, preset("seed"), [48, 256, 1e-3, 0.15]),
+          "cpu": (10, preset("cpu", num_div=16, stem_channels=0), [32, 128, 2e-3, 0.04])}
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_comparison_configs_are_the_five_models_on_equal_terms(scale):
+    epochs, shiftvit, pinned = SCALES[scale]
+    configs = ex.comparison_configs(scale)
+    assert list(configs) == ["vit", "vit_spt_lsa", *ex.SHIFT_ABLATION]
+    assert configs["shiftvit_official"] == shiftvit.replace(epochs=epochs, early_stopping_patience=None)
+    assert [configs[name].shift for name in ex.SHIFT_ABLATION] == ["official", "keras_io", "none"]
     assert configs["vit_spt_lsa"].use_spt and configs["vit_spt_lsa"].use_lsa and not configs["vit"].use_lsa
+    terms = ex.shared_terms(configs)  # raises if any pipeline or recipe field differs
+    assert terms == {**{name: getattr(shiftvit, name) for name in ex.SHARED_FIELDS}, "epochs": epochs,
+                     "early_stopping_patience": None}
+    assert [terms[name] for name in ("image_size", "batch_size", "lr_max", "warmup_fraction")] == pinned
+    assert ex.shared_terms(ex.comparison_configs(scale, epochs=2))["epochs"] == 2
     with pytest.raises(ValueError, match="scale must be one of"):
         ex.comparison_configs("huge")
 
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-CPU_RUNS = REPO / "results" / "attention_vs_shift_cpu_runs"
+CPU_RUNS = Path(__file__).resolve().parents[2] / "results" / "attention_vs_shift_cpu_runs"
 
 
 # The recipe fields that the equal-terms check of an earlier version did not compare
@@ -164,9 +161,6 @@ def config_differences(saved: dict, config) -> list[str]:
 
 @pytest.mark.parametrize("field", sorted(ONCE_UNCHECKED))
 def test_equal_terms_check_sees_each_field_it_once_missed(field):
-    # Both configs are training recipes and share every recipe field.
-    assert issubclass(ShiftViTConfig, TrainingRecipe) and issubclass(ViTConfig, TrainingRecipe)
-    assert set(PIPELINE_FIELDS).isdisjoint(RECIPE_FIELDS) and "name" not in ex.SHARED_FIELDS
     value = ONCE_UNCHECKED[field]
     assert field in ex.SHARED_FIELDS and getattr(preset("vit_quick", **{field: value}), field) == value
     configs = ex.equalise({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32)
@@ -180,8 +174,7 @@ def test_to_dict_keeps_the_shape_that_run_records_hold():
     # run_spec.json of a finished comparison run, written before TrainingRecipe existed:
     # the same keys in the same order, so reuse and resume compare like with like.
     saved = json.loads((CPU_RUNS / "shiftvit_official" / "run_spec.json").read_text())["config"]
-    config = ex.comparison_configs("cpu")["shiftvit_official"]
-    current = config.to_dict()
+    current = ex.comparison_configs("cpu")["shiftvit_official"].to_dict()
     # Fields added since (stem_channels, issue 26; mix_on_device and steps_per_execution, issue 45)
     # come after them, at their old behaviour.
     assert [key for key in current if key in saved] == list(saved)
