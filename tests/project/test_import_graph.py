@@ -54,14 +54,18 @@ REPO = Path(__file__).resolve().parents[2]
 # further; the issue's 1,400 / 950 / 4,050 are still open. The same day's file-safety round (issue 48:
 # archive error families, the cache's digest, the model cap, backups kept) added 56 lines to tools, unpaid:
 # tools 1,540 / library 4,238; then 4,247 with the CLI's re-delivery of a Ctrl-C that Python dropped.
-BUDGETS = {"core": 1400, "tools": 1540, "notebook": 988, "library": 4247}
+# The cut of 2026-11-28's afternoon (no dead branch, one check per file read back, check_shapes from
+# the architecture table) brought them to tools 1,508 / notebook 981 / library 4,201: the budgets
+# below. The issue's tools 1,400 / notebook 950 / library 4,050 are still open.
+BUDGETS = {"core": 1400, "tools": 1508, "notebook": 981, "library": 4201}
 # Test code lines per library code line (issue 49: tests had grown to 1.86x the library in one round).
 TEST_BUDGET = 1.5
 # Until the cut to TEST_BUDGET lands, the tests may not grow past this: 7,448 -> 7,419 by the first
 # cut on 2026-11-28, then 8,804 after that day's new tests (mutation test of the checks, file safety,
 # the quiet CLI, the site's rules, the run-folder split); 7,752 after the cut of the same evening (tables), 7,769 with the test of a dropped Ctrl-C, 7,772 with the profile stages checked;
-# 7,402 after the second cut (2026-11-28, third session).
-TEST_CEILING = 7_405
+# 7,402 after the second cut (2026-11-28, third session); 6,665 after the third (the same afternoon:
+# tables, duplicates and spelling pins out, coverage kept file by file).
+TEST_CEILING = 6_665
 
 
 # --------------------------------------------------------------------------- the checker
@@ -432,7 +436,7 @@ def test_the_tests_mirror_the_library():
     assert {"shiftvit_lib.tools.runs", "shiftvit_lib.config"} <= uses
 
 
-@pytest.mark.xfail(strict=True, reason="the tests' cut is unfinished: 7,403 test code lines, 1.74x the library (allowed: 6,370)")
+@pytest.mark.xfail(strict=True, reason="the tests' cut is unfinished: 6,665 test code lines, 1.59x the library (allowed: 6,301)")
 def test_the_tests_within_their_budget():
     # strict: once the tests fit, this passes and fails the run until the mark is removed.
     assert house_problems(REPO, "shiftvit_lib", budget=TEST_BUDGET) == []
