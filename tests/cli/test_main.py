@@ -5,6 +5,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -229,16 +230,20 @@ def test_a_ctrl_c_that_lands_in_a_weakref_callback_still_stops_the_run(monkeypat
         def callback(_):
             raise KeyboardInterrupt  # where SIGINT's handler raised it
 
-        thing = type("Thing", (), {})()
-        reference = weakref.ref(thing, callback)  # noqa: F841 (kept alive until thing dies)
-        del thing
+        # The object is a temporary: it dies as weakref.ref returns (no name in the frame's locals
+        # that a tracer such as coverage's could keep alive); the weak reference lives on.
+        reference = weakref.ref(type("Thing", (), {})(), callback)  # noqa: F841
         started = time.perf_counter()
-        while time.perf_counter() - started < 2:  # the rest of the run
-            pass
+        while time.perf_counter() - started < 60:  # the rest of the run: the re-delivered Ctrl-C ends it
+            pass  # (a machine under load may take a while to run the delivering thread)
         return 0
 
     monkeypatch.setattr(cli, "_train", dropped_then_busy)
-    code, _, err = run_cli(capsys, "train", "--preset", "quick", "--data", "sample", "--out", tmp_path / "run")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's, as in the program
+    try:
+        code, _, err = run_cli(capsys, "train", "--preset", "quick", "--data", "sample", "--out", tmp_path / "run")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert code == 130 and err.startswith("stopped (Ctrl-C)") and "Traceback" not in err, err
 
 

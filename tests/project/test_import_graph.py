@@ -64,8 +64,8 @@ TEST_BUDGET = 1.5
 # cut on 2026-11-28, then 8,804 after that day's new tests (mutation test of the checks, file safety,
 # the quiet CLI, the site's rules, the run-folder split); 7,752 after the cut of the same evening (tables), 7,769 with the test of a dropped Ctrl-C, 7,772 with the profile stages checked;
 # 7,402 after the second cut (2026-11-28, third session); 6,665 after the third (the same afternoon:
-# tables, duplicates and spelling pins out, coverage kept file by file).
-TEST_CEILING = 6_665
+# tables, duplicates and spelling pins out, coverage kept file by file); 6,668 with the Ctrl-C test made robust.
+TEST_CEILING = 6_668
 
 
 # --------------------------------------------------------------------------- the checker
@@ -436,7 +436,7 @@ def test_the_tests_mirror_the_library():
     assert {"shiftvit_lib.tools.runs", "shiftvit_lib.config"} <= uses
 
 
-@pytest.mark.xfail(strict=True, reason="the tests' cut is unfinished: 6,665 test code lines, 1.59x the library (allowed: 6,301)")
+@pytest.mark.xfail(strict=True, reason="the tests' cut is unfinished: 6,668 test code lines, 1.59x the library (allowed: 6,301)")
 def test_the_tests_within_their_budget():
     # strict: once the tests fit, this passes and fails the run until the mark is removed.
     assert house_problems(REPO, "shiftvit_lib", budget=TEST_BUDGET) == []
