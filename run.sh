@@ -189,8 +189,10 @@ run_fast_tests() {
   # process); an older venv without it runs them in one process.
   local workers=()
   "$VENV/bin/python" -c "import xdist" 2>/dev/null && workers=(-n 2 --dist loadfile)
-  "$VENV/bin/python" -m pytest -m "not slow" -q --random-order "$seed" -p no:cacheprovider --durations=15 \
-    "${workers[@]}" "$@"  # testpaths: tests/
+  # -p no:nbval: the fast tier runs no notebook, and nbval's import (nbformat, jupyter_client) costs each
+  # worker a few seconds.
+  "$VENV/bin/python" -m pytest -m "not slow" -q --random-order "$seed" -p no:cacheprovider -p no:nbval \
+    --durations=15 "${workers[@]}" "$@"  # testpaths: tests/
 }
 
 main_job() {
