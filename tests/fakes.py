@@ -135,3 +135,17 @@ def finishes_within(seconds: float, function, *args):
         pytest.fail(f"{function.__name__} blocked for {seconds} s (did it open a pipe?)")
     finally:
         pool.close()  # a blocked thread is left behind: it never holds the interpreter
+
+
+# Added by d-project-b (tests/project): the repository's root, and its scripts loaded as modules.
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_script(relative: str):
+    """A script of the repository (``scripts/x.py``, ``benchmarks/x.py``) as a module, to call its functions."""
+    path = REPO / relative
+    spec = importlib.util.spec_from_file_location(f"script_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module

@@ -1,24 +1,15 @@
 """The benchmark script's bookkeeping (not its timings: those belong in benchmarks/, not in tests)."""
 
-import importlib.util
 import itertools
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import load_script
 
 import shiftvit_lib as sv
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("benchmark_script", REPO / "benchmarks" / "benchmark.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+bench = load_script("benchmarks/benchmark.py")
 
 
 @pytest.mark.parametrize("speeds, kept", [
@@ -28,12 +19,12 @@ def bench():
     ({"plain": 100, "xla": 150, "mixed": 300, "roll": 90},
      dict(jit=True, precision="mixed_bfloat16", shift_implementation="slice")),
 ])
-def test_all_variant_keeps_only_the_speedups_that_helped(bench, speeds, kept):
+def test_all_variant_keeps_only_the_speedups_that_helped(speeds, kept):
     train = {name: {"images_per_second": float(value)} for name, value in speeds.items()}
     assert bench.combine_measured_speedups(train) == kept
 
 
-def test_readme_tables_are_rebuilt_from_the_stored_records_with_their_fit_checks(bench, tmp_path):
+def test_readme_tables_are_rebuilt_from_the_stored_records_with_their_fit_checks(tmp_path):
     # one record from before epochs were timed (one fit), one with its fit check, one of `--variants --check-fit`
     machine = {"backend": "tensorflow", "keras": "3.0", "devices": ["/device:CPU:0"], "cpu_count": 2}
     old = {"date": "2026-01-01", "machine": machine, "preset": "seed", "batch_size": 32, "steps": 4,
@@ -70,7 +61,7 @@ def test_readme_tables_are_rebuilt_from_the_stored_records_with_their_fit_checks
     assert "| stage 1 (32, 12, 12, 96) | shift_channels | 500.0 |" in text
 
 
-def test_agreement_check_fails_when_the_benchmark_is_off_by_more_than_ten_percent(bench):
+def test_agreement_check_fails_when_the_benchmark_is_off_by_more_than_ten_percent():
     # Planted: the benchmark's figure 11 % or 12 % off fit's, either way, must fail the check.
     figures = {1000.0: True, 1090.0: True, 910.0: True, 1110.0: False, 880.0: False}
     assert {figure: bench.check_agreement(figure, 1000.0)["agrees"] for figure in figures} == figures
@@ -79,7 +70,7 @@ def test_agreement_check_fails_when_the_benchmark_is_off_by_more_than_ten_percen
         bench.check_agreement(0.0, 1000.0)
 
 
-def _fake_measurements(bench, monkeypatch, fit: list, benchmark: list) -> list[str]:
+def _fake_measurements(monkeypatch, fit: list, benchmark: list) -> list[str]:
     """Stand-ins for the timed parts: each call of fit and of the benchmark takes the next (wall rates,
     CPU rates) per epoch from its list, in turn; returns the order of the calls."""
     calls, fits, benchmarks = [], itertools.cycle(fit), itertools.cycle(benchmark)
@@ -112,16 +103,16 @@ FIT = [([10.0, 1000.0, 1000.0], [5.0, 500.0, 500.0])]  # fit at 1,000 images/s, 
     (1150.0, 500.0, "cpu", 0, "ratio"),  # on the CPU basis the verdict reads the CPU-time figures: they agree
     (1000.0, 425.0, "cpu", 1, "DISAGREE on the cpu basis"),
 ])
-def test_check_fit_exits_1_when_the_planted_benchmark_figure_is_off(bench, monkeypatch, capsys, wall, cpu, basis,
+def test_check_fit_exits_1_when_the_planted_benchmark_figure_is_off(monkeypatch, capsys, wall, cpu, basis,
                                                                     status, printed):
-    _fake_measurements(bench, monkeypatch, FIT, [([wall] * 3, [cpu] * 3)])
+    _fake_measurements(monkeypatch, FIT, [([wall] * 3, [cpu] * 3)])
     assert bench.main(["--preset", "quick", "--batch-size", "8", "--steps", "2", "--epochs", "3", "--variants",
                        "--check-fit", "--no-save", "--check-basis", basis]) == status
     assert printed in capsys.readouterr().out
 
 
-def test_fit_check_interleaves_the_runs_and_pools_their_epochs(bench, monkeypatch):
-    calls = _fake_measurements(bench, monkeypatch, [([1.0, 100.0, 100.0],) * 2, ([1.0, 80.0, 80.0],) * 2],
+def test_fit_check_interleaves_the_runs_and_pools_their_epochs(monkeypatch):
+    calls = _fake_measurements(monkeypatch, [([1.0, 100.0, 100.0],) * 2, ([1.0, 80.0, 80.0],) * 2],
                                [([95.0] * 3,) * 2, ([85.0] * 3,) * 2])
     result = bench.fit_check(sv.preset("quick"), 8, 2, 1, 3, rounds=2, basis="wall")
     assert calls == ["fit", "benchmark", "benchmark", "fit"]  # a drift in load weighs on both alike
@@ -132,7 +123,7 @@ def test_fit_check_interleaves_the_runs_and_pools_their_epochs(bench, monkeypatc
         bench.fit_check(sv.preset("quick"), 8, 2, 1, 3, basis="gpu")
 
 
-def test_the_benchmark_figure_is_the_median_epoch_after_the_first_as_in_run_json(bench):
+def test_the_benchmark_figure_is_the_median_epoch_after_the_first_as_in_run_json():
     assert bench.steady_images_per_second([10.0, 300.0, 100.0, 200.0]) == 200.0
     assert bench.steady_images_per_second([10.0]) == 10.0
     assert bench.steady_images_per_second([]) is None

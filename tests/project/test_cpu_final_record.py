@@ -1,20 +1,15 @@
 """scripts/cpu_final_record.py: the test split read once, for the run the validation split chose."""
 
 import dataclasses
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-from fakes import tiny_splits
+from fakes import load_script, tiny_splits
 
 from shiftvit_lib import build_shiftvit, preset
 from shiftvit_lib.recipe import evaluate
 
-REPO = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("cpu_final_record", REPO / "scripts" / "cpu_final_record.py")
-final_script = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(final_script)
+final_script = load_script("scripts/cpu_final_record.py")
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,10 @@
 """scripts/cpu_recipe_search.py: candidates against the v1 recipe, and the table of their results."""
 
-import importlib.util
-from pathlib import Path
+from fakes import load_script
 
 from shiftvit_lib import preset
 
-REPO = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("cpu_recipe_search", REPO / "scripts" / "cpu_recipe_search.py")
-search = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(search)
+search = load_script("scripts/cpu_recipe_search.py")
 
 
 def row(top1, changes=None, images_per_second=1000.0):

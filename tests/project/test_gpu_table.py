@@ -1,17 +1,13 @@
 """scripts/gpu_table.py: one table of the GPU runs, and every GPU figure the project quotes is in it."""
 
 import csv
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
+from fakes import REPO, load_script
 
-REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("gpu_table", REPO / "scripts" / "gpu_table.py")
-gpu_table = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gpu_table)
+gpu_table = load_script("scripts/gpu_table.py")
 
 # what a quoted figure is, by the words around it -> the table's column it must come from
 FIGURES = {

@@ -1,27 +1,18 @@
 """benchmarks/roofline.py: its arithmetic on a toy case, and that the script runs (a model, not timings)."""
 
-import importlib.util
-import sys
-from pathlib import Path
+import csv
+import statistics
 from types import SimpleNamespace
 
 import pytest
+from fakes import REPO, load_script
 
 from shiftvit_lib import preset
 
-REPO = Path(__file__).resolve().parents[2]
+roofline = load_script("benchmarks/roofline.py")
 
 
-@pytest.fixture(scope="module")
-def roofline():
-    spec = importlib.util.spec_from_file_location("roofline_script", REPO / "benchmarks" / "roofline.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_toy_cost_and_roofline_arithmetic_with_tf32_where_the_gpu_has_it(roofline):
+def test_toy_cost_and_roofline_arithmetic_with_tf32_where_the_gpu_has_it():
     # 1 MMAC, 1,000 activation numbers, 100 weights, batch 10.
     cost = roofline.training_cost("toy", macs=1_000_000, activations=1_000, parameters=100, batch=10)
     assert cost.flops == 6_000_000  # 2 FLOPs per MAC, x3 for forward + backward
@@ -41,7 +32,7 @@ def test_toy_cost_and_roofline_arithmetic_with_tf32_where_the_gpu_has_it(rooflin
     assert roofline.epoch_seconds(cost, without, mixed=False, images=1_000)[0] == pytest.approx(6.0)
 
 
-def test_the_data_sheet_peaks(roofline):
+def test_the_data_sheet_peaks():
     gpus = {gpu.name: gpu for gpu in roofline.GPUS}
     assert gpus["T4"].tf32_flops is None  # Turing: no TF32
     assert gpus["A100"].float32_peak() == 156e12 and gpus["A100"].float32_peak(tf32=False) == 19.5e12
@@ -51,16 +42,9 @@ def test_the_data_sheet_peaks(roofline):
 
 
 # The H200 runs' histories, as the repository keeps them (the same files as the lent machine wrote).
-H200_HISTORIES = {name: REPO / "results" / "gpu_h200_2026-11-26" / file
-                  for name, file in (("seed", "history.csv"), ("strong", "strong_history.csv"))}
-
-
-@pytest.mark.parametrize("name", ["seed", "strong"])
-def test_the_measured_h200_figures_are_the_records(roofline, name):
-    import csv
-    import statistics
-
-    rows = list(csv.DictReader(H200_HISTORIES[name].open()))
+@pytest.mark.parametrize("name, history", [("seed", "history.csv"), ("strong", "strong_history.csv")])
+def test_the_measured_h200_figures_are_the_records(name, history):
+    rows = list(csv.DictReader((REPO / "results" / "gpu_h200_2026-11-26" / history).open()))
     later = [float(row["epoch_seconds"]) for row in rows[1:]]
     measured = roofline.MEASURED_H200[name]
     assert measured["first_epoch"] == pytest.approx(float(rows[0]["epoch_seconds"]), abs=0.01)
@@ -70,7 +54,7 @@ def test_the_measured_h200_figures_are_the_records(roofline, name):
     assert measured["median_images_per_second"] == pytest.approx(rate, abs=1)
 
 
-def test_activation_count_of_a_two_stage_toy(roofline):
+def test_activation_count_of_a_two_stage_toy():
     # 8x8 RGB image; stage 1: a 2x2 map of 4 channels, one block; stage 2: 1x1 of 8 channels, one block.
     toy = SimpleNamespace(image_size=8, input_shape=(8, 8, 3), stage_resolutions=(2, 1), stage_dims=(4, 8),
                           depths=(1, 1), mlp_ratio=2.0, num_classes=10)
@@ -88,7 +72,7 @@ def test_activation_count_of_a_two_stage_toy(roofline):
 
 
 @pytest.mark.slow  # builds the seed model (about 8 s each time); the arithmetic tests above stay fast
-def test_the_script_writes_its_table_labelled_as_a_model(roofline, tmp_path):
+def test_the_script_writes_its_table_labelled_as_a_model(tmp_path):
     # The issue's estimate: the seed epoch on an A100 in float32 is about 0.45 s with TF32, not 1.28 s.
     seed, a100 = roofline.preset_costs(["seed"])[0], next(gpu for gpu in roofline.GPUS if gpu.name == "A100")
     assert roofline.epoch_seconds(seed, a100, mixed=False)[0] == pytest.approx(0.44, abs=0.01)
