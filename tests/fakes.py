@@ -142,7 +142,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def load_script(relative: str):
-    """A script of the repository (``scripts/x.py``, ``benchmarks/x.py``) as a module, to call its functions."""
+    """A script of the repository (``scripts/x.py``) loaded as a module, to call its functions."""
     path = REPO / relative
     spec = importlib.util.spec_from_file_location(f"script_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)

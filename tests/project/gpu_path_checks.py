@@ -1,10 +1,11 @@
 """The code a GPU runs, run on the CPU: mixed precision, XLA and two-device data parallel.
 
 ``tests/project/test_gpu_path.py`` runs this file in a fresh Python process per backend
-(``KERAS_BACKEND`` and, for JAX, ``XLA_FLAGS`` must be set before Keras loads) and
-reads the one JSON line it prints. Each check returns plain numbers; the tests judge them.
+(``KERAS_BACKEND``, and for JAX ``XLA_FLAGS``, must be set before Keras loads: this file sets
+``XLA_FLAGS`` itself) and reads the one JSON line it prints. Each check returns plain numbers;
+the tests judge them.
 
-    KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 python tests/project/gpu_path_checks.py
+    PYTHONPATH=. KERAS_BACKEND=jax python tests/project/gpu_path_checks.py
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
-from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")  # two JAX CPU devices
 BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")
 if BACKEND == "tensorflow":
     # Two logical CPUs stand in for two GPUs; this must happen before TensorFlow starts.
@@ -23,8 +23,6 @@ if BACKEND == "tensorflow":
 
     _cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -157,16 +155,16 @@ def data_parallel(steps: int = 3) -> dict:
 
 
 def main() -> None:
-    report = {"backend": keras.backend.backend(), "keras": keras.__version__}
-    if BACKEND == "jax":
-        import jax
-
-        report["devices"] = len(jax.devices())
-    report["step_loss"] = step_loss()
-    report["mixed_float16"] = mixed_precision("mixed_float16")
-    report["mixed_bfloat16"] = mixed_precision("mixed_bfloat16")
-    report["xla"] = xla()
-    report["data_parallel"] = data_parallel()
+    report = {
+        "backend": keras.backend.backend(),
+        "keras": keras.__version__,
+        "devices": len(keras.distribution.list_devices()),
+        "step_loss": step_loss(),
+        "mixed_float16": mixed_precision("mixed_float16"),
+        "mixed_bfloat16": mixed_precision("mixed_bfloat16"),
+        "xla": xla(),
+        "data_parallel": data_parallel(),
+    }
     print("REPORT " + json.dumps(report))
 
 

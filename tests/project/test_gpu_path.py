@@ -9,16 +9,14 @@ numbers it reports. Two CPU devices stand in for two GPUs: JAX with
 TensorFlow with two logical CPUs and ``MirroredStrategy``.
 """
 
+import functools
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes import run_on_backend
 
-REPO = Path(__file__).resolve().parents[2]
 # Two devices must reach one device's weights to within this fraction of how far one
 # device moved them in three steps (summation order differs between the two: float32 noise).
 SAME_WEIGHTS = 0.01
@@ -26,20 +24,13 @@ SAME_WEIGHTS = 0.01
 OTHER_WEIGHTS = 0.3
 
 
-_REPORTS: dict[str, dict] = {}  # one subprocess per backend per session, whatever the test order
-
-
+@functools.cache  # one subprocess per backend per session, whatever the test order
 def _run_checks(backend: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    result = subprocess.run([sys.executable, str(Path(__file__).with_name("gpu_path_checks.py"))], env=env,
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    line = next(line for line in result.stdout.splitlines() if line.startswith("REPORT "))
-    return json.loads(line[len("REPORT "):])
+    output = run_on_backend(backend, Path(__file__).with_name("gpu_path_checks.py").read_text(), timeout=900)
+    return json.loads(output.rpartition("REPORT ")[2])
 
 
-# Function-scoped, with the reports kept above: a module-scoped parametrised fixture is set up
+# Function-scoped, with the reports cached above: a module-scoped parametrised fixture is set up
 # again each time a random test order alternates between the backends (8 runs of a minute, not 2).
 # Marked `colab` too: CI's second environment (Colab's Keras 3.13.2, TensorFlow 2.20, JAX 0.7.2)
 # runs them although they are slow: about 170 CPU-seconds for both backends (measured in .venv-colab,
@@ -47,13 +38,8 @@ def _run_checks(backend: str) -> dict:
 @pytest.fixture(params=[pytest.param("tensorflow", marks=[pytest.mark.slow, pytest.mark.colab]),
                         pytest.param("jax", marks=[pytest.mark.slow, pytest.mark.colab])])
 def report(request):
-    backend = request.param
-    if backend == "jax":
-        pytest.importorskip("jax")
-    if backend not in _REPORTS:
-        _REPORTS[backend] = _run_checks(backend)
-    report = _REPORTS[backend]
-    assert report["backend"] == backend
+    report = _run_checks(request.param)
+    assert report["backend"] == request.param
     return report
 
 
@@ -94,9 +80,7 @@ def test_xla_compiles_the_step_and_computes_the_same_losses(report):
 
 def test_two_devices_reach_the_weights_of_one(report):
     run = report["data_parallel"]
-    if report["backend"] == "jax":
-        assert report["devices"] == 2
-    assert run["replicas"] == 2
+    assert report["devices"] == 2 and run["replicas"] == 2
     assert run["moved"] > 0
     assert run["two_vs_one"] < SAME_WEIGHTS * run["moved"], run
     assert run["other_vs_one"] > OTHER_WEIGHTS * run["moved"], run  # the comparison can tell runs apart
