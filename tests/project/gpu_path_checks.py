@@ -64,10 +64,10 @@ def _step_loss(model: keras.Model, x: np.ndarray, y: np.ndarray) -> float:
     return float(model.train_on_batch(x, y, return_dict=True)["loss"])
 
 
-def _losses(model: keras.Model, images: np.ndarray, labels: np.ndarray, steps: int) -> list[float]:
+def _losses(model: keras.Model, steps: int) -> list[float]:
     """The loss of each of ``steps`` training steps on the same batch (the model learns it)."""
-    x, y = images[:BATCH], labels[:BATCH]
-    return [_step_loss(model, x, y) for _ in range(steps)]
+    images, labels = _batches(1)
+    return [_step_loss(model, images, labels) for _ in range(steps)]
 
 
 def step_loss() -> dict:
@@ -85,29 +85,25 @@ def step_loss() -> dict:
 
 
 def mixed_precision(policy: str, steps: int = 12) -> dict:
-    """A few steps under ``policy``: the optimizer Keras chose, the compute dtype, the losses."""
+    """A few steps under ``policy``: the optimizer Keras chose, its loss scale, the dtypes, the losses."""
     model = _model(policy, steps=steps)
-    images, labels = _batches(1)
-    losses = _losses(model, images, labels, steps)
-    optimizer = model.optimizer
-    scale = getattr(optimizer, "dynamic_scale", None)
+    losses = _losses(model, steps)
+    scale = getattr(model.optimizer, "dynamic_scale", None)
+    layer, logits = model.get_layer("stage_1"), model(_batches(1)[0][:2])
     return {
-        "optimizer": type(optimizer).__name__,
+        "optimizer": type(model.optimizer).__name__,
         "loss_scale": float(keras.ops.convert_to_numpy(scale)) if scale is not None else None,
-        "compute_dtype": model.get_layer("stage_1").compute_dtype,
-        "variable_dtype": model.get_layer("stage_1").variable_dtype,
-        "logits_dtype": keras.backend.standardize_dtype(model(images[:2]).dtype),
+        # a block's computations and variables, and the logits (float32 under a mixed policy too)
+        "dtypes": [layer.compute_dtype, layer.variable_dtype, keras.backend.standardize_dtype(logits.dtype)],
         "losses": losses,
     }
 
 
 def xla(steps: int = 5) -> dict:
     """The same steps compiled with XLA and without: the compiled flag and both loss curves."""
-    images, labels = _batches(1)
     compiled, plain = _model(jit_compile=True, steps=steps), _model(jit_compile=False, steps=steps)
     return {"jit_compile": bool(compiled.jit_compile), "plain_jit_compile": bool(plain.jit_compile),
-            "xla_losses": _losses(compiled, images, labels, steps),
-            "plain_losses": _losses(plain, images, labels, steps)}
+            "xla_losses": _losses(compiled, steps), "plain_losses": _losses(plain, steps)}
 
 
 @contextlib.contextmanager

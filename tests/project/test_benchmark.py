@@ -41,15 +41,13 @@ def test_readme_tables_are_rebuilt_from_the_stored_records_with_their_fit_checks
                    "tolerance": 0.1, "agrees": True, "basis": "cpu", "settings": "XLA on, float32, slice shift",
                    "steps_per_epoch": 10, "epochs": 3, "rounds": 2,
                    "per_cpu_second": {"benchmark": 495.0, "fit": 500.0, "ratio": 0.99, "agrees": True}}}
-    results = tmp_path / "results"
-    results.mkdir()
     check_only = {**checked, "variants": {}, "train": {}, "inference": {}}
-    (results / "tensorflow_cpu.json").write_text(json.dumps([old, checked, check_only]))
+    (tmp_path / "tensorflow_cpu.json").write_text(json.dumps([old, checked, check_only]))
     # benchmarks/pipeline.py's records share the folder and have another shape: not read here.
-    (results / "pipeline_cpu.json").write_text(json.dumps([{"date": "2026-01-01", "rows": []}]))
+    (tmp_path / "pipeline_cpu.json").write_text(json.dumps([{"date": "2026-01-01", "rows": []}]))
     readme = tmp_path / "README.md"
     readme.write_text("# Benchmarks\n\nintro\n\n<!-- results:start -->\nold table\n<!-- results:end -->\n\nafter\n")
-    bench.write_readme_tables(results, readme)
+    bench.write_readme_tables(tmp_path, readme)  # the records' folder, with the README beside them
     text = readme.read_text()
     assert "old table" not in text and text.startswith("# Benchmarks\n\nintro") and text.endswith("after\n")
     assert text.count("| xla (XLA on, float32, slice shift) | 150 | 213.3 | 450 | 1.50x |") == 2

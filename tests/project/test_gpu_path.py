@@ -35,8 +35,8 @@ def _run_checks(backend: str) -> dict:
 # Marked `colab` too: CI's second environment (Colab's Keras 3.13.2, TensorFlow 2.20, JAX 0.7.2)
 # runs them although they are slow: about 170 CPU-seconds for both backends (measured in .venv-colab,
 # 2026-11-26, on the shared 2-core machine).
-@pytest.fixture(params=[pytest.param("tensorflow", marks=[pytest.mark.slow, pytest.mark.colab]),
-                        pytest.param("jax", marks=[pytest.mark.slow, pytest.mark.colab])])
+@pytest.fixture(params=[pytest.param(backend, marks=[pytest.mark.slow, pytest.mark.colab])
+                        for backend in ("tensorflow", "jax")])
 def report(request):
     report = _run_checks(request.param)
     assert report["backend"] == request.param
@@ -59,14 +59,14 @@ def test_mixed_float16_scales_the_loss_and_learns(report):
     run = report["mixed_float16"]
     assert run["optimizer"] == "LossScaleOptimizer"  # Keras wraps the optimizer for float16
     assert run["loss_scale"] is not None and run["loss_scale"] > 1  # and the scale is in use
-    assert (run["compute_dtype"], run["variable_dtype"], run["logits_dtype"]) == ("float16", "float32", "float32")
+    assert run["dtypes"] == ["float16", "float32", "float32"]  # a block's computations, its variables, the logits
     assert _falls(run["losses"]), run["losses"]  # no NaN, and the loss falls on a batch it learns
 
 
 def test_mixed_bfloat16_learns_without_loss_scaling(report):
     run = report["mixed_bfloat16"]
     assert run["optimizer"] == "AdamW" and run["loss_scale"] is None  # bfloat16 has float32's range
-    assert (run["compute_dtype"], run["variable_dtype"], run["logits_dtype"]) == ("bfloat16", "float32", "float32")
+    assert run["dtypes"] == ["bfloat16", "float32", "float32"]
     assert _falls(run["losses"]), run["losses"]
 
 
@@ -90,10 +90,10 @@ def test_two_devices_reach_the_weights_of_one(report):
 GOOD = {
     "backend": "jax", "keras": "3.13.2", "devices": 2,
     "step_loss": {"first": 2.91, "direct": 2.62, "reported": 2.62},
-    "mixed_float16": {"optimizer": "LossScaleOptimizer", "loss_scale": 32768.0, "compute_dtype": "float16",
-                      "variable_dtype": "float32", "logits_dtype": "float32", "losses": [2.8, 2.3, 1.7]},
-    "mixed_bfloat16": {"optimizer": "AdamW", "loss_scale": None, "compute_dtype": "bfloat16",
-                       "variable_dtype": "float32", "logits_dtype": "float32", "losses": [2.8, 2.3, 1.6]},
+    "mixed_float16": {"optimizer": "LossScaleOptimizer", "loss_scale": 32768.0,
+                      "dtypes": ["float16", "float32", "float32"], "losses": [2.8, 2.3, 1.7]},
+    "mixed_bfloat16": {"optimizer": "AdamW", "loss_scale": None, "dtypes": ["bfloat16", "float32", "float32"],
+                       "losses": [2.8, 2.3, 1.6]},
     "xla": {"jit_compile": True, "plain_jit_compile": False, "xla_losses": [2.79, 2.2], "plain_losses": [2.79, 2.2]},
     "data_parallel": {"replicas": 2, "moved": 4e-3, "two_vs_one": 4e-6, "other_vs_one": 8e-3},
 }
@@ -104,9 +104,9 @@ MISTAKES = [
     (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "optimizer", "AdamW"),
     (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "loss_scale", None),
     (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "losses", [2.8, float("nan"), 1.7]),
-    (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "compute_dtype", "float32"),
+    (test_mixed_float16_scales_the_loss_and_learns, "mixed_float16", "dtypes", ["float32", "float32", "float32"]),
     (test_mixed_bfloat16_learns_without_loss_scaling, "mixed_bfloat16", "losses", [2.8, 2.8, 2.7]),
-    (test_mixed_bfloat16_learns_without_loss_scaling, "mixed_bfloat16", "logits_dtype", "bfloat16"),
+    (test_mixed_bfloat16_learns_without_loss_scaling, "mixed_bfloat16", "dtypes", ["bfloat16", "float32", "bfloat16"]),
     (test_xla_compiles_the_step_and_computes_the_same_losses, "xla", "jit_compile", False),
     (test_xla_compiles_the_step_and_computes_the_same_losses, "xla", "xla_losses", [2.79, 2.3]),
     (test_two_devices_reach_the_weights_of_one, "data_parallel", "replicas", 1),

@@ -8,6 +8,7 @@ import pytest
 from fakes import REPO, load_script
 
 gpu_table = load_script("scripts/gpu_table.py")
+ROWS = list(csv.DictReader(gpu_table.TABLE.open()))  # the table as the repository keeps it
 
 # what a quoted figure is, by the words around it -> the table's column it must come from
 FIGURES = {
@@ -44,25 +45,19 @@ def stray_figures(text, table):
     return stray
 
 
-def _table():
-    return list(csv.DictReader(gpu_table.TABLE.open()))
-
-
 def test_the_table_is_built_from_the_records_and_a_figure_it_lacks_is_found():
     assert gpu_table.TABLE.read_text() == gpu_table.table_text(), "run python scripts/gpu_table.py"
-    rows = _table()
-    assert {row["source"].rsplit("/", 1)[0] for row in rows} == {
+    assert {row["source"].rsplit("/", 1)[0] for row in ROWS} == {
         "results/gpu_h200", "results/gpu_h200_2026-11-26", "results/gpu_h100_2026-11-26_library_check"}
-    strong = next(row for row in rows if row["recipe"] == "strong")
+    strong = next(row for row in ROWS if row["recipe"] == "strong")
     assert strong["test_top1"] == "" and strong["status"].startswith("partial") and strong["epochs"] == "76/100"
     # a quoted figure the table lacks is found
-    assert stray_figures("On one H200: test top-1 80.76 %, 129.1 s of training.", rows) == ["test_top1 80.76"]
-    assert stray_figures("On one H200: test top-1 80.67 %, 192.1 s of training.", rows) == ["train_seconds 192.1"]
-    assert stray_figures("On one H200: test top-1 80.67 %, 129.1 s of training.", rows) == []
+    assert stray_figures("On one H200: test top-1 80.76 %, 129.1 s of training.", ROWS) == ["test_top1 80.76"]
+    assert stray_figures("On one H200: test top-1 80.67 %, 192.1 s of training.", ROWS) == ["train_seconds 192.1"]
+    assert stray_figures("On one H200: test top-1 80.67 %, 129.1 s of training.", ROWS) == []
 
 
 @pytest.mark.parametrize("path", QUOTING, ids=lambda p: p.name)
 def test_every_gpu_figure_quoted_is_in_the_table(path):
-    table = _table()
-    stray = [figure for text in _texts(path) for figure in stray_figures(text, table)]
+    stray = [figure for text in _texts(path) for figure in stray_figures(text, ROWS)]
     assert not stray, f"{path.name} quotes GPU figures the table lacks: {stray}"

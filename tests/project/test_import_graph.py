@@ -16,15 +16,18 @@ lazy ``__getattr__`` uses). A module's layer is its folder, bottom up:
 Each layer has a budget in code lines (:func:`code_lines`: no blank, comment or docstring
 lines), and so has the whole library: :data:`BUDGETS`.
 
-The tests mirror the library (:func:`test_house_problems`): ``tests/core``, ``tests/tools`` and
+The tests mirror the library (:func:`mirror_problems`): ``tests/core``, ``tests/tools`` and
 ``tests/notebook`` hold one ``test_<module>.py`` for each module of their layer and no other test
 file; a test folder imports only its layer and below (the helpers beside them, only the core);
-test code is at most :data:`TEST_BUDGET` times the library's code lines. Scripts, the website and
-the benchmarks use the library through public names only, and no module of it another's private names (:func:`private_name_uses`).
+test code is at most :data:`TEST_BUDGET` times the library's code lines (:func:`over_budget`).
+Scripts, the website and the benchmarks use the library through public names only, and no module
+of it another's private names (:func:`private_name_uses`); every file the project writes goes
+through ``files.atomic_output`` (:func:`unsafe_writes`). :func:`house_problems` checks them all.
 
-The checker is tested too: on tiny fake packages and trees with a cycle, a module importing upward,
-each budget overrun, a test file named after a round or a missing module, a test importing above
-its layer and a script using a private name, it must report each one.
+The checker is tested too: on a tiny fake house (a package, its tests, a script) with a cycle, a
+module importing upward, each budget overrun, a test file named after a round or a missing module,
+a test importing above its layer, a private name used and each kind of unsafe write, it must
+report each one.
 """
 
 from __future__ import annotations
