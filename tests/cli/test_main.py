@@ -16,7 +16,6 @@ from pathlib import Path
 import keras
 import pytest
 from fakes import png_bytes, tiny_classifier, tiny_splits, write_tree
-from PIL import Image
 
 import shiftvit_lib.__main__ as cli
 from shiftvit_lib import recipe
@@ -54,13 +53,8 @@ def models(tmp_path_factory) -> Path:
 
 
 def must_not_load(*args: object, **kwargs: object) -> None:
+    """In place of load_cifar10 where a check must come before the data loads."""
     raise AssertionError("the data was loaded before the arguments were checked")
-
-
-@pytest.fixture()
-def no_data_loading(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A check that must happen before the data is loaded fails the test if it is not."""
-    monkeypatch.setattr(data_sources, "load_cifar10", must_not_load)
 
 
 # --------------------------------------------------------------------------- arguments
@@ -83,8 +77,9 @@ def no_data_loading(monkeypatch: pytest.MonkeyPatch) -> None:
         (["frobnicate"], ["invalid choice"]),
     ],
 )
-def test_bad_arguments_are_one_line(capsys, tmp_path, monkeypatch, no_data_loading, args, fragments):
+def test_bad_arguments_are_one_line(capsys, tmp_path, monkeypatch, args, fragments):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(data_sources, "load_cifar10", must_not_load)  # each is checked before the data loads
     code, _, err = run_cli(capsys, *args)
     assert_user_error(code, err, *fragments)
     assert list(tmp_path.iterdir()) == []  # nothing created (not even runs/latest)
@@ -145,11 +140,10 @@ def test_a_user_mistake_is_one_line_and_changes_nothing(capsys, tmp_path, monkey
 
 # --------------------------------------------------------------------------- run folders
 def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, tmp_path):
-    out = tmp_path / "run"
-    out.mkdir()
     splits = data_sources.load_cifar10("sample", limit=20, seed=42)
     spec = run_spec(preset("quick", batch_size=32), splits, epochs=4, seed=42)
-    (out / "run_spec.json").write_text(json.dumps(spec))  # a run that died after it started
+    # A run that died after it started.
+    out = write_tree(tmp_path / "run", {"run_spec.json": json.dumps(spec).encode()})
     code, _, err = run_cli(capsys, "train", "--data", "sample", "--limit", "20", "--epochs", "6",
                            "--batch-size", "64", "--out", out)
     assert_user_error(code, err, "interrupted run with other settings", "epochs (4 -> 6)",
@@ -160,9 +154,7 @@ def test_an_interrupted_out_folder_with_other_settings_names_the_fields(capsys, 
 # --------------------------------------------------------------------------- models
 def test_predict_exits_non_zero_when_nothing_was_classified(capsys, tmp_path, monkeypatch, models):
     model = models / "m.keras"
-    folder = tmp_path / "images"
-    folder.mkdir()
-    (folder / "notes.jpg").write_text("not an image")
+    folder = write_tree(tmp_path / "images", {"notes.jpg": b"not an image"})
     code, out, err = run_cli(capsys, "predict", "--model", model, folder)
     assert_user_error(code, err, "no image in", "1 unreadable file(s)")
     assert "notes.jpg" in out  # the reasons are still shown
@@ -262,9 +254,7 @@ def test_training_through_a_pipe_prints_no_backend_log_and_no_control_codes(tmp_
 
 @pytest.mark.slow
 def test_a_reader_that_leaves_early_ends_the_program_quietly(tmp_path, models):
-    Image.new("RGB", (32, 32)).save(tmp_path / "0.png")
-    for index in range(1, 1200):  # JSON beyond a pipe's buffer
-        (tmp_path / f"{index}.png").write_bytes((tmp_path / "0.png").read_bytes())
+    write_tree(tmp_path, {f"{index}.png": png_bytes(0) for index in range(1200)})  # JSON past a pipe's buffer
     path = models / "m.keras"
     reader = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(10)"], stdin=subprocess.PIPE)
     done = _command_line("predict", "--json", "--model", str(path), str(tmp_path), stdout=reader.stdin,

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import finishes_within
+from fakes import finishes_within, write_tree
 
 from shiftvit_lib._startup import backend_problem, choose_backend_for_colab_tpu
 
@@ -36,8 +36,7 @@ def test_the_command_line_prints_the_backends_problem_in_one_line_even_for_prese
 
 
 def test_a_keras_json_with_a_list_as_backend_is_one_line_and_a_fifo_is_not_read(tmp_path):
-    (tmp_path / "list").mkdir()
-    (tmp_path / "list" / "keras.json").write_text('{"backend": ["jax"]}')
+    write_tree(tmp_path / "list", {"keras.json": b'{"backend": ["jax"]}'})
     problem = backend_problem({"KERAS_HOME": str(tmp_path / "list")})
     assert "['jax']" in problem and "keras.json" in problem and "\n" not in problem
     os.mkfifo(tmp_path / "keras.json")  # not read: Keras' default backend (here one not installed)
