@@ -110,7 +110,8 @@ USER_MISTAKES = {
                           ["train", "--data", "{tmp}/x.zip", "--out", "{tmp}/run"], ["named pipe", "x.zip"]),
     "offline keras data": (None, (keras.datasets.cifar10, "load_data", offline),
                            ["train", "--data", "keras", "--out", "{tmp}/run"], ["no network", "use --data sample"]),
-    "five classes": (None, None, ["evaluate", "--model", "{models}/five.keras", "--data", "sample"], ["(batch, 10)"]),
+    "five classes": (None, (data_sources, "load_cifar10", must_not_load),  # refused before the data loads
+                     ["evaluate", "--model", "{models}/five.keras"], ["(batch, 10)"]),
     "missing model": (None, None, ["predict", "--model", "{tmp}/nope.keras", "{tmp}"], ["nope.keras"]),
     "images not a folder": (None, None, ["predict", "--model", "{models}/" + "m" * 249 + ".keras", "{models}/m.keras"],
                             ["m.keras"]),  # the model saved under the longest legal name is read
