@@ -16,7 +16,6 @@ import functools
 import io
 import json
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import keras
@@ -30,7 +29,7 @@ from shiftvit_lib.layers import DropPath
 from shiftvit_lib.notebook import checks
 from shiftvit_lib.shift import keras_io_shift
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS = mutation.NOTEBOOKS
 LESSON_IMPORTS = """
 import math
 import keras
@@ -492,8 +491,7 @@ def _verdict(fold, candidate):
 
 def mutation_score(check):
     """(rejected, wrong variants, {variant: what the check did}) for one check."""
-    fold = FOLDS[check]
-    probe = PROBES[check]
+    fold, probe = FOLDS[check], PROBES[check]
     expected = _outputs(probe, _defined(fold, fold.code))
     assert not isinstance(expected, Exception), expected
     survivors, wrong = {}, 0
