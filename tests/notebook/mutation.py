@@ -26,7 +26,6 @@ class Fold(NamedTuple):
     check: str  # checks.<name> that judges it
     name: str  # what the filled cell defines and the check is given
     blank: bool  # a blank (try_yours) or an exercise (checks.exercise)
-    checking: str  # the code cell that checks it
 
 
 def _source(cell: dict) -> str:
@@ -61,8 +60,7 @@ def folds(lesson: str) -> list[Fold]:
             continue  # an exercise answered on paper
         solution = text.split("<summary>Solution")[1]  # this fold only
         cell_text = next(c for c in reversed(before) if re.search(r"# your|NotImplementedError|= None +#", c, re.I))
-        found.append(Fold(lesson, cell_text, _fold_code(solution.split("</details>")[0]), name[1], name[2], blank,
-                          checking))
+        found.append(Fold(lesson, cell_text, _fold_code(solution.split("</details>")[0]), name[1], name[2], blank))
     return found
 
 

@@ -10,7 +10,6 @@ tests/notebook/mutation.py, and the mutation test at the end varies every fold's
 and runs each wrong variant through its check.
 """
 
-import ast
 import contextlib
 import functools
 import io
@@ -476,7 +475,8 @@ def _verdict(fold, candidate):
 
 def mutation_score(check):
     """(rejected, wrong variants, {variant: what the check did}) for one check."""
-    fold, probe = FOLDS[check], PROBES[check]
+    fold = FOLDS[check]
+    probe = PROBES[check]
     expected = _outputs(probe, _defined(fold, fold.code))
     assert not isinstance(expected, Exception), expected
     survivors, wrong = {}, 0

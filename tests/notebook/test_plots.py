@@ -46,7 +46,6 @@ def test_class_counts_bars_match_the_splits() -> None:
 
 def test_history_from_a_keras_history_and_from_csv() -> None:
     history = keras.callbacks.History()
-    history.epoch = [0, 1, 2]
     history.history = {"loss": [2.0, 1.5, 1.2], "val_loss": [2.1, 1.7, 1.6], "accuracy": [0.2, 0.4, 0.5],
                        "val_accuracy": [0.2, 0.35, 0.4], "top5": [0.6, 0.7, 0.8]}
     loss_ax, accuracy_ax = plots.plot_history(history).axes
