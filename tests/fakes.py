@@ -86,13 +86,6 @@ def left_right_sensitive_model() -> keras.Model:
     return keras.Model(inputs, outputs)
 
 
-def tiny_classifier() -> keras.Model:
-    """A 10-class model on 32x32 RGB images, quick to build and save."""
-    inputs = keras.Input((32, 32, 3))
-    pooled = keras.layers.GlobalAveragePooling2D()(keras.layers.Rescaling(1 / 255)(inputs))
-    return keras.Model(inputs, keras.layers.Dense(10)(pooled))
-
-
 def logits_of(model: keras.Model, images) -> np.ndarray:
     """Inference logits without ``predict``'s traced function (seconds per model in a test)."""
     return keras.ops.convert_to_numpy(model(images, training=False))
