@@ -115,7 +115,7 @@ def run_on_backend(backend: str, script: str, timeout: int = 600) -> str:
            "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True,
                             text=True, timeout=timeout, cwd=tests.parent)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     return result.stdout
 
 
