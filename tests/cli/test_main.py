@@ -15,7 +15,7 @@ from pathlib import Path
 
 import keras
 import pytest
-from fakes import png_bytes, tiny_classifier, tiny_splits, write_tree
+from fakes import left_right_sensitive_model, png_bytes, tiny_splits, write_tree
 
 import shiftvit_lib.__main__ as cli
 from shiftvit_lib import recipe
@@ -46,7 +46,7 @@ def models(tmp_path_factory) -> Path:
     system allows (a save's temporary names fit), and five.keras (5 classes)."""
     folder = tmp_path_factory.mktemp("models")
     for name in ("m", "m" * 249):
-        save_model(tiny_classifier(), folder / f"{name}.keras")
+        save_model(left_right_sensitive_model(), folder / f"{name}.keras")
     save_model(keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Flatten(), keras.layers.Dense(5)]),
                folder / "five.keras")
     return folder
