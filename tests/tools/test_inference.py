@@ -8,13 +8,11 @@ import json
 import os
 from pathlib import Path
 
+import fakes
 import keras
 import numpy as np
 import pytest
-from fakes import (
-    deflated_zip, finishes_within, left_right_sensitive_model, logits_of, one_line, png_bytes, unreadable_zip,
-    write_tree,
-)
+from fakes import deflated_zip, finishes_within, logits_of, one_line, png_bytes, unreadable_zip, write_tree
 from PIL import Image
 
 import shiftvit_lib
@@ -29,7 +27,7 @@ DEMO_IMAGES = Path(shiftvit_lib.__file__).with_name("assets") / "demo_images"
 @pytest.fixture(scope="module")
 def model() -> keras.Model:
     """A stand-in for ShiftViT: raw [0, 255] pixels in, 10 logits out (a mirror image changes them)."""
-    return left_right_sensitive_model()
+    return fakes.left_right_sensitive_model()
 
 
 def dense_model(side: int = 32, classes: int = 10, outputs: int = 1) -> keras.Model:
