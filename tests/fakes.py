@@ -128,3 +128,11 @@ def finishes_within(seconds: float, function, *args):
         pytest.fail(f"{function.__name__} blocked for {seconds} s (did it open a pipe?)")
     finally:
         pool.close()  # a blocked thread is left behind: it never holds the interpreter
+
+
+def deflated_zip(path: Path, files: dict[str, bytes | str]) -> Path:
+    """A zip whose members are compressed (write_zip stores them): zeros shrink a thousandfold."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    return path
