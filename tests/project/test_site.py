@@ -14,7 +14,6 @@ except under `bash run.sh test`, which sets SHIFTVIT_REQUIRE_BROWSER=1 so that C
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import os
@@ -26,20 +25,16 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import one_line
+from fakes import one_line, write_tree
 
 from website import build as site_build
-from website.check_site import (
-    SEARCH_TERM,
-    check_site,
-    colab_url,
-    expected_lessons,
-    find_chromium,
-    korean_lessons,
-)
+from website import check_site as checker
+from website.check_site import colab_url
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
+STEMS = [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+PAGES = [f"notebooks/{stem}.html" for stem in STEMS]  # the lesson pages
 BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
 
 
@@ -54,27 +49,21 @@ def _notebook(*markdown: str, outputs: list | None = None) -> dict:
 
 
 README = """# x
-
 ## Lessons
-
 | # | notebook | what you learn | library module |
 |---|---|---|---|
 | 00 | [overview](notebooks/00_intro.ipynb) | the idea | `lesson` |
-
 <!-- results-table -->
 **Results.** See [the benchmarks](benchmarks/README.md).
-
 | what | result |
 |---|---|
 | `cpu` preset | test top-1 **79.82 %** |
-
 ## The library
-"""
+"""  # (no blank lines: the staging reads the sections by their headings and the marker)
 
 
 @pytest.fixture
 def tiny_repo(tmp_path):
-    repo = tmp_path / "repo"
     intro = _notebook(f"# 00 · Intro\n\n{BADGE}({colab_url('00_intro')})", "See [the appendix](08_appendix_x.ipynb) "
                       "and [the shift](../shiftvit_lib/shift.py).")
     appendix = _notebook(  # the badge as HTML
@@ -82,10 +71,7 @@ def tiny_repo(tmp_path):
     )
     files = {"benchmarks/README.md": "b", "README.md": README, "notebooks/00_intro.ipynb": json.dumps(intro),
              "notebooks/08_appendix_x.ipynb": json.dumps(appendix)}
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    return repo
+    return write_tree(tmp_path / "repo", {name: text.encode() for name, text in files.items()})
 
 
 def test_staging_points_badges_and_files_where_they_work_and_the_home_page_lists_every_notebook(tiny_repo, tmp_path):
@@ -202,8 +188,8 @@ def test_the_build_refuses_the_checkout_its_ancestors_home_root_a_mount_point_an
 
 
 def test_expected_gifs_come_from_the_stored_outputs():
-    lessons = expected_lessons(NOTEBOOKS)
-    assert [lesson.stem for lesson in lessons] == [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+    lessons = checker.expected_lessons(NOTEBOOKS)
+    assert [lesson.stem for lesson in lessons] == STEMS
     for lesson, found in zip(lessons, site_build.lessons(REPO)):
         assert sum(lesson.gifs.values()) == len(found.gifs)
         assert all(gif.startswith(b"GIF8") for gif in found.gifs)
@@ -333,8 +319,6 @@ def test_each_lesson_says_where_to_ask_and_which_run_made_its_outputs():
 
 def test_every_interface_string_the_check_looks_for_has_its_korean_and_the_check_needs_a_korean_font(monkeypatch):
     korean_edition = _ext("korean_edition")
-    from website import check_site as checker
-
     ours = {"Copy", "Copied", "Copy this code", "Ask or report", "Outputs stored", "Open the figure full size",
             "ShiftViT, step by step"}  # written in Korean by site-fixes.js, lesson_footer.py, reading.py, the title
     missing = [s for s in checker.THEME_STRINGS if s not in ours and not korean_edition.KOREAN.gettext(s) != s]
@@ -361,22 +345,17 @@ def built_site(tmp_path_factory):
     return root / "site"
 
 
-def _lesson_pages() -> list[str]:
-    return [f"notebooks/{p.stem}.html" for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
-
-
 def _text(html: str) -> str:
     return re.sub(r"<[^>]+>", "", html).replace("\u00a0", " ")  # a number and its unit are glued (issue 37)
 
 
 @pytest.mark.slow
 def test_every_lesson_has_a_page_in_order_and_the_home_and_results_pages_show_the_records(built_site):
-    pages = _lesson_pages()
     home = (built_site / "index.html").read_text()
     sidebar = re.search(r'<nav class="[^"]*bd-docs-nav.*?</nav>', home, re.S).group(0)
-    assert [h for h in re.findall(r'href="([^"#]+\.html)"', sidebar) if h.startswith("notebooks/")] == pages
-    order = ["index.html", *pages, None]
-    for index, page in enumerate(pages, start=1):  # previous / next links
+    assert [h for h in re.findall(r'href="([^"#]+\.html)"', sidebar) if h.startswith("notebooks/")] == PAGES
+    order = ["index.html", *PAGES, None]
+    for index, page in enumerate(PAGES, start=1):  # previous / next links
         html = (built_site / page).read_text()
         for side, expected in (("left-prev", order[index - 1]), ("right-next", order[index + 1])):
             link = re.search(rf'class="{side}"\s+href="([^"]+)"', html)
@@ -401,7 +380,7 @@ def test_every_lesson_has_a_page_in_order_and_the_home_and_results_pages_show_th
 
 @pytest.mark.slow
 def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and_offers_its_notebook(built_site):
-    for page in _lesson_pages():
+    for page in PAGES:
         html, stem = (built_site / page).read_text(), Path(page).stem
         notebook = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text())
         markdown = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
@@ -422,7 +401,7 @@ def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and
     blocks = sum(len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', (built_site / f"notebooks/{stem}.html").read_text()))
                  for stem in set(cells.values()))
     assert blocks >= 6, blocks
-    assert sum(len(re.findall(r"<math[\s>]", (built_site / page).read_text())) for page in _lesson_pages()) >= blocks
+    assert sum(len(re.findall(r"<math[\s>]", (built_site / page).read_text())) for page in PAGES) >= blocks
     # (site-fixes.js's copy buttons and search-summaries.js's summaries: the browser check's faults)
     # Issue 37: Font Awesome's 1.56 MB script is gone, its fonts cut to the icons in use; the Korean
     # notebooks are downloads too (their badge path works); a language switch on the results and search pages.
@@ -443,7 +422,7 @@ def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and
 
 @pytest.fixture(scope="module")
 def chromium():
-    executable = find_chromium()
+    executable = checker.find_chromium()
     if executable is None:
         message = "Chromium is not installed (Debian: apt-get install chromium; bash run.sh setup does)"
         if os.environ.get("SHIFTVIT_REQUIRE_BROWSER") == "1":
@@ -456,14 +435,15 @@ def chromium():
 def test_the_site_passes_every_browser_check(built_site, chromium):
     start = time.perf_counter()
     shots = REPO / "build" / "site-shots"  # for a person to look at (issue 25)
-    report = check_site(built_site, NOTEBOOKS, chromium, shots=shots)
+    report = checker.check_site(built_site, NOTEBOOKS, chromium, shots=shots)
     print(f"checked {len(report.pages)} pages in {time.perf_counter() - start:.1f} s")
     assert not report.problems, "\n".join(map(str, report.problems))
-    assert set(_lesson_pages()) <= set(report.pages) and {"index.html", "search.html"} <= set(report.pages)
-    lessons = expected_lessons(NOTEBOOKS) + korean_lessons(NOTEBOOKS)  # the Korean pages show the same GIFs
+    assert set(PAGES) <= set(report.pages) and {"index.html", "search.html"} <= set(report.pages)
+    # the Korean pages show the same GIFs
+    lessons = checker.expected_lessons(NOTEBOOKS) + checker.korean_lessons(NOTEBOOKS)
     assert report.gifs_checked == sum(sum(x.gifs.values()) for x in lessons) > 0
-    assert report.colab_links_checked >= 2 * len(_lesson_pages())  # a lesson's button, and the home page's table
-    assert set(_lesson_pages()) <= set(report.search_hits)
+    assert report.colab_links_checked >= 2 * len(PAGES)  # a lesson's button, and the home page's table
+    assert set(PAGES) <= set(report.search_hits)
     assert report.links_checked > 10 * len(report.pages)
     # Issue 25: at 1280 px no code or output box scrolls sideways, no table hides a column.
     assert report.boxes_checked > 100 and report.tables_checked > 0 and report.images_checked > 10
@@ -497,9 +477,6 @@ def _sub(pattern: str, replacement: str, count: int = 0, flags: int = 0):
 
 SVG = "data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2710%27 height=%2710%27/%3E"
 LONG_LINE = "x = " + " + ".join(["1"] * 200)
-STEMS = [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
-
-
 def _caption(text: str):
     return _in_article(f'<figure class="lesson-figure"><a class="figure-open" href="{SVG}"><img src="{SVG}" '
                        f'alt="A chart of the loss"></a><figcaption><span class="figure-number">Figure 9.</span> '
@@ -590,7 +567,7 @@ FAULTS = {
 
 def _inject_faults(site: Path) -> dict[str, str]:
     """Put each fault of FAULTS in its page of `site`; returns fault name -> page."""
-    pages = {p: (site / p).read_text() for p in _lesson_pages()}
+    pages = {p: (site / p).read_text() for p in PAGES}
     uses = {}  # _images file -> the pages that show it
     korean = {f"notebooks/ko/{Path(p).name}": p for p in pages}  # a Korean page shows its English twin's images
     english = {page: korean.get(page, page) for page in [*pages, *korean, "index.html"]}
@@ -598,7 +575,7 @@ def _inject_faults(site: Path) -> dict[str, str]:
                        *((k, (site / k).read_text()) for k in korean if (site / k).is_file())]:
         for image in set(re.findall(r'src="(?:\.\./)*(_images/[^"]+)"', html)):
             uses.setdefault(image, set()).add(english[page])
-    gif_page = next(x.page for x in expected_lessons(NOTEBOOKS) if x.gifs)
+    gif_page = next(x.page for x in checker.expected_lessons(NOTEBOOKS) if x.gifs)
     image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
     others = [p for p in pages if p not in (gif_page, image_page)]
     # issue 44: a fault of printed rows on a page that prints a table, of figures on one with figures
@@ -629,7 +606,7 @@ def _inject_faults(site: Path) -> dict[str, str]:
     prefix, data = index.read_text().split("(", 1)
     contents = json.loads(data.rstrip().rstrip(";").rstrip(")"))
     kept = {key: contents[key] for key in ("docnames", "filenames")}
-    contents = json.loads(re.sub(SEARCH_TERM, "Nothing", json.dumps(contents), flags=re.I)) | kept
+    contents = json.loads(re.sub(checker.SEARCH_TERM, "Nothing", json.dumps(contents), flags=re.I)) | kept
     index.write_text(f"{prefix}({json.dumps(contents)})")
     return placed
 
@@ -639,7 +616,7 @@ def test_the_browser_check_reports_each_fault_where_it_is_and_nothing_else(built
     site = tmp_path / "site"
     shutil.copytree(built_site, site)
     placed = _inject_faults(site)
-    report = check_site(site, NOTEBOOKS, chromium)
+    report = checker.check_site(site, NOTEBOOKS, chromium)
     reported = {(p.page, p.kind) for p in report.problems}
     missed = [f"{fault} in {page} not reported as {FAULTS[fault][0]}" for fault, page in placed.items()
               if (page, FAULTS[fault][0]) not in reported]
