@@ -477,6 +477,8 @@ def _sub(pattern: str, replacement: str, count: int = 0, flags: int = 0):
 
 SVG = "data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2710%27 height=%2710%27/%3E"
 LONG_LINE = "x = " + " + ".join(["1"] * 200)
+
+
 def _caption(text: str):
     return _in_article(f'<figure class="lesson-figure"><a class="figure-open" href="{SVG}"><img src="{SVG}" '
                        f'alt="A chart of the loss"></a><figcaption><span class="figure-number">Figure 9.</span> '
@@ -569,12 +571,12 @@ def _inject_faults(site: Path) -> dict[str, str]:
     """Put each fault of FAULTS in its page of `site`; returns fault name -> page."""
     pages = {p: (site / p).read_text() for p in PAGES}
     uses = {}  # _images file -> the pages that show it
-    korean = {f"notebooks/ko/{Path(p).name}": p for p in pages}  # a Korean page shows its English twin's images
-    english = {page: korean.get(page, page) for page in [*pages, *korean, "index.html"]}
-    for page, html in [*pages.items(), ("index.html", (site / "index.html").read_text()),
-                       *((k, (site / k).read_text()) for k in korean if (site / k).is_file())]:
-        for image in set(re.findall(r'src="(?:\.\./)*(_images/[^"]+)"', html)):
-            uses.setdefault(image, set()).add(english[page])
+    # a page -> its English twin: a Korean page shows its English twin's images
+    twins = {page: page for page in [*PAGES, "index.html"]} | {f"notebooks/ko/{Path(p).name}": p for p in PAGES}
+    for page, twin in twins.items():
+        if (site / page).is_file():
+            for image in set(re.findall(r'src="(?:\.\./)*(_images/[^"]+)"', (site / page).read_text())):
+                uses.setdefault(image, set()).add(twin)
     gif_page = next(x.page for x in checker.expected_lessons(NOTEBOOKS) if x.gifs)
     image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
     others = [p for p in pages if p not in (gif_page, image_page)]
@@ -583,12 +585,10 @@ def _inject_faults(site: Path) -> dict[str, str]:
              "figure": [p for p in others if 'class="figure-open"' in pages[p]][-1]}
     in_turn = iter(others * len(FAULTS))
     placed = {}
-    for name, (_, _, where, _) in FAULTS.items():
-        page = where.removeprefix("ko:") if where else ""
-        page = next(in_turn) if page in ("", "printed", "figure") else page
-        page = found.get(where.removeprefix("ko:"), page) if where else page
-        placed[name] = f"notebooks/ko/{Path(page).name}" if where and where.startswith("ko:") else page
-    for name, (_, _, _, change) in FAULTS.items():
+    for name, (_, _, where, change) in FAULTS.items():
+        target = (where or "").removeprefix("ko:")
+        page = found.get(target) or target or next(in_turn)
+        placed[name] = f"notebooks/ko/{Path(page).name}" if (where or "").startswith("ko:") else page
         if change is not None:
             file = site / placed[name]
             html = file.read_text()
