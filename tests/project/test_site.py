@@ -131,22 +131,20 @@ def _build_folder(folder: Path, page: str = "old") -> Path:
     return folder
 
 
-@pytest.mark.parametrize(("state", "refused"), [
-    ("missing", False), ("empty", False), ("last build", False), ("a file of yours", True),
-    ("a copy with .git and CNAME added", True), ("a page edited", True), ("the old marker", True),
+# The folder as found (missing, empty, as the last build left it), and a file of the user's in it: one
+# of theirs, a CNAME added to a copy, a page edited, the old marker. With such a file it is refused.
+@pytest.mark.parametrize(("state", "extra"), [
+    ("missing", None), ("empty", None), ("last build", None), ("empty", "thesis.tex"),
+    ("last build", "CNAME"), ("last build", "sub/page.html"), ("empty", ".made-by-shiftvit"),
 ])
-def test_a_build_replaces_only_a_folder_as_its_last_build_left_it(tmp_path, state, refused):
+def test_a_build_replaces_only_a_folder_as_its_last_build_left_it(tmp_path, state, extra):
     folder = tmp_path / "site"
-    if state != "missing":
+    if state == "empty":
         folder.mkdir()
-    if state in ("last build", "a copy with .git and CNAME added", "a page edited"):
-        _build_folder(tmp_path / "built")
-        shutil.copytree(tmp_path / "built", folder, dirs_exist_ok=True)  # cp -r keeps the manifest
-    extra = {"a file of yours": "thesis.tex", "a copy with .git and CNAME added": "CNAME",
-             "a page edited": "sub/page.html", "the old marker": ".made-by-shiftvit"}.get(state)
+    if state == "last build":
+        shutil.copytree(_build_folder(tmp_path / "built"), folder)  # cp -r keeps the manifest
     if extra:
         (folder / extra).write_text("mine, edited")
-    if refused:
         with pytest.raises(site_build.SiteError, match="will not replace") as error:
             _build_folder(folder, "new")
         assert str(folder) in one_line(error.value) and (folder / extra).read_text() == "mine, edited"
@@ -172,9 +170,7 @@ def test_a_broken_notebook_leaves_the_last_site_whole(tiny_repo, tmp_path):
 def test_the_build_refuses_the_checkout_its_ancestors_home_root_a_mount_point_and_a_folder_of_yours(
         tmp_path, monkeypatch, capsys, where, flag):
     home, mine, other = tmp_path / "home" / "me", tmp_path / "mydocs", tmp_path / "other"
-    for folder in (home, mine):
-        folder.mkdir(parents=True)
-    (mine / "thesis.tex").write_text("work")
+    write_tree(tmp_path, {"home/me/.profile": b"", "mydocs/thesis.tex": b"work"})
     monkeypatch.setenv("HOME", str(home))
     folder = {"checkout": REPO, "ancestor": REPO.parent, "home": home, "root": Path("/"),
               "mount point": Path("/proc"), "a folder of yours": mine}[where]
