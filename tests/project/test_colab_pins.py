@@ -56,8 +56,7 @@ def test_the_check_command_fails_naming_each_changed_package(tmp_path, capsys, b
 
 def test_the_pins_are_colabs_default_runtime_exactly():
     pins = colab_pins.parse_freeze(PINS.read_text())
-    for name, version in COLAB_DEFAULT.items():
-        assert pins.get(name) == version, f"{PINS.name} pins {name} {pins.get(name)}, Colab has {version}"
+    assert {name: pins.get(name) for name in COLAB_DEFAULT} == COLAB_DEFAULT
     lines = [line for line in PINS.read_text().splitlines() if line and not line.startswith("#")]
     assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[^ ]+( +#.*)?", line) for line in lines), "exact pins only"
     assert "2026-08-25" in PINS.read_text() and "backend-info" in PINS.read_text()

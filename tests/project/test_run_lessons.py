@@ -82,8 +82,7 @@ def test_a_changed_measurement_names_each_statement_it_contradicts(group, name, 
     else:
         record[group][name]["seconds"] *= factor
     found = disagreements(record)
-    for name in names:
-        assert any(name in line for line in found), (name, found)
+    assert [name for name in names if not any(name in line for line in found)] == [], found
 
 
 def test_every_stated_time_agrees_with_the_measurement_file_which_says_where_and_under_what_load():
@@ -91,8 +90,8 @@ def test_every_stated_time_agrees_with_the_measurement_file_which_says_where_and
     assert disagreements(record) == []
     assert set(record["lessons"]) == {p.stem for p in run_lessons.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
     assert record["machine"] and re.fullmatch(r"\d{4}-\d\d-\d\d", record["date"])
-    for timed in [*record["lessons"].values(), *record["steps"].values()]:
-        assert timed["seconds"] > 0 and "load_before" in timed and "load_after" in timed
+    measured = [*record["lessons"].values(), *record["steps"].values()]
+    assert all(timed["seconds"] > 0 and "load_before" in timed and "load_after" in timed for timed in measured)
     # the runner writes the run into the notebook (the site's lesson footer shows it)
     run = run_lessons.outputs_record(datetime.date(2026, 11, 26), {"KERAS_BACKEND": "jax", "KERAS_HOME": "/nowhere"})
     assert run["date"] == "2026-11-26" and run["backend"] == "jax" and run["keras"] and run["python"]
@@ -120,10 +119,9 @@ def test_write_cards_puts_the_measured_times_where_they_are_stated(tmp_path, mon
 def test_the_readme_first_screen_holds_the_two_commands_their_output_and_times_and_ci_runs_its_test():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     screen = "\n".join(readme.splitlines()[:60])
-    for command in ("main", "test"):
-        assert re.search(rf"^bash run\.sh {command} +# about \d+ min: ", screen, re.M), command
-    for produced in ("build/lessons/", "build/animations/", "build/site/", "Python 3.11", "Debian"):
-        assert produced in screen, produced
+    assert set(re.findall(r"^bash run\.sh (main|test) +# about \d+ min: ", screen, re.M)) == {"main", "test"}
+    produced = ("build/lessons/", "build/animations/", "build/site/", "Python 3.11", "Debian")
+    assert [text for text in produced if text not in screen] == []
     assert "## Lessons" in screen and "<!-- results-table -->" in screen
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"^bash run\.sh test\b", readme, re.M) and re.search(r"^bash run\.sh test$", ci, re.M)
