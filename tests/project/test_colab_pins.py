@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from fakes import write_tree
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
@@ -46,8 +47,7 @@ REMOVED_IN_3_13 = {
      ["ml-dtypes 0.6.0 -> 0.5.0", "torch https://x/torch.whl was removed"]),
 ])
 def test_the_check_command_fails_naming_each_changed_package(tmp_path, capsys, before, after, changed):
-    (tmp_path / "before.txt").write_text(before)
-    (tmp_path / "after.txt").write_text(after)
+    write_tree(tmp_path, {"before.txt": before.encode(), "after.txt": after.encode()})
     assert colab_pins.changed_packages(colab_pins.parse_freeze(before), colab_pins.parse_freeze(after)) == changed
     status = colab_pins.main(["check", str(tmp_path / "before.txt"), str(tmp_path / "after.txt"), "--step", "it"])
     error = capsys.readouterr().err
