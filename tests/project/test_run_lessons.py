@@ -24,8 +24,7 @@ TOLERANCE = 0.20
 CARD_MINUTES = re.compile(r"^([\d.]+) ?(?:min|분)")
 
 
-def timings() -> dict:
-    return json.loads(run_lessons.TIMINGS.read_text(encoding="utf-8"))
+RECORD = json.loads(run_lessons.TIMINGS.read_text(encoding="utf-8"))  # results/timings.json
 
 
 def card_minutes(path: Path, row: str) -> float | None:
@@ -76,7 +75,7 @@ def disagreements(record: dict, repo: Path = REPO) -> list[str]:
     ("steps", "site", None, ["no measurement of 'main'"]),  # None: the measurement removed
 ])
 def test_a_changed_measurement_names_each_statement_it_contradicts(group, name, factor, names):
-    record = copy.deepcopy(timings())
+    record = copy.deepcopy(RECORD)
     if factor is None:
         del record[group][name]
     else:
@@ -86,7 +85,7 @@ def test_a_changed_measurement_names_each_statement_it_contradicts(group, name, 
 
 
 def test_every_stated_time_agrees_with_the_measurement_file_which_says_where_and_under_what_load():
-    record = timings()
+    record = RECORD
     assert disagreements(record) == []
     assert set(record["lessons"]) == {p.stem for p in run_lessons.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
     assert record["machine"] and re.fullmatch(r"\d{4}-\d\d-\d\d", record["date"])
@@ -98,7 +97,7 @@ def test_every_stated_time_agrees_with_the_measurement_file_which_says_where_and
 
 
 def test_write_cards_puts_the_measured_times_where_they_are_stated(tmp_path, monkeypatch):
-    record = copy.deepcopy(timings())
+    record = copy.deepcopy(RECORD)
     names = [*{name for name, _, _ in run_lessons.STATED},
              *(f"notebooks/{folder}{stem}.ipynb" for stem in record["lessons"] for folder in ("", "ko/"))]
     for timed in [*record["lessons"].values(), *record["steps"].values()]:
