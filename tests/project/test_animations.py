@@ -16,7 +16,6 @@ intended visual change with ``python animations/render.py --write-controls``.
 from __future__ import annotations
 
 import importlib.util
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -44,17 +43,16 @@ CHANGED_LEVEL = 64
 
 @pytest.fixture(scope="module")
 def manim():
-    """Import manim; skip the test only when manim is not installed at all.
+    """Import manim (and animations.render); skip the test only when manim is not installed at all.
 
     A manim that is installed but fails to import (e.g. a missing system
     library) raises, so CI fails loudly instead of silently skipping.
     """
     if importlib.util.find_spec("manim") is None:
         pytest.skip('manim is not installed: pip install "manim==0.22.0" (the anim extra)')
-    with warnings.catch_warnings():  # pydub (a manim dependency) warns when no ffmpeg binary exists
-        warnings.simplefilter("ignore", RuntimeWarning)
-        import manim
-    return manim
+    from animations import render
+
+    render.load_scene("ShiftOperation")  # imports manim as render.py does (pydub's ffmpeg warning hidden)
 
 
 def frame_difference(frame: np.ndarray, control: np.ndarray) -> tuple[float, float]:
