@@ -104,7 +104,7 @@ HTML_SCRIPT = {"output_type": "display_data", "metadata": {},
     (_notebook("# 01\n\n![plot](https://example.org/plot.png)"), README,
      r"01_x.ipynb loads from the internet.*example.org/plot.png"),  # a remote image
     (_notebook("# 01", outputs=[HTML_SCRIPT]), README, r"cdn.example.org/x.js"),  # a remote script
-    (None, README.replace(site_build.RESULTS_MARKER, ""), "results-table"),  # the results marker is required
+    (_notebook("# 01"), README.replace(site_build.RESULTS_MARKER, ""), "results-table"),  # the marker is required
     # an image that leaves the checkout: by climbing out, by an absolute path, through a link
     *[(_notebook(f"# 01\n\n![plot]({target})"), README, f"{re.escape(target)}.*outside the checkout")
       for target in ("../../outside.png", "/OUTSIDE/outside.png", "link.png")],
@@ -113,10 +113,8 @@ def test_a_remote_file_an_image_outside_the_checkout_or_a_readme_without_results
         tiny_repo, tmp_path, notebook, readme, refused):
     (tmp_path / "outside.png").write_bytes(b"not the project's")
     (tiny_repo / "notebooks" / "link.png").symlink_to(tmp_path / "outside.png")
-    if notebook:
-        text = json.dumps(notebook).replace("/OUTSIDE", str(tmp_path))
-        (tiny_repo / "notebooks" / "01_x.ipynb").write_text(text)
-    (tiny_repo / "README.md").write_text(readme)
+    text = json.dumps(notebook).replace("/OUTSIDE", str(tmp_path))
+    write_tree(tiny_repo, {"notebooks/01_x.ipynb": text.encode(), "README.md": readme.encode()})
     with pytest.raises(site_build.SiteError) as error:
         site_build.stage_sources(tmp_path / "stage", tiny_repo)
     assert re.search(refused.replace("/OUTSIDE", str(tmp_path)), one_line(error.value)), error.value
