@@ -315,7 +315,7 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
             f"Resume it with the same settings, or {_AFRESH}"
         )
     run = RunFolder(out, {**saved, **spec}, fit_finished=bool(saved.get("fit_finished_at")))
-    best = out / BEST_MODEL  # a link there was refused by the claim's check
+    best = files.check_own(out / BEST_MODEL)  # a link is refused here too, whoever claimed the folder
     problem = file_problem(best) if best.exists() else None
     if problem:
         run.recovered.append(set_aside_damaged(best, problem, "training resumes from the last good state"))

@@ -145,6 +145,18 @@ def make_interrupted_run(run: Path, epochs: int = 3, backups: tuple[int, ...] = 
     return spec
 
 
+@pytest.mark.parametrize("how", ["symlink", "hardlink"])
+def test_a_resume_refuses_a_linked_best_model_even_under_a_claim_built_by_hand(tmp_path, how):
+    run, outside = tmp_path / "run", tmp_path / "mine" / "notes.txt"
+    outside.parent.mkdir()
+    outside.write_text(OUTSIDE_TEXT)
+    spec = make_interrupted_run(run)
+    plant(run, "best.keras", how, outside)
+    with pytest.raises(files.UnsafeFileError, match="best.keras is a"):  # the claim's check never ran
+        rf.open_run_folder(Claim(run, "resume"), spec, preset("quick"))
+    assert outside.read_text() == OUTSIDE_TEXT and (run / "best.keras").exists()
+
+
 @pytest.mark.parametrize("epoch", ["Infinity", "-Infinity", "NaN", "-1", "0", "99", "1e300", '"2"', "true", "2.5"])
 def test_a_bad_backup_epoch_resumes_from_the_newest_readable_backup_and_deletes_none(tmp_path, epoch):
     run = tmp_path / "run"
