@@ -135,3 +135,12 @@ def finishes_within(seconds: float, function, *args):
         pytest.fail(f"{function.__name__} blocked for {seconds} s (did it open a pipe?)")
     finally:
         pool.close()  # a blocked thread is left behind: it never holds the interpreter
+
+
+def plant(path: Path, how: str, outside: Path) -> Path:
+    """A symbolic or hard link to ``outside``, a named pipe or a folder where the project will read or
+    write ``path`` (added by d-tools-a: tests/tools/test_files.py and test_run_folder.py share it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    {"symlink": lambda: path.symlink_to(outside), "hardlink": lambda: os.link(outside, path),
+     "fifo": lambda: os.mkfifo(path), "folder": path.mkdir}[how]()
+    return path

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import one_line
+from fakes import one_line, plant
 
 from shiftvit_lib.tools import files
 from shiftvit_lib.tools.files import LOCK_FILE, run_folder_lock
@@ -72,12 +72,6 @@ def test_a_write_on_a_full_disk_leaves_the_old_file_whole(tmp_path, monkeypatch,
     with pytest.raises(OSError, match="No space"):
         write("나" * 10_000)
     assert (tmp_path / "00_x.json").read_bytes() == before and os.listdir(tmp_path) == ["00_x.json"]
-
-
-def plant(path: Path, how: str, outside: Path) -> None:
-    """A symbolic link, a hard link, a named pipe or a folder where the project will read or write ``path``."""
-    {"symlink": lambda: path.symlink_to(outside), "hardlink": lambda: os.link(outside, path),
-     "fifo": lambda: os.mkfifo(path), "folder": path.mkdir}[how]()
 
 
 # Each way the project writes or reads a file in its own folders, and a refused one.
