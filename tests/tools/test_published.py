@@ -71,16 +71,16 @@ def test_the_shipped_file_is_small_matches_its_published_hash_and_an_altered_one
         pt.pretrained("cpu")
 
 
-def test_a_missing_file_an_unknown_name_or_a_preset_without_weights_is_explained(tmp_path, monkeypatch):
-    with pytest.raises(KeyError, match="cpu"):  # the published names are listed
-        pt.pretrained("resnet50")
-    with pytest.raises(TypeError):
-        pt.pretrained(3)
-    with pytest.raises(ValueError, match=r"python -m shiftvit_lib train --preset seed"):
-        pt.pretrained("seed")
-    monkeypatch.setattr(pt, "ASSETS", tmp_path)
-    with pytest.raises(FileNotFoundError, match="reinstall"):
-        pt.pretrained("cpu")
+@pytest.mark.parametrize("name, error, words", [
+    ("resnet50", KeyError, "choose one of .*cpu"), (3, TypeError, "must be a string"),
+    ("seed", ValueError, "python -m shiftvit_lib train --preset seed"),
+    ("cpu", FileNotFoundError, "reinstall"),
+])
+def test_a_missing_file_an_unknown_name_or_a_preset_without_weights_is_explained(tmp_path, monkeypatch, name,
+                                                                                  error, words):
+    monkeypatch.setattr(pt, "ASSETS", tmp_path)  # no weights there: a published name finds its file missing
+    with pytest.raises(error, match=words):
+        pt.pretrained(name)
 
 
 def test_shipped_records_are_the_results_records():
