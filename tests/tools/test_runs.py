@@ -388,18 +388,14 @@ FINISHED_RUN = {"run_spec.json": b'{"format": 1}', "run.json": b'{"test": {}}', 
                 "history.csv": b"epoch,loss\n0,1.0\n"}
 
 
-@pytest.mark.parametrize(
-    ("case", "fragment"),
-    [
-        (dict(seed=2**40), "seed must be a whole number from 0 to 4,294,967,295"),
-        (dict(seed=-1), "seed must be a whole number from 0 to 4,294,967,295"),
-        (dict(epochs=0), "epochs"),
-        (dict(config=quick(batch_size=10**12)), "batch size 1,000,000,000,000 is more than the 96 training images"),
-        (dict(data=tiny_splits(n_val=0)), "no validation images (val_fraction=0?)"),
-        (dict(config=preset("shiftvit_light_tiny")),
-         "the images are 32x32x3, but preset 'shiftvit_light_tiny' takes 224x224x3"),
-    ],
-)
+@pytest.mark.parametrize(("case", "fragment"), [
+    (dict(seed=2**40), "seed must be a whole number from 0 to 4,294,967,295"),
+    (dict(seed=-1), "seed must be a whole number from 0 to 4,294,967,295"),
+    (dict(epochs=0), "epochs"),
+    (dict(config=quick(batch_size=10**12)), "batch size 1,000,000,000,000 is more than the 96 training images"),
+    (dict(data=tiny_splits(n_val=0)), "no validation images (val_fraction=0?)"),
+    (dict(config=preset("shiftvit_light_tiny")), "the images are 32x32x3, but preset 'shiftvit_light_tiny' takes 224"),
+])
 def test_a_run_that_cannot_train_is_refused_before_the_folder_is_touched(tmp_path, case, fragment):
     arguments = {"config": quick(), "data": tiny_splits(), "epochs": 1, **case, **FAST}
     # With overwrite=True, a folder that holds a finished run keeps it: the check comes first.
