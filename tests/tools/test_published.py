@@ -25,9 +25,10 @@ def cpu_model():
     return pt.pretrained("cpu")
 
 
-def test_cpu_model_is_the_cpu_preset_and_its_provenance_is_its_run_record(cpu_model):
-    assert cpu_model.count_params() == sv.build_shiftvit(sv.preset("cpu")).count_params()
+def test_cpu_model_is_the_cpu_preset_and_its_provenance_is_its_run_record():
     info, (record, history) = pt.pretrained_info("cpu"), pt.load_record("cpu_full")
+    with np.load(pt.ASSETS / pt.published()["cpu"][1]["weights"]) as arrays:  # the config pretrained() builds
+        assert json.loads(str(arrays["config"])) == record["config"]  # read, not built: one build fewer
     # The shipped run was started with the preset's then epochs (28) in its config and trained,
     # scheduled and recorded for 30 (epochs_requested), which the preset now holds.
     # Fields added since the record (issue 45) hold their old behaviour in the preset.
