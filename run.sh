@@ -129,7 +129,7 @@ setup() {
 
 COLAB_PINS=.ci/colab-default-runtime.txt
 # Test tooling Colab does not preinstall; added after the project's install has been checked.
-COLAB_TEST_TOOLS=("nbval>=0.11" "hypothesis>=6.100" "pytest-random-order>=1.1")
+COLAB_TEST_TOOLS=("nbval>=0.11" "hypothesis>=6.100" "pytest-random-order>=1.1" "pytest-xdist>=3.5")
 
 setup_colab() {
   # A fresh, isolated venv (no system packages) with Colab's packages, as a learner's runtime has them.
@@ -164,8 +164,10 @@ PY
   # Slow tests ran in the first environment; the tests marked `colab` (a training run, the GPU
   # path's mixed precision/XLA/data-parallel checks on both backends) run here even when slow,
   # and so does every lesson (nbval; lesson 08's SavedModel export among them).
+  local seed
+  seed=$(random_seed)
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -m "not slow or colab" \
-    --random-order -p no:cacheprovider "$@"
+    --random-order "$seed" -p no:cacheprovider --durations=15 $(two_workers) "$@"
 }
 
 random_seed() {
@@ -173,6 +175,14 @@ random_seed() {
   local seed=${SHIFTVIT_TEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
   echo "    test order: --random-order-seed=$seed (add it after the command to repeat this order)" >&2
   echo "--random-order-seed=$seed"
+}
+
+two_workers() {
+  # Both cores: pytest-xdist's two workers take whole files (a module's fixtures, and a lesson's cells
+  # with its kernel, stay in one process). Each worker collects and orders the tests itself, so the
+  # random order's seed must be given (random_seed) for both to agree. A venv without xdist: one process.
+  "$VENV/bin/python" -c "import xdist" 2>/dev/null && echo "-n 2 --dist loadfile"
+  return 0
 }
 
 run_fast_tests() {
@@ -185,14 +195,10 @@ run_fast_tests() {
   seed=$(random_seed)
   # -q hides pytest-random-order's header, so the seed is printed above; a seed given after the
   # command comes later on the line and wins.
-  # Both cores: pytest-xdist's two workers take whole test files (a module's fixtures stay in one
-  # process); an older venv without it runs them in one process.
-  local workers=()
-  "$VENV/bin/python" -c "import xdist" 2>/dev/null && workers=(-n 2 --dist loadfile)
   # -p no:nbval: the fast tier runs no notebook, and nbval's import (nbformat, jupyter_client) costs each
   # worker a few seconds.
   "$VENV/bin/python" -m pytest -m "not slow" -q --random-order "$seed" -p no:cacheprovider -p no:nbval \
-    --durations=15 "${workers[@]}" "$@"  # testpaths: tests/
+    --durations=15 $(two_workers) "$@"  # testpaths: tests/
 }
 
 main_job() {
@@ -238,11 +244,13 @@ run_tests() {
   echo "==> ruff (lint: library, tests, scripts, lessons; format: the library)"
   "$VENV/bin/python" -m ruff check --exclude "$VENV" .
   "$VENV/bin/python" -m ruff format --check shiftvit_lib
-  # --random-order: tests in a new order each run (the seed is printed in the header; repeat a run
-  # with --random-order-seed=N); each lesson's cells keep their order (tests/conftest.py).
+  # --random-order: tests in a new order each run (the seed is printed first; repeat a run by adding
+  # the --random-order-seed=N it shows); each lesson's cells keep their order (tests/conftest.py).
   # --durations=15: the 15 slowest tests end the report.
-  "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env --random-order \
-    -p no:cacheprovider --durations=15 "$@"
+  local seed
+  seed=$(random_seed)
+  "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env --random-order "$seed" \
+    -p no:cacheprovider --durations=15 $(two_workers) "$@"
 }
 
 case "${1:-}" in
