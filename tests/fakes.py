@@ -136,3 +136,12 @@ def deflated_zip(path: Path, files: dict[str, bytes | str]) -> Path:
         for name, content in files.items():
             archive.writestr(name, content)
     return path
+
+
+def plant(path: Path, how: str, outside: Path) -> Path:
+    """A symbolic or hard link to ``outside``, a named pipe or a folder where the project will read or
+    write ``path`` (added by d-tools-a: tests/tools/test_files.py and test_run_folder.py share it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    {"symlink": lambda: path.symlink_to(outside), "hardlink": lambda: os.link(outside, path),
+     "fifo": lambda: os.mkfifo(path), "folder": path.mkdir}[how]()
+    return path
