@@ -56,6 +56,7 @@ def _whole_number(text: str, low: int, high: int) -> int:
 # Epochs, images per class: within every library's ints; a million images is beyond any accelerator's memory.
 COUNT = functools.partial(_whole_number, low=1, high=2**31 - 1)
 BATCH_SIZE = functools.partial(_whole_number, low=1, high=1 << 20)
+PROGRESS = functools.partial(_whole_number, low=0, high=2)  # Keras' verbose: none, a bar, a line per epoch
 PRECISIONS, SCALES = ("auto", "none", "mixed_bfloat16", "mixed_float16"), ("quick", "cpu", "full")
 COMMANDS = ("train", "compare", "evaluate", "predict", "presets")  # each one's function: _<command>
 NOTES = {  # a comparison record's note, per --scale
@@ -77,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
             parsers[name].add_argument(flag, help=help, **settings)
 
     flag = functools.partial(add, action="store_true")
+    bar = 1 if sys.stdout.isatty() else 2  # a bar redrawn with control codes only where a terminal shows it
     add("train", "--preset", "preset name (see the 'presets' command)", default="quick")
     add("train compare evaluate", "--data", "auto, keras, sample or a dir/archive of classes", default="auto")
     add("train", "--epochs", "override the preset's number of epochs", type=COUNT)
@@ -88,13 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     add("train", "--no-jit", "no XLA", dest="jit_compile", action="store_const", const=False, default="auto")
     # NumPy's and Keras' seeds are 32-bit.
     add("train compare", "--seed", type=functools.partial(_whole_number, low=0, high=2**32 - 1), default=42)
-    add(
-        "train",
-        "--verbose",
-        "1: a bar, 2: a line per epoch (default: 1 on a terminal)",
-        type=int,
-        choices=(0, 1, 2),
-    )
+    add("train", "--verbose", "1: a bar, 2: a line per epoch (1 on a terminal)", type=PROGRESS, default=bar)
     add("compare", "--scale", "for a smoke test, a 2-core CPU, a GPU", choices=SCALES, default="full")
     add("compare", "--quick", "the same as --scale quick", dest="scale", action="store_const", const="quick")
     add("compare", "--epochs", "default: 5 quick, 10 cpu, 100 full", type=COUNT)
@@ -105,9 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     add("evaluate predict", "--model", "a .keras (safe mode); input <= 1024x1024, 500M params", required=True)
     flag("evaluate predict", "--tta", "score each image with its mirror image too (test-time augmentation)")
     add("predict", "folder", "folder of PNG or JPEG images (by content), each <= 64 MiB, 40 megapixels")
-    add(
-        "predict", "--top-k", type=functools.partial(_whole_number, low=1, high=10), default=3
-    )  # CIFAR-10's ten classes
+    # At most all of CIFAR-10's ten classes.
+    add("predict", "--top-k", type=functools.partial(_whole_number, low=1, high=10), default=3)
     flag("predict", "--json", "print JSON instead of a table")
     return parser
 
@@ -125,8 +120,6 @@ def _train(args: argparse.Namespace) -> int:
 
     config = preset(args.preset, **({"batch_size": args.batch_size} if args.batch_size else {}))
     precision = None if args.mixed_precision == "none" else args.mixed_precision
-    if args.verbose is None:  # a progress bar redrawn with control codes only where a terminal shows it
-        args.verbose = 1 if sys.stdout.isatty() else 2
     options = {name: getattr(args, name) for name in ("epochs", "seed", "verbose", "jit_compile")}
     with claim(args.out, overwrite=args.overwrite) as folder:  # checked once, before the data loads
         data = load_cifar10(args.data, limit=args.limit, seed=args.seed)
@@ -163,20 +156,15 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _classifier(args: argparse.Namespace):  # noqa: ANN202 - keras is imported lazily
-    from shiftvit_lib.tools.inference import check_classifier, load_model
-
-    model = load_model(args.model)
-    check_classifier(model)  # a CIFAR-10 classifier: one output of ten scores
-    return model
-
-
 def _evaluate(args: argparse.Namespace) -> int:
     """top-1/top-5 accuracy of a saved model on the test split"""
     from shiftvit_lib.recipe import evaluate
     from shiftvit_lib.tools.data_sources import load_cifar10
+    from shiftvit_lib.tools.inference import check_classifier, load_model
 
-    model, data = _classifier(args), load_cifar10(args.data)
+    model = load_model(args.model)
+    check_classifier(model)  # a CIFAR-10 classifier (one output of ten scores), before the data loads
+    data = load_cifar10(args.data)
     metrics = evaluate(model, data, batch_size=args.batch_size)
     if "fell back" not in data.source:  # a fallback was said already, as a warning
         print(data.source)
@@ -191,9 +179,10 @@ def _predict(args: argparse.Namespace) -> int:
     """classify every image in a folder"""
     import json
 
-    from shiftvit_lib.tools.inference import predict_folder
+    from shiftvit_lib.tools.inference import load_model, predict_folder
 
-    result = predict_folder(_classifier(args), args.folder, top_k=args.top_k, tta=args.tta)
+    # predict_folder checks the model is a CIFAR-10 classifier before it reads an image.
+    result = predict_folder(load_model(args.model), args.folder, top_k=args.top_k, tta=args.tta)
     print(json.dumps(result.to_rows(), indent=2) if args.json else result.format())
     if not result.predictions:
         raise InputError(

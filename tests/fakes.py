@@ -86,13 +86,6 @@ def left_right_sensitive_model() -> keras.Model:
     return keras.Model(inputs, outputs)
 
 
-def tiny_classifier() -> keras.Model:
-    """A 10-class model on 32x32 RGB images, quick to build and save."""
-    inputs = keras.Input((32, 32, 3))
-    pooled = keras.layers.GlobalAveragePooling2D()(keras.layers.Rescaling(1 / 255)(inputs))
-    return keras.Model(inputs, keras.layers.Dense(10)(pooled))
-
-
 def logits_of(model: keras.Model, images) -> np.ndarray:
     """Inference logits without ``predict``'s traced function (seconds per model in a test)."""
     return keras.ops.convert_to_numpy(model(images, training=False))
@@ -122,7 +115,7 @@ def run_on_backend(backend: str, script: str, timeout: int = 600) -> str:
            "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True,
                             text=True, timeout=timeout, cwd=tests.parent)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     return result.stdout
 
 
@@ -135,6 +128,23 @@ def finishes_within(seconds: float, function, *args):
         pytest.fail(f"{function.__name__} blocked for {seconds} s (did it open a pipe?)")
     finally:
         pool.close()  # a blocked thread is left behind: it never holds the interpreter
+
+
+def deflated_zip(path: Path, files: dict[str, bytes | str]) -> Path:
+    """A zip whose members are compressed (write_zip stores them): zeros shrink a thousandfold."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    return path
+
+
+def plant(path: Path, how: str, outside: Path) -> Path:
+    """A symbolic or hard link to ``outside``, a named pipe or a folder where the project will read or
+    write ``path`` (added by d-tools-a: tests/tools/test_files.py and test_run_folder.py share it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    {"symlink": lambda: path.symlink_to(outside), "hardlink": lambda: os.link(outside, path),
+     "fifo": lambda: os.mkfifo(path), "folder": path.mkdir}[how]()
+    return path
 
 
 # Added by d-project-b (tests/project): the repository's root, and its scripts loaded as modules.

@@ -3,10 +3,11 @@
 import numpy as np
 
 
-def spach_shift_feat(x_nchw: np.ndarray, n_div: int, shift_pixel: int = 1) -> np.ndarray:
-    """SPACH's ``ShiftViTBlock.shift_feat`` on an NCHW array, generalised to ``shift_pixel``."""
-    _, channels, _, _ = x_nchw.shape
-    g = channels // n_div
+def shift_nhwc(x_nhwc: np.ndarray, n_div: int, shift_pixel: int = 1) -> np.ndarray:
+    """SPACH's ``ShiftViTBlock.shift_feat``, generalised to ``shift_pixel``, on an NHWC array (moved to
+    NCHW and back, as SPACH lays it out)."""
+    x_nchw = x_nhwc.transpose(0, 3, 1, 2)
+    g = x_nchw.shape[1] // n_div
     s = shift_pixel
     out = np.zeros_like(x_nchw)
     out[:, g * 0 : g * 1, :, :-s] = x_nchw[:, g * 0 : g * 1, :, s:]  # left
@@ -14,12 +15,7 @@ def spach_shift_feat(x_nchw: np.ndarray, n_div: int, shift_pixel: int = 1) -> np
     out[:, g * 2 : g * 3, :-s, :] = x_nchw[:, g * 2 : g * 3, s:, :]  # up
     out[:, g * 3 : g * 4, s:, :] = x_nchw[:, g * 3 : g * 4, :-s, :]  # down
     out[:, g * 4 :] = x_nchw[:, g * 4 :]
-    return out
-
-
-def shift_nhwc(x_nhwc: np.ndarray, n_div: int, shift_pixel: int = 1) -> np.ndarray:
-    """The official shift applied to an NHWC array (via NCHW, as SPACH lays it out)."""
-    return spach_shift_feat(x_nhwc.transpose(0, 3, 1, 2), n_div, shift_pixel).transpose(0, 2, 3, 1)
+    return out.transpose(0, 2, 3, 1)
 
 
 def warmup_cosine(step: float, lr_start: float, lr_max: float, warmup: int, total: int) -> float:

@@ -18,6 +18,8 @@ This is a lesson helper: it imports the core; the core never imports it.
 from __future__ import annotations
 
 import functools
+import re
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,8 +31,10 @@ from keras import ops
 from shiftvit_lib.config import is_whole_number, preset
 from shiftvit_lib.layers import MLP, PatchMerging, ShiftViTBlock, ShiftViTStage, drop_path_rates
 from shiftvit_lib.model import build_shiftvit
+from shiftvit_lib.notebook.plots import architecture_shapes, reliability_table
 from shiftvit_lib.schedules import WarmUpCosine
 from shiftvit_lib.shift import SHIFT_DIRECTIONS, shift_channels
+from shiftvit_lib.vit import count_vit_macs
 
 
 def try_yours(check: Callable[[Any], None], yours: Any, library: Any) -> Any:
@@ -90,9 +94,6 @@ CAUSES = {
 
 def _hint_of(name: str, error: BaseException) -> str:
     """One line for an exception: which piece, what it raised (type, first line), where, the likely cause."""
-    import re
-    import traceback
-
     lines = [re.sub(r"\x1b\[[0-9;]*m|\{\{[^}]*\}\}\s*", "", line).strip() for line in str(error).splitlines()]
     first = next((x for x in lines if x and "Exception encountered" not in x), "")
     said = f"{type(error).__name__}: {first}"[:150]
@@ -307,16 +308,15 @@ def check_patch_merging(merging_class: Callable[[], Any]) -> None:
         assert got[-1] == 16, f"patch merging must double the channels: 8 -> 16, got {got[-1]}"
         assert not side % 2 or got[1] != side // 2, f"pad odd maps (padding='same'): {odd}"
         assert got[1:3] == (half, half), f"patch merging halves the map (2x2 kernel, stride 2): {odd}"
-        roles = {w.path.split("/")[-1]: w for w in mine.weights}
-        shapes = {role: tuple(weight.shape) for role, weight in roles.items()}
+        shapes = {weight.path.split("/")[-1]: tuple(weight.shape) for weight in mine.weights}
         epsilons = {norm.epsilon for norm in _layers(mine, keras.layers.LayerNormalization)} - {1e-5}
         gamma, kernel = shapes.get("gamma"), shapes.get("kernel")
         group_norm = _layers(mine, keras.layers.GroupNormalization)
         for hint, wrong in {
-            "the merging convolution must have no bias (use_bias=False)": "bias" in roles,
-            "normalise each position's channels, not the batch (BatchNormalization)": "moving_mean" in roles,
+            "the merging convolution must have no bias (use_bias=False)": "bias" in shapes,
+            "normalise each position's channels, not the batch (BatchNormalization)": "moving_mean" in shapes,
             "GroupNormalization normalises the whole map: use LayerNormalization, as the library": group_norm,
-            "patch merging must normalise (a LayerNormalization)": not {"gamma", "beta"} <= set(roles),
+            "patch merging must normalise (a LayerNormalization)": not {"gamma", "beta"} <= set(shapes),
             "the norm comes before the convolution: it normalises the C input channels": gamma != (8,),
             "the merging convolution has a 2x2 kernel from C to 2C channels": kernel != (2, 2, 8, 16),
             f"LayerNormalization(epsilon=1e-5), as the library, not {epsilons}": epsilons,
@@ -407,19 +407,13 @@ def check_schedule(schedule: Callable[..., float]) -> None:
     assert np.allclose(got[t:], 0.0, atol=1e-8), "after total_steps the rate must stay 0"
 
 
-class DoubledInTraining(keras.layers.Layer):
-    """Doubles its input in training, identity at inference: a deterministic
-    stand-in for a layer such as dropout that behaves differently in training."""
-
-    def call(self, x: Any, training: bool | None = None) -> Any:
-        return x * 2.0 if training else x
-
-
 def _step_model() -> keras.Model:
     keras.utils.set_random_seed(0)
     inputs = keras.Input((6,))
     x = keras.layers.Dense(3)(keras.layers.Dense(8, activation="tanh")(inputs))
-    return keras.Model(inputs, DoubledInTraining()(x))
+    # Doubled in training, unchanged at inference: a deterministic stand-in for a layer such as dropout.
+    doubled_in_training = keras.layers.Lambda(lambda y, training=None: y * 2.0 if training else y)
+    return keras.Model(inputs, doubled_in_training(x))
 
 
 def library_train_step(model: keras.Model, optimizer: Any, loss_fn: Any, images: Any, labels: Any) -> float:
@@ -531,17 +525,10 @@ def check_centre_crop(centre_crop: Callable[[np.ndarray, int], np.ndarray]) -> N
 
 
 def check_pad_shift(pad_shift: Callable[..., Any]) -> None:
-    """Lesson 02: the shift built from slices and padding equals ``shift_channels``."""
-    x, g = np.random.default_rng(11).normal(size=(2, 7, 9, 30)).astype("float32"), 30 // 6
-    _blank(answer := pad_shift(x, num_div=6, s=2), "Fill in `up` and `down`, then run both cells again.")
-    got, expected = _numpy(answer), _numpy(shift_channels(x, num_div=6, shift_pixel=2))
-    assert got.shape == x.shape, f"the shift must keep the shape {x.shape}, got {got.shape}"
-    for k, direction in [(2, "up"), (3, "down")]:  # the other way: group 5 - k of _each_way
-        part = slice(k * g, (k + 1) * g)
-        hint = f"the {direction} channels moved the other way: swap the slice and the padded side"
-        otherwise = f"the {direction} channels differ: keep the rows that stay, pad s zeros where they left"
-        _diagnose(got[..., part], expected[..., part], {hint: _each_way(x[..., part], 2)[5 - k]}, otherwise)
-    assert np.array_equal(got, expected), "the left, right and unmoved channels must stay as given"
+    """Lesson 02: the shift built from slices and padding is the shift ``check_shift`` checks."""
+    x = np.ones((1, 3, 3, 12), "float32")
+    _blank(pad_shift(x, num_div=6, s=2), "Fill in `up` and `down`, then run both cells again.")
+    check_shift(pad_shift)
 
 
 def check_inside_block(inside_block: Callable[..., Any]) -> None:
@@ -577,8 +564,6 @@ def check_block_parameters(answer: Any, channels: int = 384) -> None:
 def check_shapes(my_shapes: Callable[[Any], list]) -> None:
     """Lesson 04: ``my_shapes(config)`` lists (side, channels) after the projection and each stage, as
     the model built from ``config`` has them (``plots.architecture_shapes``, tested against built models)."""
-    from shiftvit_lib.notebook.plots import architecture_shapes
-
     _blank(my_shapes(preset("seed")), "Fill in my_shapes, run its cell, then run this cell again.")
     for name in ["quick", "seed", "cpu", "shiftvit_light_tiny"]:
         parts = dict(architecture_shapes(preset(name)))  # part -> (side, side, channels)
@@ -624,8 +609,6 @@ def check_floor_schedule(floor: Callable[..., float]) -> None:
 def check_ece(my_ece: Callable[..., float]) -> None:
     """Lesson 06: ``my_ece(confidence, correct, bins)`` equals the library's ECE,
     with confidences of exactly 1.0 among the inputs."""
-    from shiftvit_lib.notebook.plots import reliability_table
-
     rng, last_bin = np.random.default_rng(13), "they belong in the last bin (np.minimum(group, bins - 1))"
     # Confidences over every bin, a few of exactly 1.0 and 0.1 (bin edges), and their correctness.
     confidence = np.concatenate([rng.uniform(0.1, 1.0, 200), [1.0] * 12, [0.1, 0.5, 0.9]])
@@ -647,8 +630,6 @@ def check_ece(my_ece: Callable[..., float]) -> None:
 
 def check_attention_macs(attention_matmul_macs: Callable[[int, int, int], int]) -> None:
     """Lesson 07: multiply-accumulates of one block's two attention products."""
-    from shiftvit_lib.vit import count_vit_macs
-
     _blank(attention_matmul_macs(16, 4, 32), "Write attention_matmul_macs, then run both cells again.")
     n, heads, k = 10, 3, 7  # all different, so each mistake gives its own number
     got = attention_matmul_macs(n, heads, k)

@@ -394,7 +394,7 @@ def format_channels(tensor: Any, titles: Sequence[str]) -> str:
     return "\n".join("   ".join(line) for line in lines)
 
 
-def show_animation(name: str, width: int | None = None) -> Any:
+def show_animation(name: str) -> Any:
     """The animation GIF ``name`` shipped with the package (e.g. ``"shift_operation"``), embedded in
     the notebook as an HTML ``<img>``, so it plays everywhere.
 
@@ -412,6 +412,5 @@ def show_animation(name: str, width: int | None = None) -> Any:
         available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
         raise FileNotFoundError(f"no animation named {name!r}; available: {available} (animations/render.py)")
     data = base64.b64encode((folder / f"{name}.gif").read_bytes()).decode("ascii")
-    size = f' width="{int(width)}"' if width else ""
     alt = f"Animation: {name.replace('_', ' ')}"
-    return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}"{size}>')
+    return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}">')

@@ -315,7 +315,7 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
             f"Resume it with the same settings, or {_AFRESH}"
         )
     run = RunFolder(out, {**saved, **spec}, fit_finished=bool(saved.get("fit_finished_at")))
-    best = out / BEST_MODEL  # a link there was refused by the claim's check
+    best = files.check_own(out / BEST_MODEL)  # a link is refused here too, whoever claimed the folder
     problem = file_problem(best) if best.exists() else None
     if problem:
         run.recovered.append(set_aside_damaged(best, problem, "training resumes from the last good state"))
@@ -529,14 +529,11 @@ def describe_run(record: dict[str, Any]) -> str:
         f"{record['best_val_accuracy']:.2%}",
         f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
     ]
-    if record.get("train_seconds") is not None:
-        lines.append(
-            f"training time (sum of epochs, validation included) {record['train_seconds'] / 60:.1f} min"
-        )
-    if record.get("test_flip_tta"):  # beside the plain figure, never instead of it
-        lines.append(
-            f"with flip test-time augmentation: test top-1 {record['test_flip_tta']['accuracy']:.2%}"
-        )
+    seconds, flipped = record.get("train_seconds"), record.get("test_flip_tta")
+    if seconds is not None:
+        lines.append(f"training time (sum of epochs, validation included) {seconds / 60:.1f} min")
+    if flipped:  # beside the plain figure, never instead of it
+        lines.append(f"with flip test-time augmentation: test top-1 {flipped['accuracy']:.2%}")
     lines += [
         f"training images/s (median epoch) {record.get('train_images_per_second')}, "
         f"mixed precision {record.get('mixed_precision')}, XLA {record.get('jit_compile')}",

@@ -98,8 +98,9 @@ def fit_remaining(
 ) -> None:
     """Fit the epochs ``folder`` has not trained (``options``: Keras' fit's), starting from its
     backup (weights and optimizer state, as Keras' own backup does); then note that fitting ended."""
-    if folder.restore_from is not None:  # the model is freshly compiled: its optimizer is not built yet
-        model.optimizer.build(model.trainable_variables)
+    if folder.restore_from is not None:
+        if not model.optimizer.built:  # a freshly compiled model's is not: the backup holds its state
+            model.optimizer.build(model.trainable_variables)
         model.load_weights(folder.restore_from)
     if folder.resumed_from < options["epochs"]:  # the datasets shuffle themselves (seeded): fit must not
         model.fit(

@@ -2,7 +2,6 @@
 and each one is the object of the module ``_EXPORTS`` names for it."""
 
 import importlib
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -31,13 +30,6 @@ def test_each_name_comes_from_the_module_its_table_names():
         assert getattr(sv, name) is getattr(importlib.import_module(sv._MODULE_OF[name]), name), name
 
 
-def _is_module(dotted: str) -> bool:
-    try:
-        return importlib.util.find_spec(dotted) is not None
-    except ModuleNotFoundError:
-        return False
-
-
 def doors(code: str) -> dict[str, set[str]]:
     """Library module -> how lesson code reaches it: ``"sv"`` (``sv.name``) and/or ``"module"``
     (``from shiftvit_lib.x import name``, or ``from shiftvit_lib.notebook import x`` for module x)."""
@@ -48,7 +40,9 @@ def doors(code: str) -> dict[str, set[str]]:
     imports = re.findall(r"^\s*from (shiftvit_lib[\w.]*) import (\([^)]*\)|[^\n]*)", code, flags=re.M)
     for package, names in imports:
         for name in re.findall(r"\w+", re.sub(r"#.*|\s+as\s+\w+", "", names)):
-            module = f"{package}.{name}" if _is_module(f"{package}.{name}") else package
+            path = REPO.joinpath(*package.split("."), name)
+            is_module = path.is_dir() or path.with_suffix(".py").is_file()  # a package, or a module
+            module = f"{package}.{name}" if is_module else package
             found.setdefault(module, set()).add("module")
     return found
 

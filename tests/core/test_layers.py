@@ -22,6 +22,7 @@ from shiftvit_lib.layers import (
 
 ALL_LAYERS = [
     ImagePreprocessing(resize_to=10, crop_size=8, seed=3),
+    ImagePreprocessing(resize_to=16, crop_size=16, seed=1, rand_augment_ops=2, random_erasing=1.0),
     MLP(mlp_ratio=2.0, dropout=0.1),
     DropPath(0.3, seed=1),
     ShiftViTBlock(num_div=4, shift="keras_io", mlp_ratio=3.0, drop_path_rate=0.1, norm="group"),
@@ -132,8 +133,6 @@ def test_rand_augment_and_erasing_act_in_training_only():
     trained = ops.convert_to_numpy(strong(images, training=True))
     assert trained.shape == (8, 16, 16, 3) and 0.0 <= trained.min() and trained.max() <= 1.0
     assert not np.allclose(trained, inference)
-    clone = ImagePreprocessing.from_config(strong.get_config())
-    assert clone.get_config() == strong.get_config() and clone.rand_augment.num_ops == 2
 
 
 def test_branching_rand_augment_gives_keras_rand_augments_images_for_the_same_seed():

@@ -9,7 +9,7 @@ import pytest
 from fakes import left_right_sensitive_model, logits_of, one_line, tiny_splits
 
 from shiftvit_lib import build_shiftvit, preset
-from shiftvit_lib.data import DataSplits, mix_images
+from shiftvit_lib.data import mix_images
 from shiftvit_lib.recipe import (
     ThroughputMeter,
     compile_for_training,
@@ -19,15 +19,11 @@ from shiftvit_lib.recipe import (
 )
 
 
-def _tiny_splits() -> DataSplits:
-    return tiny_splits(n_train=40, n_val=16, n_test=16)
-
-
 def test_training_datasets_drop_the_last_batch_and_carry_one_hot_targets_when_mixing():
     config = preset("quick", batch_size=16, mixup_alpha=0.8, cutmix_alpha=1.0)
     assert config.one_hot_targets and preset("quick", label_smoothing=0.1).one_hot_targets
     assert not preset("quick").one_hot_targets
-    train_ds, val_ds, steps = training_datasets(config, _tiny_splits(), seed=0)
+    train_ds, val_ds, steps = training_datasets(config, tiny_splits(40, 16, 16), seed=0)
     assert steps == len(train_ds) == 2
     _, targets = train_ds[0]
     _, val_targets = val_ds[0]
@@ -63,7 +59,7 @@ def test_mixing_on_the_device_gives_the_host_pixels_and_targets_for_the_same_dra
     host, device = (preset("quick", batch_size=8, mixup_alpha=0.8, cutmix_alpha=1.0, mix_on_device=where)
                     for where in (False, True))
     model = compile_for_training(build_shiftvit(device), device, steps_per_epoch=2)
-    (host_ds, _, _), (device_ds, _, _) = (training_datasets(c, _tiny_splits(), seed) for c in (host, device))
+    (host_ds, _, _), (device_ds, _, _) = (training_datasets(c, tiny_splits(40, 16, 16), seed) for c in (host, device))
     for index in range(len(host_ds)):
         (mixed, targets), (batch, device_targets) = host_ds[index], device_ds[index]
         np.testing.assert_array_equal(device_targets, targets)
@@ -90,11 +86,9 @@ def test_logits_metrics_by_hand():
 
 
 def test_mixed_precision_build_keeps_float32_logits(mixed_bfloat16):
-    model = build_shiftvit(preset("quick"))
-    compile_for_training(model, preset("quick"), steps_per_epoch=10)
+    model = compile_for_training(build_shiftvit(preset("quick")), preset("quick"), steps_per_epoch=10)
     assert model.get_layer("stage_1").compute_dtype == "bfloat16"
-    logits = logits_of(model, np.zeros((2, 32, 32, 3), "uint8"))
-    assert logits.dtype == np.float32
+    assert logits_of(model, np.zeros((2, 32, 32, 3), "uint8")).dtype == np.float32
 
 
 def test_flip_tta_averages_the_logits_of_the_image_and_its_mirror():

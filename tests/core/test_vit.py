@@ -7,6 +7,7 @@ compare against plain NumPy written independently of the implementation.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import pkgutil
@@ -81,14 +82,11 @@ def np_attention(x, w, num_heads, key_dim, temperature=None, mask_diagonal=False
 
 def random_attention_weights(layer: vit.MultiHeadSelfAttention, seed: int = 0) -> dict:
     """Assign random weights to a built attention layer; return them as NumPy."""
-    rng = np.random.default_rng(seed)
-    w = {}
-    for key, dense in (("q", layer.query_dense), ("k", layer.key_dense), ("v", layer.value_dense),
-                       ("o", layer.output_dense)):
-        w[key] = (0.5 * rng.normal(size=dense.kernel.shape)).astype("float32")
-        w[f"b{key}"] = (0.5 * rng.normal(size=dense.bias.shape)).astype("float32")
-        dense.kernel.assign(w[key])
-        dense.bias.assign(w[f"b{key}"])
+    rng, w = np.random.default_rng(seed), {}
+    for key, dense in zip("qkvo", (layer.query_dense, layer.key_dense, layer.value_dense, layer.output_dense)):
+        for name, weight in ((key, dense.kernel), (f"b{key}", dense.bias)):
+            w[name] = (0.5 * rng.normal(size=weight.shape)).astype("float32")
+            weight.assign(w[name])
     return w
 
 
@@ -177,11 +175,15 @@ def test_attention_matches_numpy(num_heads, key_dim, locality, temperature):
     np.testing.assert_allclose(numpy_of(out), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("make", [lambda: vit.MultiHeadSelfAttention(2, 4, dropout=0.5), lambda: vit.classifier_head(
-    preset("vit_quick", num_classes=7, head_units=(11, 5), head_dropout=0.5))], ids=["attention", "head"])
-def test_dropout_acts_only_in_training(make):
+@pytest.mark.parametrize("make, shape, params", [
+    (lambda: vit.MultiHeadSelfAttention(2, 4, dropout=0.5), (3, 6, 8), 4 * (8 * 8 + 8)),
+    (lambda: vit.classifier_head(preset("vit_quick", num_classes=7, head_units=(11, 5), head_dropout=0.5)),
+     (3, 7), 2 * 8 + (48 * 11 + 11) + (11 * 5 + 5) + (5 * 7 + 7)),
+], ids=["attention", "head"])
+def test_shape_parameters_and_dropout_acting_only_in_training(make, shape, params):
     x, layer = tokens(3, 6, 8), make()
     inference = numpy_of(layer(x, training=False))
+    assert inference.shape == shape and layer.count_params() == params
     np.testing.assert_array_equal(inference, numpy_of(layer(x, training=False)))
     assert not np.allclose(inference, numpy_of(layer(x, training=True)))
 
@@ -208,28 +210,17 @@ def expected_params(cfg) -> int:
 
 
 @pytest.mark.parametrize("locality", [False, True])
-def test_transformer_block_shape_and_params(locality):
+def test_transformer_block_shape_params_and_residual(locality):
+    """With its two branch outputs zeroed the block must be the identity (pre-norm)."""
+    x = tokens(2, 9, 16)
     block = TransformerBlock(num_heads=4, key_dim=8, mlp_ratio=2.0, dropout=0.1, locality=locality)
-    assert block(tokens(2, 9, 16)).shape == (2, 9, 16)
+    assert block(x).shape == (2, 9, 16)
     assert block.count_params() == block_params(16, 4 * 8, 32, locality)
     assert (block.attention.temperature is None) is not locality
-
-
-def test_transformer_block_is_residual():
-    """Zero the two branch outputs and the block must be the identity (pre-norm)."""
-    x = tokens(2, 4, 8)
-    block = TransformerBlock(2, 4, dropout=0.0)
-    block.build(x.shape)
     for dense in (block.attention.output_dense, block.mlp.project):
         for weight in (dense.kernel, dense.bias):
             weight.assign(np.zeros(weight.shape, "float32"))
     np.testing.assert_allclose(numpy_of(block(x)), x, atol=1e-6)
-
-
-def test_classifier_head_shape_and_params():
-    head = vit.classifier_head(preset("vit_quick", num_classes=7, head_units=(11, 5), head_dropout=0.5))
-    assert head(tokens(3, 6, 4)).shape == (3, 7)
-    assert head.count_params() == 2 * 4 + (24 * 11 + 11) + (11 * 5 + 5) + (5 * 7 + 7)
 
 
 # -------------------------------------------------------------------------------------
@@ -245,13 +236,21 @@ LAYER_CASES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def every_module_imported():
+    """Another module registering a class of the same name would hijack loading."""
+    for info in pkgutil.iter_modules(shiftvit_lib.__path__):
+        with contextlib.suppress(ImportError):  # optional dependencies (plots, manim...) are not our concern
+            importlib.import_module(f"shiftvit_lib.{info.name}")
+
+
 @pytest.mark.parametrize("make, shape", LAYER_CASES, ids=lambda v: getattr(v, "__name__", ""))
-def test_every_layer_round_trips_through_get_config(make, shape):
+def test_every_layer_round_trips_through_get_config(every_module_imported, make, shape):
     layer = make()
     x = np.random.default_rng(0).uniform(size=shape).astype("float32")
     y = numpy_of(layer(x))
     config = layer.get_config()
-    # Through the registry, as a .keras file does it.
+    # Through the registry ("shiftvit_lib>Name"), as a .keras file does it.
     clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
     assert type(clone) is type(layer) and clone.get_config() == config
     if not clone.built:  # the serialized build_config normally rebuilds it already
@@ -260,18 +259,6 @@ def test_every_layer_round_trips_through_get_config(make, shape):
     assert type(layer).from_config(config).get_config() == config
     clone.set_weights(layer.get_weights())
     np.testing.assert_allclose(numpy_of(clone(x)), y, rtol=1e-6, atol=1e-6)
-
-
-def test_registered_names_are_ours_after_importing_every_module():
-    """Another module registering a class of the same name would hijack loading."""
-    for info in pkgutil.iter_modules(shiftvit_lib.__path__):
-        try:
-            importlib.import_module(f"shiftvit_lib.{info.name}")
-        except ImportError:  # optional dependencies (plots, manim...) are not our concern
-            pass
-    for name in ("PatchTokenizer", "ShiftedPatchTokenizer", "PositionEmbedding", "MultiHeadSelfAttention",
-                 "TransformerBlock"):
-        assert keras.saving.get_registered_object(f"shiftvit_lib>{name}") is getattr(vit, name), name
 
 
 # -------------------------------------------------------------------------------------
@@ -420,7 +407,6 @@ def _zeros(*shape):
     (lambda: vit.ShiftedPatchTokenizer(4, 8)(_zeros(1, 10, 10, 3)), ValueError, "multiple"),
     (lambda: build_vit(preset("quick")), TypeError, "ViTConfig"),
     (lambda: preset("vit_quick", patch_size=5), ValueError, "multiple of patch_size"),
-    (lambda: preset("vit_quick", image_size=64), ValueError, "resize_to"),
     (lambda: preset("vit_quick", mixup_alpha=-1.0), ValueError, "Invalid ViTConfig 'vit_quick': mixup_alpha must be >= 0"),
 ])
 def test_bad_input_is_refused_naming_what_is_wrong(call, error, words):

@@ -87,14 +87,11 @@ def missing_claims(records: dict, korean: bool = False) -> list[str]:
     folder = ROOT / "notebooks" / ("ko" if korean else "")
     missing = []
     for stem, text in claims(records):
-        wanted = " ".join(text.split())
-        if korean:  # the Korean prose keeps the numbers, not the English words around them
-            wanted_parts = re.findall(r"\d[\d,.]*\d|\d", wanted)
-            body = _markdown(folder / f"{stem}.ipynb")
-            if not all(re.search(rf"(?<![\d.]){re.escape(part)}(?!\d)", body) for part in wanted_parts):
-                missing.append(f"{stem} (ko): {text!r}")
-        elif wanted not in _markdown(folder / f"{stem}.ipynb"):
-            missing.append(f"{stem}: {text!r}")
+        body = _markdown(folder / f"{stem}.ipynb")
+        # the Korean prose keeps the numbers, not the English words around them
+        wanted = re.findall(r"\d[\d,.]*\d|\d", text) if korean else [" ".join(text.split())]
+        if not all(re.search(rf"(?<![\d.]){re.escape(part)}(?!\d)", body) for part in wanted):
+            missing.append(f"{folder.name}/{stem}: {text!r}")
     return missing
 
 

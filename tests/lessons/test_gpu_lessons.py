@@ -71,8 +71,7 @@ def _before_tensorflow_loads(name):
     (which loads TensorFlow), with IPython's %magic lines left out."""
     import ast
 
-    code = "\n".join(_code(name))
-    code = "\n".join(re.sub(r"^(\s*)%.*", r"\1pass", line) for line in code.splitlines())
+    code = re.sub(r"(?m)^(\s*)%.*", r"\1pass", "\n".join(_code(name)))
     loads = ("keras", "tensorflow", "shiftvit_lib")
     kept = []
     for statement in ast.parse(code).body:

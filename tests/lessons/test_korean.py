@@ -127,7 +127,7 @@ def test_the_checks_of_a_korean_lesson_see_what_they_look_for():
     assert _english_docstrings([{**code[0], "source": 'def f():\n    """1을 더합니다."""\n'}]) == []
 
 
-VARIANTS = [  # (cell type, planted Korean, the ruled-out variant named)
+GLOSSARY_CASES = [  # (cell type, Korean prose, the ruled-out variant the check names, or None: allowed)
     ("markdown", "모든 어텐션 층을 시프트로 바꿉니다.", "층"),
     ("markdown", "그 기울기가 Adam을 거칩니다.", "기울기"),
     ("markdown", "퀵 모드로 실행합니다.", "퀵 모드"),
@@ -145,7 +145,20 @@ VARIANTS = [  # (cell type, planted Korean, the ruled-out variant named)
     ("markdown", "노트북 컴퓨터 사진도 레이블을 받습니다.", "노트북 컴퓨터"),
     ("markdown", "빈칸이 비어 있으면 라이브러리끼리 비교합니다.", "빈칸이 비어"),
     ("code", "# 기울기:", "기울기"),  # in a code comment
+    *[("markdown", allowed, None) for allowed in (
+        "Swin의 계층 구조", "다층 퍼셉트론(MLP)", "층화 분할(stratified split)", "형태(shape)", "`x.shape`",
+        "십자 모양까지 닿습니다", "```python\nimport keras  # 층\n```", "**채널**(channel)로", "**81.7 %**, Swin-T",
+        "**직접 해 보세요.** `call`을 작성하세요", "파라미터도 산술 연산도 없습니다", "스트라이드(stride) 2",
+        # issue 44: code and names keep "compile"; a Jupyter notebook is a 노트북
+        "`model.compile`로 컴파일합니다", "`compile_for_training`으로 컴파일된 모델", "`jit_compile=True`",
+        "이 노트북의 장치에서", "빈칸을 채우지 않았으면", "랩톱 CPU에 맞춘 값")],
 ]
+
+
+@pytest.mark.parametrize("cell_type, text, variant", GLOSSARY_CASES)
+def test_the_glossary_names_each_ruled_out_variant_and_passes_the_allowed_forms(cell_type, text, variant):
+    found = build_korean.glossary_violations(build_korean.prose(text, cell_type))
+    assert [line.split(": use ")[0] for line in found] == ([repr(variant)] if variant else []), found
 
 
 def _korean(change):
@@ -176,9 +189,7 @@ CODE_DIFFERS = "the translated code differs from the English code (not only comm
     ("07_attention_vs_shift", "markdown", "10,000", _korean(lambda ko: ko.replace("10,000", "1,000", 1)),
      ["numbers differ: 10000 is in the English, not in the Korean",
       "numbers differ: 1000 is in the Korean, not in the English"]),
-    *[("03_shift_block", cell_type, "", _korean(lambda ko, planted=planted: ko + "\n\n" + planted)
-       if cell_type == "markdown" else _korean(lambda ko, planted=planted: ko.replace("#", planted, 1)),
-       [f"'{variant}'"]) for cell_type, planted, variant in VARIANTS],
+    ("03_shift_block", "markdown", "", _korean(lambda ko: ko + "\n\n퀵 모드로 실행합니다."), ["'퀵 모드'"]),
 ])
 def test_a_planted_mistake_in_a_translation_is_named_with_its_cell(stem, cell_type, holding, change, expected):
     nb, catalog = _notebook(stem), json.loads(json.dumps(load_catalog(stem)))  # a copy to plant a mistake in
@@ -279,20 +290,8 @@ def test_refresh_moves_korean_comments_onto_reformatted_code():
 
 
 def test_the_glossary_names_its_terms_and_rules_out_their_variants():
-    # (each ruled-out variant is planted in VARIANTS above and named by the check)
+    # (each ruled-out variant is named by the check in GLOSSARY_CASES above)
     assert len(_glossary()) >= 50 and {*KEY_TERMS, "channel group"} <= set(_glossary())
-
-
-@pytest.mark.parametrize("allowed", [
-    "Swin의 계층 구조", "다층 퍼셉트론(MLP)", "층화 분할(stratified split)", "형태(shape)", "`x.shape`",
-    "십자 모양까지 닿습니다", "```python\nimport keras  # 층\n```", "**채널**(channel)로", "**81.7 %**, Swin-T",
-    "**직접 해 보세요.** `call`을 작성하세요", "파라미터도 산술 연산도 없습니다", "스트라이드(stride) 2",
-    # issue 44: code and names keep "compile"; a Jupyter notebook is a 노트북
-    "`model.compile`로 컴파일합니다", "`compile_for_training`으로 컴파일된 모델", "`jit_compile=True`",
-    "이 노트북의 장치에서", "빈칸을 채우지 않았으면", "랩톱 CPU에 맞춘 값",
-])
-def test_the_allowed_forms_pass(allowed):
-    assert build_korean.glossary_violations(build_korean.prose(allowed, "markdown")) == []
 
 
 def test_a_broken_pattern_in_the_glossary_is_one_line_naming_the_row(tmp_path):

@@ -8,7 +8,6 @@ with the switch on (SHIFTVIT_RENDER_ANIMATION=1 in `bash run.sh test`).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -57,18 +56,11 @@ def test_the_section_ships_switched_off_with_other_numbers_than_the_gif_and_ci_s
     assert "anim" in run_sh[run_sh.index("EXTRAS=") :].split("\n", 1)[0]
 
 
-def manim_or_skip():
-    if importlib.util.find_spec("manim") is None:
-        pytest.skip('manim is not installed: pip install -e ".[anim]"')
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # pydub: no ffmpeg binary (not needed)
-        import manim
-    return manim
-
-
 def render_last_frame(**parameters) -> tuple[np.ndarray, object]:
     """The notebook's scene with some parameters changed: its last frame (RGB) and the scene."""
-    manim = manim_or_skip()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # pydub: no ffmpeg binary (not needed)
+        manim = pytest.importorskip("manim", reason='manim is not installed: pip install -e ".[anim]"')
     from keras import ops
 
     import shiftvit_lib as sv

@@ -1,15 +1,16 @@
 """The practice copies (notebooks/practice/) are the lessons with their outputs cleared (issue 36)."""
 
-import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("make_practice", ROOT / "scripts" / "make_practice.py")
-make_practice = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(make_practice)
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import make_practice  # noqa: E402
+
 LESSONS = make_practice.lessons()
 
 

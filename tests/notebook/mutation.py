@@ -10,7 +10,6 @@ statements dropped). ``tests/notebook/test_checks.py`` runs them through the les
 from __future__ import annotations
 
 import ast
-import copy
 import itertools
 import json
 import re
@@ -27,7 +26,6 @@ class Fold(NamedTuple):
     check: str  # checks.<name> that judges it
     name: str  # what the filled cell defines and the check is given
     blank: bool  # a blank (try_yours) or an exercise (checks.exercise)
-    checking: str  # the code cell that checks it
 
 
 def _source(cell: dict) -> str:
@@ -62,8 +60,7 @@ def folds(lesson: str) -> list[Fold]:
             continue  # an exercise answered on paper
         solution = text.split("<summary>Solution")[1]  # this fold only
         cell_text = next(c for c in reversed(before) if re.search(r"# your|NotImplementedError|= None +#", c, re.I))
-        found.append(Fold(lesson, cell_text, _fold_code(solution.split("</details>")[0]), name[1], name[2], blank,
-                          checking))
+        found.append(Fold(lesson, cell_text, _fold_code(solution.split("</details>")[0]), name[1], name[2], blank))
     return found
 
 
@@ -122,61 +119,33 @@ SWAPS = {ast.Add: [ast.Sub], ast.Sub: [ast.Add], ast.Mult: [ast.Div, ast.Add], a
 
 
 def _edits(node: ast.AST):
-    """(description, edit) for every single mutation of ``node``; edit(node copy) mutates in place."""
-    kind = type(node).__name__
-    if isinstance(node, ast.BinOp | ast.Compare):
-        ops_ = [node.op] if isinstance(node, ast.BinOp) else node.ops
-        for k, op in enumerate(ops_):
+    """(description, field, value) for every single mutation of ``node``: ``node.field = value``."""
+    if isinstance(node, ast.BinOp):
+        for new in SWAPS.get(type(node.op), []):
+            yield f"BinOp {type(node.op).__name__}->{new.__name__}", "op", new()
+    elif isinstance(node, ast.Compare):
+        for k, op in enumerate(node.ops):
             for new in SWAPS.get(type(op), []):
-                yield f"{kind} {type(op).__name__}->{new.__name__}", _swap_op(k, new)
+                swapped = [*node.ops[:k], new(), *node.ops[k + 1:]]
+                yield f"Compare {type(op).__name__}->{new.__name__}", "ops", swapped
     elif isinstance(node, ast.Constant) and type(node.value) is int:
         for delta in (1, -1):
-            yield f"{node.value}{delta:+d}", _set_attr("value", node.value + delta)
+            yield f"{node.value}{delta:+d}", "value", node.value + delta
     elif isinstance(node, ast.Slice):
         for bound in ("lower", "upper"):
             if getattr(node, bound) is not None:
                 for op in (ast.Add, ast.Sub):
-                    yield f"slice {bound} {op.__name__} 1", _shift_bound(bound, op)
-    elif isinstance(node, ast.Call) and len(node.args) > 1:
-        for i in range(len(node.args)):
-            for j in range(i + 1, len(node.args)):
-                yield f"call args {i}<->{j}", _swap_args(i, j)
+                    yield f"slice {bound} {op.__name__} 1", bound, ast.BinOp(getattr(node, bound), op(), ast.Constant(1))
+    elif isinstance(node, ast.Call):
+        for i, j in itertools.combinations(range(len(node.args)), 2):
+            swapped = list(node.args)
+            swapped[i], swapped[j] = node.args[j], node.args[i]
+            yield f"call args {i}<->{j}", "args", swapped
     if isinstance(getattr(node, "body", None), list):
         for field in ("body", "orelse"):
-            for k in range(len(getattr(node, field, []) or [])):
-                yield f"drop {field}[{k}]", _drop(field, k)
-
-
-def _swap_op(k, new):
-    def edit(node):
-        if isinstance(node, ast.BinOp):
-            node.op = new()
-        else:
-            node.ops[k] = new()
-    return edit
-
-
-def _set_attr(name, value):
-    return lambda node: setattr(node, name, value)
-
-
-def _shift_bound(bound, op):
-    return lambda node: setattr(node, bound, ast.BinOp(getattr(node, bound), op(), ast.Constant(1)))
-
-
-def _swap_args(i, j):
-    def edit(node):
-        node.args[i], node.args[j] = node.args[j], node.args[i]
-    return edit
-
-
-def _drop(field, k):
-    def edit(node):
-        body = getattr(node, field)
-        del body[k]
-        if not body and field == "body":
-            body.append(ast.Pass())
-    return edit
+            statements = getattr(node, field, [])
+            for k in range(len(statements)):  # an emptied block holds `pass` (`else: pass` is no else)
+                yield f"drop {field}[{k}]", field, statements[:k] + statements[k + 1:] or [ast.Pass()]
 
 
 def _nodes(node: ast.AST):
@@ -189,13 +158,13 @@ def _nodes(node: ast.AST):
 def mutants(code: str) -> dict[str, str]:
     """Every single-edit variant of ``code`` that still parses, by a name of its edit."""
     tree = ast.parse(code)
-    found = {}
-    for index, node in enumerate(_nodes(tree)):
-        for what, edit in _edits(node):
-            changed = copy.deepcopy(tree)
-            edit(next(itertools.islice(_nodes(changed), index, None)))  # a copy's node `index` is this one
-            text = ast.unparse(ast.fix_missing_locations(changed))
-            name = f"{ast.unparse(node).splitlines()[0][:40]} | {what}"
-            if text != ast.unparse(tree):
+    original, found = ast.unparse(tree), {}
+    for node in _nodes(tree):
+        for what, field, value in list(_edits(node)):
+            name, kept = f"{ast.unparse(node).splitlines()[0][:40]} | {what}", getattr(node, field)
+            setattr(node, field, value)  # the edit, undone once the variant is written out
+            text = ast.unparse(tree)
+            setattr(node, field, kept)
+            if text != original:
                 found.setdefault(name, text)
     return found

@@ -32,16 +32,14 @@ def test_runs_go_to_drive_on_colab_else_next_to_the_notebook(monkeypatch, tmp_pa
 
 
 def test_lesson06_studies_the_newest_best_model_of_a_lesson05_run(tmp_path):
-    # A quick-mode run is a smoke test, not a model to study, and other lessons' runs do not count.
-    for folder in ("local/05_training_quick", "local/07_attention_vs_shift_full", "local/05_training_seed"):
-        (tmp_path / folder).mkdir(parents=True)  # 05_training_seed: no epoch finished, no best.keras
-    for folder in ("local/05_training_quick", "local/07_attention_vs_shift_full"):
-        (tmp_path / folder / "best.keras").write_bytes(b"not read")
-    assert learners_best_model([tmp_path / "local", tmp_path / "missing"]) is None
-    # An interrupted run counts (its best epoch so far); the newest best.keras wins, in any root.
-    older, newer = tmp_path / "local/05_training_cpu/best.keras", tmp_path / "drive/05_training_seed/best.keras"
-    for path in (older, newer):
+    # A quick-mode run is a smoke test, not a model to study, and other lessons' runs do not count; an
+    # interrupted run counts (its best epoch so far); the newest best.keras wins, in any root.
+    (tmp_path / "local/05_training_seed").mkdir(parents=True)  # no epoch finished: no best.keras
+    ignored = [tmp_path / "local" / run / "best.keras" for run in ("05_training_quick", "07_attention_vs_shift_full")]
+    older, newer = tmp_path / "colab/05_training_cpu/best.keras", tmp_path / "drive/05_training_seed/best.keras"
+    for path in [*ignored, older, newer]:
         path.parent.mkdir(parents=True)
         path.write_bytes(b"a model")
     os.utime(older, (1_000_000, 1_000_000))
-    assert learners_best_model([tmp_path / "local", tmp_path / "drive"]) == newer
+    assert learners_best_model([tmp_path / "local", tmp_path / "missing"]) is None
+    assert learners_best_model([tmp_path / "local", tmp_path / "colab", tmp_path / "drive"]) == newer

@@ -33,38 +33,32 @@ WINS = "in the environment, which wins over"
 ])
 def test_the_lessons_switch_sets_the_mode_unless_the_environment_says(monkeypatch, switch, quick, mode, preset, reason):
     # Lesson 05's RECIPE picks quick mode, or full mode with its own preset; no lesson rewrites the result.
+    # A GPU is seen where SHIFTVIT_QUICK is unset: it never switches to full mode, and quick mode names the switch.
     monkeypatch.setenv("SHIFTVIT_DATA", DATA)
     monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
     if quick is not None:
         monkeypatch.setenv("SHIFTVIT_QUICK", quick)
+    platform = "gpu" if quick is None else None
+    monkeypatch.setattr(importlib.import_module("shiftvit_lib.tools.devices"), "accelerator_platform", lambda: platform)
     settings = setup_lesson(**switch)
+    described = settings.describe()
     assert (settings.mode, settings.preset_name, settings.reason) == (mode, preset, reason)
-    assert settings.data_source == ("sample" if mode == "quick" else DATA)
-    assert f"{mode.upper()} mode" in settings.describe() and f"(mode chosen by {reason})" in settings.describe()
+    assert settings.data_source == ("sample" if mode == "quick" else DATA) and settings.accelerator is (quick is None)
+    assert f"{mode.upper()} mode" in described and f"(mode chosen by {reason})" in described
+    wanted = 'RECIPE = "cpu" or "seed"' if "recipe" in switch else "FULL_MODE = True"
+    gpu_line = f"A GPU/TPU was found; quick mode uses it too. Full mode needs {wanted}."
+    assert (gpu_line in described) == (settings.accelerator and settings.quick), described
 
 
 @pytest.mark.parametrize(("call", "error", "words"), [
     (lambda: choose_mode(False, {"SHIFTVIT_QUICK": "maybe"}), ValueError, "SHIFTVIT_QUICK"),
-    (lambda: choose_mode("False", {}), TypeError, "full_mode"),  # a string would be truthy: refuse it
+    (lambda: choose_mode("False", {}), TypeError, "full_mode must be True or False"),  # a string would be truthy
     (lambda: setup_lesson(recipe="gpu"), ValueError, "recipe must be one of"),
     (lambda: setup_lesson(recipe="cpu", full_mode=True), ValueError, "recipe must be one of"),
-    (lambda: setup_lesson(full_mode="yes"), TypeError, "full_mode must be True or False"),
 ])
 def test_a_switch_that_cannot_be_read_is_refused(call, error, words):
     with pytest.raises(error, match=words):
         call()
-
-
-@pytest.mark.parametrize("accelerator", [True, False])
-def test_a_gpu_never_switches_to_full_mode_and_names_the_lessons_switch(monkeypatch, accelerator):
-    monkeypatch.delenv("SHIFTVIT_QUICK", raising=False)
-    platform = "gpu" if accelerator else None
-    monkeypatch.setattr(importlib.import_module("shiftvit_lib.tools.devices"), "accelerator_platform", lambda: platform)
-    settings = setup_lesson(seed=3)
-    assert settings.quick and settings.preset_name == "quick" and settings.accelerator is accelerator
-    assert ("A GPU/TPU was found; quick mode uses it too. Full mode needs FULL_MODE = True." in settings.describe()) \
-        == accelerator
-    assert ('Full mode needs RECIPE = "cpu" or "seed".' in setup_lesson(recipe="quick").describe()) == accelerator
 
 
 # --- The lessons' first cells, and the lesson runner ---

@@ -16,7 +16,6 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from shiftvit_lib.data import CIFAR10_CLASSES  # noqa: E402
 from shiftvit_lib.notebook import plots  # noqa: E402
-from shiftvit_lib.tools.run_folder import read_history_csv  # noqa: E402
 
 
 def small_and_detached(fig: Figure) -> bool:
@@ -45,9 +44,8 @@ def test_class_counts_bars_match_the_splits() -> None:
     assert small_and_detached(fig)
 
 
-def test_history_from_a_keras_history_and_from_csv(tmp_path: Path) -> None:
+def test_history_from_a_keras_history_and_from_csv() -> None:
     history = keras.callbacks.History()
-    history.epoch = [0, 1, 2]
     history.history = {"loss": [2.0, 1.5, 1.2], "val_loss": [2.1, 1.7, 1.6], "accuracy": [0.2, 0.4, 0.5],
                        "val_accuracy": [0.2, 0.35, 0.4], "top5": [0.6, 0.7, 0.8]}
     loss_ax, accuracy_ax = plots.plot_history(history).axes
@@ -55,9 +53,9 @@ def test_history_from_a_keras_history_and_from_csv(tmp_path: Path) -> None:
     assert [line.get_label() for line in accuracy_ax.lines] == ["accuracy", "val_accuracy", "top5"]
     np.testing.assert_allclose(accuracy_ax.lines[1].get_ydata(), [0.2, 0.35, 0.4])
     np.testing.assert_array_equal(loss_ax.lines[0].get_xdata(), [1, 2, 3])  # epochs counted from 1
-    (tmp_path / "history.csv").write_text("epoch,accuracy,loss,val_accuracy,val_loss\n0,0.2,2.0,0.2,2.1\n1,0.4,1.5,0.35,1.7\n")
-    from_csv = plots.plot_history(read_history_csv(tmp_path / "history.csv"))
-    assert len(from_csv.axes) == 2 and list(from_csv.axes[0].lines[0].get_xdata()) == [1, 2]
+    # history.csv's rows, read back (run_folder.read_history_csv): an "epoch" column, counted from 0 too
+    from_csv = plots.plot_history({"epoch": [4, 5], "loss": [2.0, 1.5], "accuracy": [0.2, 0.4]})
+    assert len(from_csv.axes) == 2 and list(from_csv.axes[0].lines[0].get_xdata()) == [5, 6]
     assert len(plots.plot_history({"loss": [1.0, 0.5]}).axes) == 1
 
 
@@ -142,8 +140,8 @@ def test_show_animation_embeds_the_gif_as_html_that_renders_everywhere():
     import base64
     import re
 
-    html = plots.show_animation("shift_operation", width=480)._repr_html_()
-    match = re.fullmatch(r'<img src="data:image/gif;base64,([A-Za-z0-9+/=]+)" alt="[^"]+" width="480">', html)
+    html = plots.show_animation("shift_operation")._repr_html_()
+    match = re.fullmatch(r'<img src="data:image/gif;base64,([A-Za-z0-9+/=]+)" alt="[^"]+">', html)
     gif = Path(plots.__file__).parents[1] / "assets" / "animations" / "shift_operation.gif"
     assert match and base64.b64decode(match.group(1)) == gif.read_bytes(), html[:120]
 

@@ -16,7 +16,6 @@ intended visual change with ``python animations/render.py --write-controls``.
 from __future__ import annotations
 
 import importlib.util
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -33,31 +32,27 @@ SCENES = {
 }
 LOW_QUALITY_SIZE = (480, 854)  # (height, width) of Manim's -ql
 
-# A frame "matches" its control when the pixels agree on average and almost
-# no pixel differs strongly.  Tolerances absorb anti-aliasing and font
-# rasterisation differences between machines, not a changed picture: a
-# shift in the wrong direction changes several percent of the pixels.
-MAX_MEAN_DIFF = 2.0
-MAX_CHANGED_FRACTION = 0.004  # share of pixels whose largest channel difference is > 64
+# A frame "matches" its control when the pixels agree on average (mean absolute difference) and almost
+# no pixel differs strongly (share of pixels whose largest channel difference is > CHANGED_LEVEL).
+# Tolerances absorb anti-aliasing and font rasterisation differences between machines, not a changed
+# picture: a shift in the wrong direction changes several percent of the pixels. The MP4 is lossy
+# (yuv420p), so its decoded frame gets more slack.
+LIMITS = {"frame": (2.0, 0.004), "mp4": (4.0, 0.02)}  # (mean difference, changed share)
 CHANGED_LEVEL = 64
-# The MP4 is lossy (yuv420p, crf 23), so its decoded frame gets more slack.
-MP4_MAX_MEAN_DIFF = 4.0
-MP4_MAX_CHANGED_FRACTION = 0.02
 
 
 @pytest.fixture(scope="module")
 def manim():
-    """Import manim; skip the test only when manim is not installed at all.
+    """Import manim (and animations.render); skip the test only when manim is not installed at all.
 
     A manim that is installed but fails to import (e.g. a missing system
     library) raises, so CI fails loudly instead of silently skipping.
     """
     if importlib.util.find_spec("manim") is None:
         pytest.skip('manim is not installed: pip install "manim==0.22.0" (the anim extra)')
-    with warnings.catch_warnings():  # pydub (a manim dependency) warns when no ffmpeg binary exists
-        warnings.simplefilter("ignore", RuntimeWarning)
-        import manim
-    return manim
+    from animations import render
+
+    render.load_scene("ShiftOperation")  # imports manim as render.py does (pydub's ffmpeg warning hidden)
 
 
 def frame_difference(frame: np.ndarray, control: np.ndarray) -> tuple[float, float]:
@@ -68,6 +63,11 @@ def frame_difference(frame: np.ndarray, control: np.ndarray) -> tuple[float, flo
 
 
 CONTROL_NAME = "{stem}_last_frame.png"
+
+
+def assert_matches(frame: np.ndarray, control: np.ndarray, limits: str = "frame") -> None:
+    mean, changed = frame_difference(frame, control)
+    assert mean < LIMITS[limits][0] and changed < LIMITS[limits][1], (mean, changed)
 
 
 def load_control(stem: str) -> np.ndarray:
@@ -149,24 +149,17 @@ def rendered(manim, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCENES))
 def test_each_scene_renders_an_mp4_and_a_small_looping_gif_that_end_on_its_control(rendered, name):
-    av = pytest.importorskip("av")
-    from animations.render import GIF_MAX_BYTES, GIF_WIDTH
+    from animations.render import GIF_MAX_BYTES, GIF_WIDTH, read_video
 
     mp4, control = rendered[name].mp4, load_control(SCENES[name])
     assert mp4.exists() and mp4.stat().st_size > 10_000
-    with av.open(str(mp4)) as container:
-        stream = container.streams.video[0]
-        assert float(stream.average_rate) == 15  # -ql is 15 fps
-        frames = [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
-    assert len(frames) >= 15 * 5, "scenes run for several seconds"
+    frames, fps = read_video(mp4)
+    assert fps == 15 and len(frames) >= 15 * 5, "-ql is 15 fps; scenes run for several seconds"
     assert frames[0].shape[:2] == LOW_QUALITY_SIZE
     # It is an animation, not a still: the picture changes a lot from start to end.
     assert frame_difference(frames[0], frames[-1])[1] > 0.05
-    mean, changed = frame_difference(rendered[name].last_frame, control)
-    assert mean < MAX_MEAN_DIFF and changed < MAX_CHANGED_FRACTION, (mean, changed)
-    # The video itself ends on that picture (up to compression).
-    mean, changed = frame_difference(frames[-1], control)
-    assert mean < MP4_MAX_MEAN_DIFF and changed < MP4_MAX_CHANGED_FRACTION, (mean, changed)
+    assert_matches(rendered[name].last_frame, control)
+    assert_matches(frames[-1], control, "mp4")  # the video itself ends on that picture
     gif = rendered[name].gif
     assert 0 < gif.stat().st_size < GIF_MAX_BYTES
     with Image.open(gif) as image:
@@ -201,7 +194,7 @@ def test_the_shift_scene_draws_the_formulas_output_and_its_control_rejects_a_wro
     broken = render.render_scene("ShiftOperation", quality="low")  # last frame only: fast
     np.testing.assert_array_equal(broken.scene.shown, swapped_left_right(example_feature_map(), NUM_DIV))
     mean, changed = frame_difference(broken.last_frame, load_control("shift_operation"))
-    assert changed > 2 * MAX_CHANGED_FRACTION, (mean, changed)  # rejected by a wide margin
+    assert changed > 2 * LIMITS["frame"][1], (mean, changed)  # rejected by a wide margin
 
 
 @pytest.mark.parametrize("stem", sorted(SCENES.values()))
@@ -218,8 +211,7 @@ def test_committed_renders_are_small_and_end_on_their_control(stem):
         container.seek(container.duration)  # to the last key frame: a few frames to decode
         *_, last = container.decode(video=0)
     frame = last.to_image().resize(LOW_QUALITY_SIZE[::-1], Image.Resampling.LANCZOS)
-    mean, changed = frame_difference(np.asarray(frame), load_control(stem))
-    assert mean < MP4_MAX_MEAN_DIFF and changed < MP4_MAX_CHANGED_FRACTION, (mean, changed)
+    assert_matches(np.asarray(frame), load_control(stem), "mp4")
 
 
 @pytest.mark.parametrize("readme", ["README.md", "animations/README.md"])

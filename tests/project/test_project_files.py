@@ -1,5 +1,6 @@
 """The licence, the citation record and the Keras floor."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -34,14 +35,11 @@ ISSUE_NUMBER = re.compile(r"\b(?:issues?|Issue) \d+")
 
 def _help_texts() -> dict[str, str]:
     """What a user reads: each script's docstring that its --help shows, and the READMEs' text."""
-    import ast
-
     texts = {name: (REPO / name).read_text(encoding="utf-8") for name in ("README.md", "README.ko.md")}
-    for path in sorted(REPO.glob("*/*.py")):
-        source = path.read_text(encoding="utf-8")
-        if "__doc__" in source and "argparse" in source:  # the module docstring is its --help
-            texts[str(path.relative_to(REPO))] = ast.get_docstring(ast.parse(source)) or ""
-    return texts
+    sources = {str(path.relative_to(REPO)): path.read_text(encoding="utf-8") for path in REPO.glob("*/*.py")}
+    # a script whose --help is its module docstring
+    return texts | {name: ast.get_docstring(ast.parse(source)) or "" for name, source in sources.items()
+                    if "__doc__" in source and "argparse" in source}
 
 
 def test_no_issue_numbers_in_what_a_user_reads():

@@ -14,7 +14,6 @@ except under `bash run.sh test`, which sets SHIFTVIT_REQUIRE_BROWSER=1 so that C
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import os
@@ -22,24 +21,19 @@ import posixpath
 import re
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from fakes import one_line
+from fakes import one_line, write_tree
 
 from website import build as site_build
-from website.check_site import (
-    SEARCH_TERM,
-    check_site,
-    colab_url,
-    expected_lessons,
-    find_chromium,
-    korean_lessons,
-)
+from website import check_site as checker
+from website.check_site import colab_url
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
+STEMS = [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+PAGES = [f"notebooks/{stem}.html" for stem in STEMS]  # the lesson pages
 BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
 
 
@@ -54,27 +48,21 @@ def _notebook(*markdown: str, outputs: list | None = None) -> dict:
 
 
 README = """# x
-
 ## Lessons
-
 | # | notebook | what you learn | library module |
 |---|---|---|---|
 | 00 | [overview](notebooks/00_intro.ipynb) | the idea | `lesson` |
-
 <!-- results-table -->
 **Results.** See [the benchmarks](benchmarks/README.md).
-
 | what | result |
 |---|---|
 | `cpu` preset | test top-1 **79.82 %** |
-
 ## The library
-"""
+"""  # (no blank lines: the staging reads the sections by their headings and the marker)
 
 
 @pytest.fixture
 def tiny_repo(tmp_path):
-    repo = tmp_path / "repo"
     intro = _notebook(f"# 00 · Intro\n\n{BADGE}({colab_url('00_intro')})", "See [the appendix](08_appendix_x.ipynb) "
                       "and [the shift](../shiftvit_lib/shift.py).")
     appendix = _notebook(  # the badge as HTML
@@ -82,10 +70,7 @@ def tiny_repo(tmp_path):
     )
     files = {"benchmarks/README.md": "b", "README.md": README, "notebooks/00_intro.ipynb": json.dumps(intro),
              "notebooks/08_appendix_x.ipynb": json.dumps(appendix)}
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    return repo
+    return write_tree(tmp_path / "repo", {name: text.encode() for name, text in files.items()})
 
 
 def test_staging_points_badges_and_files_where_they_work_and_the_home_page_lists_every_notebook(tiny_repo, tmp_path):
@@ -119,7 +104,7 @@ HTML_SCRIPT = {"output_type": "display_data", "metadata": {},
     (_notebook("# 01\n\n![plot](https://example.org/plot.png)"), README,
      r"01_x.ipynb loads from the internet.*example.org/plot.png"),  # a remote image
     (_notebook("# 01", outputs=[HTML_SCRIPT]), README, r"cdn.example.org/x.js"),  # a remote script
-    (None, README.replace(site_build.RESULTS_MARKER, ""), "results-table"),  # the results marker is required
+    (_notebook("# 01"), README.replace(site_build.RESULTS_MARKER, ""), "results-table"),  # the marker is required
     # an image that leaves the checkout: by climbing out, by an absolute path, through a link
     *[(_notebook(f"# 01\n\n![plot]({target})"), README, f"{re.escape(target)}.*outside the checkout")
       for target in ("../../outside.png", "/OUTSIDE/outside.png", "link.png")],
@@ -128,10 +113,8 @@ def test_a_remote_file_an_image_outside_the_checkout_or_a_readme_without_results
         tiny_repo, tmp_path, notebook, readme, refused):
     (tmp_path / "outside.png").write_bytes(b"not the project's")
     (tiny_repo / "notebooks" / "link.png").symlink_to(tmp_path / "outside.png")
-    if notebook:
-        text = json.dumps(notebook).replace("/OUTSIDE", str(tmp_path))
-        (tiny_repo / "notebooks" / "01_x.ipynb").write_text(text)
-    (tiny_repo / "README.md").write_text(readme)
+    text = json.dumps(notebook).replace("/OUTSIDE", str(tmp_path))
+    write_tree(tiny_repo, {"notebooks/01_x.ipynb": text.encode(), "README.md": readme.encode()})
     with pytest.raises(site_build.SiteError) as error:
         site_build.stage_sources(tmp_path / "stage", tiny_repo)
     assert re.search(refused.replace("/OUTSIDE", str(tmp_path)), one_line(error.value)), error.value
@@ -146,22 +129,20 @@ def _build_folder(folder: Path, page: str = "old") -> Path:
     return folder
 
 
-@pytest.mark.parametrize(("state", "refused"), [
-    ("missing", False), ("empty", False), ("last build", False), ("a file of yours", True),
-    ("a copy with .git and CNAME added", True), ("a page edited", True), ("the old marker", True),
+# The folder as found (missing, empty, as the last build left it), and a file of the user's in it: one
+# of theirs, a CNAME added to a copy, a page edited, the old marker. With such a file it is refused.
+@pytest.mark.parametrize(("state", "extra"), [
+    ("missing", None), ("empty", None), ("last build", None), ("empty", "thesis.tex"),
+    ("last build", "CNAME"), ("last build", "sub/page.html"), ("empty", ".made-by-shiftvit"),
 ])
-def test_a_build_replaces_only_a_folder_as_its_last_build_left_it(tmp_path, state, refused):
+def test_a_build_replaces_only_a_folder_as_its_last_build_left_it(tmp_path, state, extra):
     folder = tmp_path / "site"
-    if state != "missing":
+    if state == "empty":
         folder.mkdir()
-    if state in ("last build", "a copy with .git and CNAME added", "a page edited"):
-        _build_folder(tmp_path / "built")
-        shutil.copytree(tmp_path / "built", folder, dirs_exist_ok=True)  # cp -r keeps the manifest
-    extra = {"a file of yours": "thesis.tex", "a copy with .git and CNAME added": "CNAME",
-             "a page edited": "sub/page.html", "the old marker": ".made-by-shiftvit"}.get(state)
+    if state == "last build":
+        shutil.copytree(_build_folder(tmp_path / "built"), folder)  # cp -r keeps the manifest
     if extra:
         (folder / extra).write_text("mine, edited")
-    if refused:
         with pytest.raises(site_build.SiteError, match="will not replace") as error:
             _build_folder(folder, "new")
         assert str(folder) in one_line(error.value) and (folder / extra).read_text() == "mine, edited"
@@ -187,9 +168,7 @@ def test_a_broken_notebook_leaves_the_last_site_whole(tiny_repo, tmp_path):
 def test_the_build_refuses_the_checkout_its_ancestors_home_root_a_mount_point_and_a_folder_of_yours(
         tmp_path, monkeypatch, capsys, where, flag):
     home, mine, other = tmp_path / "home" / "me", tmp_path / "mydocs", tmp_path / "other"
-    for folder in (home, mine):
-        folder.mkdir(parents=True)
-    (mine / "thesis.tex").write_text("work")
+    write_tree(tmp_path, {"home/me/.profile": b"", "mydocs/thesis.tex": b"work"})
     monkeypatch.setenv("HOME", str(home))
     folder = {"checkout": REPO, "ancestor": REPO.parent, "home": home, "root": Path("/"),
               "mount point": Path("/proc"), "a folder of yours": mine}[where]
@@ -202,8 +181,8 @@ def test_the_build_refuses_the_checkout_its_ancestors_home_root_a_mount_point_an
 
 
 def test_expected_gifs_come_from_the_stored_outputs():
-    lessons = expected_lessons(NOTEBOOKS)
-    assert [lesson.stem for lesson in lessons] == [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+    lessons = checker.expected_lessons(NOTEBOOKS)
+    assert [lesson.stem for lesson in lessons] == STEMS
     for lesson, found in zip(lessons, site_build.lessons(REPO)):
         assert sum(lesson.gifs.values()) == len(found.gifs)
         assert all(gif.startswith(b"GIF8") for gif in found.gifs)
@@ -224,28 +203,24 @@ def _ext(name: str):
 
 def _theme_class_selectors() -> set[str]:
     """Every class the theme's style sheets (Bootstrap's grid included) style."""
-    names = set()
-    for package in ("pydata_sphinx_theme", "sphinx_book_theme"):
-        spec = importlib.util.find_spec(package)
-        if spec is None:
-            pytest.skip(f"{package} is not installed")
-        for css in Path(spec.origin).parent.rglob("*.css"):
-            names |= set(re.findall(r"\.(-?[A-Za-z_][\w-]*)", css.read_text(encoding="utf-8", errors="replace")))
-    return names
+    specs = [importlib.util.find_spec(package) for package in ("pydata_sphinx_theme", "sphinx_book_theme")]
+    if None in specs:
+        pytest.skip("the site's packages are not installed: pip install -e '.[site]'")
+    sheets = [css.read_text(encoding="utf-8", errors="replace") for spec in specs
+              for css in Path(spec.origin).parent.rglob("*.css")]
+    return {name for sheet in sheets for name in re.findall(r"\.(-?[A-Za-z_][\w-]*)", sheet)}
 
 
 def _our_classes() -> set[str]:
     """The classes the site's own code writes into a page (extensions, templates, scripts)."""
     sources = [*EXT.glob("*.py"), *(REPO / "website" / "_templates").glob("*.html"),
                *(REPO / "website" / "_static").glob("*.js")]
-    found = set()
-    for source in sources:
-        text = source.read_text(encoding="utf-8")
-        for value in re.findall(r'class(?:Name)?\s*=\s*\\?"([^"{}\\]+)\\?"', text):
-            found |= set(value.split())
-    return found - {"reference", "internal", "caption", "caption-text", "nav", "bd-sidenav", "toctree-l1",
-                    "current", "active", "highlight", "bd-search-container", "math", "eqno", "output"}
-    # (the theme's own and Sphinx's, used as they mean them)
+    values = [value for source in sources
+              for value in re.findall(r'class(?:Name)?\s*=\s*\\?"([^"{}\\]+)\\?"', source.read_text(encoding="utf-8"))]
+    # less the theme's own and Sphinx's, used as they mean them
+    return {name for value in values for name in value.split()} - {"reference", "internal", "caption", "nav",
+            "caption-text", "bd-sidenav", "toctree-l1", "current", "active", "highlight", "bd-search-container",
+            "math", "eqno", "output"}
 
 
 def test_no_class_of_ours_is_one_the_theme_styles():
@@ -333,8 +308,6 @@ def test_each_lesson_says_where_to_ask_and_which_run_made_its_outputs():
 
 def test_every_interface_string_the_check_looks_for_has_its_korean_and_the_check_needs_a_korean_font(monkeypatch):
     korean_edition = _ext("korean_edition")
-    from website import check_site as checker
-
     ours = {"Copy", "Copied", "Copy this code", "Ask or report", "Outputs stored", "Open the figure full size",
             "ShiftViT, step by step"}  # written in Korean by site-fixes.js, lesson_footer.py, reading.py, the title
     missing = [s for s in checker.THEME_STRINGS if s not in ours and not korean_edition.KOREAN.gettext(s) != s]
@@ -355,14 +328,8 @@ def built_site(tmp_path_factory):
     for module in ("sphinx", "myst_nb", "sphinx_book_theme", "latex2mathml"):
         pytest.importorskip(module, reason="the site's packages: pip install -e '.[site]'")
     root = tmp_path_factory.mktemp("site")
-    start = time.perf_counter()
     site_build.build(root / "site", root / "site-src")
-    print(f"site built in {time.perf_counter() - start:.1f} s")
     return root / "site"
-
-
-def _lesson_pages() -> list[str]:
-    return [f"notebooks/{p.stem}.html" for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
 
 
 def _text(html: str) -> str:
@@ -371,19 +338,18 @@ def _text(html: str) -> str:
 
 @pytest.mark.slow
 def test_every_lesson_has_a_page_in_order_and_the_home_and_results_pages_show_the_records(built_site):
-    pages = _lesson_pages()
     home = (built_site / "index.html").read_text()
     sidebar = re.search(r'<nav class="[^"]*bd-docs-nav.*?</nav>', home, re.S).group(0)
-    assert [h for h in re.findall(r'href="([^"#]+\.html)"', sidebar) if h.startswith("notebooks/")] == pages
-    order = ["index.html", *pages, None]
-    for index, page in enumerate(pages, start=1):  # previous / next links
+    assert [h for h in re.findall(r'href="([^"#]+\.html)"', sidebar) if h.startswith("notebooks/")] == PAGES
+    order = ["index.html", *PAGES, None]
+    for index, page in enumerate(PAGES, start=1):  # previous / next links
         html = (built_site / page).read_text()
         for side, expected in (("left-prev", order[index - 1]), ("right-next", order[index + 1])):
             link = re.search(rf'class="{side}"\s+href="([^"]+)"', html)
             assert (link and posixpath.normpath(posixpath.join("notebooks", link.group(1)))) == expected, page
     figures = re.findall(r"\d+(?:\.\d+)? %", site_build.readme_results((REPO / "README.md").read_text()))
     assert figures and all(figure in _text(home) for figure in figures)  # every figure of the README's table
-    assert all(lesson.colab_url in home for lesson in site_build.lessons(REPO))
+    # (a Colab link for every lesson: the staging test, and the browser check's colab_links_checked)
     for name in ("attention_vs_shift.svg", "time_to_accuracy.svg"):  # the home page's charts
         image = re.search(rf'<img[^>]*src="(_images/{re.escape(name)})"[^>]*>', home)
         assert image and 'alt="Lesson 0' in image.group(0), name
@@ -401,12 +367,17 @@ def test_every_lesson_has_a_page_in_order_and_the_home_and_results_pages_show_th
 
 @pytest.mark.slow
 def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and_offers_its_notebook(built_site):
-    for page in _lesson_pages():
+    formulas = 0  # Issue 25: the shift, the block, the schedule, AdamW, the parameter and receptive-field counts
+    for page in PAGES:
         html, stem = (built_site / page).read_text(), Path(page).stem
         notebook = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text())
         markdown = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
         if re.search(r"\$[^$\s][^$]*\$", markdown):
             assert "<math" in html, page
+        # each formula cell (id math-...) is a displayed MathML block
+        cells = [cell for cell in notebook["cells"] if cell.get("id", "").startswith("math-")]
+        assert len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', html)) >= len(cells), page
+        formulas += len(cells)
         # (nothing loaded from outside: the browser check's external requests)
         assert not re.search(r"<script[^>]*mathjax", html, re.I), page  # math needs no script
         # the search index is loaded by the search page only (issue 37)
@@ -415,14 +386,7 @@ def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and
         # notebook, the download is the repository's notebook
         assert "data:image/gif" not in html and f"{site_build.GITHUB}/blob/main/notebooks/{stem}.ipynb" in html, page
         assert f'href="../_sources/notebooks/{stem}.ipynb"' in html
-    # Issue 25: the shift, the block, the schedule, AdamW, the parameter and receptive-field counts.
-    cells = {cell["id"]: path.stem for path in sorted(NOTEBOOKS.glob("*.ipynb"))
-             for cell in json.loads(path.read_text())["cells"] if cell.get("id", "").startswith("math-")}
-    assert len(cells) >= 6, cells
-    blocks = sum(len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', (built_site / f"notebooks/{stem}.html").read_text()))
-                 for stem in set(cells.values()))
-    assert blocks >= 6, blocks
-    assert sum(len(re.findall(r"<math[\s>]", (built_site / page).read_text())) for page in _lesson_pages()) >= blocks
+    assert formulas >= 6, formulas
     # (site-fixes.js's copy buttons and search-summaries.js's summaries: the browser check's faults)
     # Issue 37: Font Awesome's 1.56 MB script is gone, its fonts cut to the icons in use; the Korean
     # notebooks are downloads too (their badge path works); a language switch on the results and search pages.
@@ -443,7 +407,7 @@ def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and
 
 @pytest.fixture(scope="module")
 def chromium():
-    executable = find_chromium()
+    executable = checker.find_chromium()
     if executable is None:
         message = "Chromium is not installed (Debian: apt-get install chromium; bash run.sh setup does)"
         if os.environ.get("SHIFTVIT_REQUIRE_BROWSER") == "1":
@@ -454,24 +418,21 @@ def chromium():
 
 @pytest.mark.slow
 def test_the_site_passes_every_browser_check(built_site, chromium):
-    start = time.perf_counter()
     shots = REPO / "build" / "site-shots"  # for a person to look at (issue 25)
-    report = check_site(built_site, NOTEBOOKS, chromium, shots=shots)
-    print(f"checked {len(report.pages)} pages in {time.perf_counter() - start:.1f} s")
+    report = checker.check_site(built_site, NOTEBOOKS, chromium, shots=shots)
     assert not report.problems, "\n".join(map(str, report.problems))
-    assert set(_lesson_pages()) <= set(report.pages) and {"index.html", "search.html"} <= set(report.pages)
-    lessons = expected_lessons(NOTEBOOKS) + korean_lessons(NOTEBOOKS)  # the Korean pages show the same GIFs
+    assert set(PAGES) <= set(report.pages) and {"index.html", "search.html"} <= set(report.pages)
+    # the Korean pages show the same GIFs
+    lessons = checker.expected_lessons(NOTEBOOKS) + checker.korean_lessons(NOTEBOOKS)
     assert report.gifs_checked == sum(sum(x.gifs.values()) for x in lessons) > 0
-    assert report.colab_links_checked >= 2 * len(_lesson_pages())  # a lesson's button, and the home page's table
-    assert set(_lesson_pages()) <= set(report.search_hits)
+    assert report.colab_links_checked >= 2 * len(PAGES)  # a lesson's button, and the home page's table
+    assert set(PAGES) <= set(report.search_hits)
     assert report.links_checked > 10 * len(report.pages)
     # Issue 25: at 1280 px no code or output box scrolls sideways, no table hides a column.
     assert report.boxes_checked > 100 and report.tables_checked > 0 and report.images_checked > 10
     # Issue 37: code lines measured, every page weighed (the search with its summaries too)
     assert report.code_boxes_checked > 100
     assert set(report.pages) <= set(report.weights) and "search.html?q=shift" in report.weights
-    print("heaviest pages without their figures:",
-          sorted(report.weights.items(), key=lambda item: -item[1])[:3])
     # home, lessons 02, 05 and 07, the results page and Korean lesson 02, at 1280 and 390 px (and
     # the home page's charts)
     assert len(report.shots) == 14 and all((shots / name).stat().st_size > 0 for name in report.shots)
@@ -497,7 +458,6 @@ def _sub(pattern: str, replacement: str, count: int = 0, flags: int = 0):
 
 SVG = "data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%2710%27 height=%2710%27/%3E"
 LONG_LINE = "x = " + " + ".join(["1"] * 200)
-STEMS = [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
 
 
 def _caption(text: str):
@@ -590,15 +550,15 @@ FAULTS = {
 
 def _inject_faults(site: Path) -> dict[str, str]:
     """Put each fault of FAULTS in its page of `site`; returns fault name -> page."""
-    pages = {p: (site / p).read_text() for p in _lesson_pages()}
+    pages = {p: (site / p).read_text() for p in PAGES}
     uses = {}  # _images file -> the pages that show it
-    korean = {f"notebooks/ko/{Path(p).name}": p for p in pages}  # a Korean page shows its English twin's images
-    english = {page: korean.get(page, page) for page in [*pages, *korean, "index.html"]}
-    for page, html in [*pages.items(), ("index.html", (site / "index.html").read_text()),
-                       *((k, (site / k).read_text()) for k in korean if (site / k).is_file())]:
-        for image in set(re.findall(r'src="(?:\.\./)*(_images/[^"]+)"', html)):
-            uses.setdefault(image, set()).add(english[page])
-    gif_page = next(x.page for x in expected_lessons(NOTEBOOKS) if x.gifs)
+    # a page -> its English twin: a Korean page shows its English twin's images
+    twins = {page: page for page in [*PAGES, "index.html"]} | {f"notebooks/ko/{Path(p).name}": p for p in PAGES}
+    for page, twin in twins.items():
+        if (site / page).is_file():
+            for image in set(re.findall(r'src="(?:\.\./)*(_images/[^"]+)"', (site / page).read_text())):
+                uses.setdefault(image, set()).add(twin)
+    gif_page = next(x.page for x in checker.expected_lessons(NOTEBOOKS) if x.gifs)
     image, image_page = next((i, next(iter(p))) for i, p in sorted(uses.items()) if len(p) == 1 and gif_page not in p)
     others = [p for p in pages if p not in (gif_page, image_page)]
     # issue 44: a fault of printed rows on a page that prints a table, of figures on one with figures
@@ -606,12 +566,10 @@ def _inject_faults(site: Path) -> dict[str, str]:
              "figure": [p for p in others if 'class="figure-open"' in pages[p]][-1]}
     in_turn = iter(others * len(FAULTS))
     placed = {}
-    for name, (_, _, where, _) in FAULTS.items():
-        page = where.removeprefix("ko:") if where else ""
-        page = next(in_turn) if page in ("", "printed", "figure") else page
-        page = found.get(where.removeprefix("ko:"), page) if where else page
-        placed[name] = f"notebooks/ko/{Path(page).name}" if where and where.startswith("ko:") else page
-    for name, (_, _, _, change) in FAULTS.items():
+    for name, (_, _, where, change) in FAULTS.items():
+        target = (where or "").removeprefix("ko:")
+        page = found.get(target) or target or next(in_turn)
+        placed[name] = f"notebooks/ko/{Path(page).name}" if (where or "").startswith("ko:") else page
         if change is not None:
             file = site / placed[name]
             html = file.read_text()
@@ -629,7 +587,7 @@ def _inject_faults(site: Path) -> dict[str, str]:
     prefix, data = index.read_text().split("(", 1)
     contents = json.loads(data.rstrip().rstrip(";").rstrip(")"))
     kept = {key: contents[key] for key in ("docnames", "filenames")}
-    contents = json.loads(re.sub(SEARCH_TERM, "Nothing", json.dumps(contents), flags=re.I)) | kept
+    contents = json.loads(re.sub(checker.SEARCH_TERM, "Nothing", json.dumps(contents), flags=re.I)) | kept
     index.write_text(f"{prefix}({json.dumps(contents)})")
     return placed
 
@@ -639,7 +597,7 @@ def test_the_browser_check_reports_each_fault_where_it_is_and_nothing_else(built
     site = tmp_path / "site"
     shutil.copytree(built_site, site)
     placed = _inject_faults(site)
-    report = check_site(site, NOTEBOOKS, chromium)
+    report = checker.check_site(site, NOTEBOOKS, chromium)
     reported = {(p.page, p.kind) for p in report.problems}
     missed = [f"{fault} in {page} not reported as {FAULTS[fault][0]}" for fault, page in placed.items()
               if (page, FAULTS[fault][0]) not in reported]

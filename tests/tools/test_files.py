@@ -10,9 +10,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
-from fakes import one_line
+from fakes import one_line, plant
 
 from shiftvit_lib.tools import files
 from shiftvit_lib.tools.files import LOCK_FILE, run_folder_lock
@@ -53,31 +54,15 @@ def test_json_that_cannot_be_read_is_one_line_naming_the_file(tmp_path, text, fr
 
 
 # --------------------------------------------------------------------------- atomic writes (case 5)
-def disk_full(fd):
-    raise OSError(28, "No space left on device")
-
-
-@pytest.mark.parametrize("writer", ["write_json", "korean catalogue"])
-def test_a_write_on_a_full_disk_leaves_the_old_file_whole(tmp_path, monkeypatch, writer):
-    # Case 5: a full disk in the middle of a write (`build_korean.py import` left invalid JSON).
-    sys.path.insert(0, str(REPO / "scripts"))
-    import korean_catalog
-
-    monkeypatch.setattr(korean_catalog, "CATALOG_DIR", tmp_path)
-    write = {"write_json": lambda text: files.write_json(tmp_path / "00_x.json", {"ko": text}),
-             "korean catalogue": lambda text: korean_catalog.save_catalog({"lesson": "00_x", "ko": text})}[writer]
-    write("가")
+def test_a_write_on_a_full_disk_leaves_the_old_file_whole(tmp_path, monkeypatch):
+    # Case 5: a full disk in the middle of a write (`build_korean.py import` left invalid JSON). Every
+    # script writes through files.py (a house test: tests/project/test_import_graph.py).
+    files.write_json(tmp_path / "00_x.json", {"ko": "가"})
     before = (tmp_path / "00_x.json").read_bytes()
-    monkeypatch.setattr(files.os, "fsync", disk_full)
+    monkeypatch.setattr(files.os, "fsync", mock.Mock(side_effect=OSError(28, "No space left on device")))
     with pytest.raises(OSError, match="No space"):
-        write("나" * 10_000)
+        files.write_json(tmp_path / "00_x.json", {"ko": "나" * 10_000})
     assert (tmp_path / "00_x.json").read_bytes() == before and os.listdir(tmp_path) == ["00_x.json"]
-
-
-def plant(path: Path, how: str, outside: Path) -> None:
-    """A symbolic link, a hard link, a named pipe or a folder where the project will read or write ``path``."""
-    {"symlink": lambda: path.symlink_to(outside), "hardlink": lambda: os.link(outside, path),
-     "fifo": lambda: os.mkfifo(path), "folder": path.mkdir}[how]()
 
 
 # Each way the project writes or reads a file in its own folders, and a refused one.
@@ -178,19 +163,16 @@ HOLD = "import sys, time; from shiftvit_lib.tools.files import run_folder_lock\n
        "with run_folder_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)\n"
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow")}
-
-
 @pytest.mark.slow  # two more Python processes (about 10 s): in the full suite, not the inner loop
 def test_a_second_training_stops_at_once_naming_the_holder_and_a_dead_holders_lock_is_free(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                              env=_env())
+                              env=env)
     try:
         assert holder.stdout.readline().strip() == "held"
         started = time.monotonic()
         second = subprocess.run([sys.executable, "-m", "shiftvit_lib", "train", "--preset", "quick", "--data",
-                                 "sample", "--out", str(tmp_path)], capture_output=True, text=True, env=_env(), timeout=120)
+                                 "sample", "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
         error_lines = [line for line in second.stderr.splitlines() if line.strip()]
         assert second.returncode != 0 and len(error_lines) == 1, second.stderr
         assert f"in use by pid {holder.pid} on " in error_lines[0]

@@ -18,7 +18,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from fakes import one_line, tiny_splits
+from fakes import one_line, plant, tiny_splits, write_tree
 
 from shiftvit_lib import preset
 from shiftvit_lib.config import InputError
@@ -98,30 +98,19 @@ MEMBERS = {
 }
 
 
-def plant(run: Path, member: str, how: str, outside: Path) -> None:
-    """Put a link (``symlink``, ``hardlink``) or a pipe (``fifo``) where a run writes ``member``."""
-    path = run / member
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if how == "fifo":
-        os.mkfifo(path)
-    elif member == "backup":  # a folder: only a symbolic link can stand for it
-        (outside.parent / "outside_backup").mkdir(exist_ok=True)
-        path.symlink_to(outside.parent / "outside_backup", target_is_directory=True)
-    elif how == "symlink":
-        path.symlink_to(outside)
-    else:
-        os.link(outside, path)
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """The user's own file, alone in a folder of theirs: where a planted link points."""
+    return write_tree(tmp_path / "mine", {"notes.txt": OUTSIDE_TEXT.encode()}) / "notes.txt"
 
 
 @pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
 @pytest.mark.parametrize("member", MEMBERS)
-def test_training_and_each_writer_refuse_a_link_or_pipe_in_place_of_a_run_file(tmp_path, member, how):
+def test_training_and_each_writer_refuse_a_link_or_pipe_in_place_of_a_run_file(tmp_path, outside, member, how):
     if member == "backup" and how == "hardlink":
         pytest.skip("a folder cannot be hard-linked")
-    outside, run = tmp_path / "mine" / "notes.txt", tmp_path / "run"
-    outside.parent.mkdir()
-    outside.write_text(OUTSIDE_TEXT)
-    plant(run, member, how, outside)
+    run = tmp_path / "run"
+    plant(run / member, how, outside.parent if member == "backup" else outside)  # a folder for a folder
     with pytest.raises(ValueError) as refused:  # files.UnsafeFileError, or a RunFolderError
         train(preset("quick", batch_size=8), tiny_splits(16, 8, 8), run, epochs=1, verbose=0, jit_compile=False)
     assert files.escape_name(run / member) in one_line(refused.value)
@@ -129,9 +118,7 @@ def test_training_and_each_writer_refuse_a_link_or_pipe_in_place_of_a_run_file(t
         with pytest.raises(files.UnsafeFileError) as refused:
             MEMBERS[member](run)
         assert files.escape_name(run / member) in one_line(refused.value)
-    assert outside.read_text() == OUTSIDE_TEXT and sorted(os.listdir(outside.parent)) in (
-        ["notes.txt"], ["notes.txt", "outside_backup"])
-    assert not any((outside.parent / "outside_backup").glob("*")) if member == "backup" else True
+    assert outside.read_text() == OUTSIDE_TEXT and os.listdir(outside.parent) == ["notes.txt"]
 
 
 # --------------------------------------------------------------------------- numbers read back
@@ -143,6 +130,16 @@ def make_interrupted_run(run: Path, epochs: int = 3, backups: tuple[int, ...] = 
         with h5py.File(run / "backup" / f"epoch-{epoch:04d}.weights.h5", "w") as handle:
             handle["weights"] = np.arange(4.0)
     return spec
+
+
+@pytest.mark.parametrize("how", ["symlink", "hardlink"])
+def test_a_resume_refuses_a_linked_best_model_even_under_a_claim_built_by_hand(tmp_path, outside, how):
+    run = tmp_path / "run"
+    spec = make_interrupted_run(run)
+    plant(run / "best.keras", how, outside)
+    with pytest.raises(files.UnsafeFileError, match="best.keras is a"):  # the claim's check never ran
+        rf.open_run_folder(Claim(run, "resume"), spec, preset("quick"))
+    assert outside.read_text() == OUTSIDE_TEXT and (run / "best.keras").exists()
 
 
 @pytest.mark.parametrize("epoch", ["Infinity", "-Infinity", "NaN", "-1", "0", "99", "1e300", '"2"', "true", "2.5"])

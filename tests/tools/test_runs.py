@@ -1,6 +1,7 @@
 """The resumable run (tools/runs.py): the logged loss is the real cross-entropy; runs resume, also after
 a crash at any write; bad runs are refused before the folder is touched; the speed meter; strategies."""
 
+import inspect
 import json
 import os
 import random
@@ -15,17 +16,17 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from fakes import one_line, tiny_splits
+from fakes import one_line, run_on_backend, tiny_splits, write_tree
 from reference import warmup_cosine
 
 from shiftvit_lib import preset
 from shiftvit_lib.recipe import logits_metrics
 from shiftvit_lib.tools import run_folder as rf
+from shiftvit_lib.tools import runs
 from shiftvit_lib.tools.data_sources import load_cifar10
 from shiftvit_lib.tools.runs import train
 
 REPO = Path(__file__).resolve().parents[2]
-TESTS = str(Path(__file__).parents[1])
 FAST = dict(verbose=0, jit_compile=False)
 
 
@@ -33,21 +34,16 @@ def quick(**changes):
     return preset("quick", **{"batch_size": 32, "early_stopping_patience": None, **changes})
 
 
-class Disconnect(keras.callbacks.Callback):
-    """Raise ``error`` at the end of epoch ``after`` (1-based), after the run's own callbacks, like a lost session."""
-
-    def __init__(self, after, error):
-        super().__init__()
-        self.after, self.error = after, error
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch + 1 == self.after:
-            raise self.error("simulated disconnect")
-
-
 def interrupted(folder, data, config, epochs=3, after=1, error=ConnectionError, **options):
+    """Train until ``error`` comes at the end of epoch ``after`` (1-based), after the run's own callbacks,
+    like a lost session."""
+    def disconnect(epoch, logs):
+        if epoch + 1 == after:
+            raise error("simulated disconnect")
+
     with pytest.raises(error):
-        train(config, data, folder, epochs=epochs, extra_callbacks=[Disconnect(after, error)], **FAST, **options)
+        train(config, data, folder, epochs=epochs, **FAST, **options,
+              extra_callbacks=[keras.callbacks.LambdaCallback(on_epoch_end=disconnect)])
 
 
 @pytest.mark.slow
@@ -93,16 +89,13 @@ def test_quick_preset_learns_on_the_sample(tmp_path):
 
 
 @pytest.mark.slow
-def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
+def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path, monkeypatch):
     # XLA splits the host CPU into two devices, so Keras' DataParallel, set as a lesson sets it
     # (the library has no code for it), shards each batch of train() over two replicas.
-    pytest.importorskip("jax")
-    script = textwrap.dedent(
-        f"""
-        import sys
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+    stdout = run_on_backend("jax", f"""
         import jax, keras
         assert [d.platform for d in jax.devices()] == ["cpu", "cpu"], jax.devices()
-        sys.path.insert(0, {TESTS!r})
         from fakes import tiny_splits
         from shiftvit_lib import preset
         from shiftvit_lib.tools.runs import train
@@ -120,16 +113,10 @@ def test_keras_data_parallel_over_two_virtual_cpus_on_jax(tmp_path):
         print("DISTRIBUTED", seen[0][0], tuple(seen[0][1]))
         print("EPOCHS", run.record["epochs_run"])
         print("LOSS", max(run.history["loss"]))
-        """
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KERAS_BACKEND": "jax",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+        """)
     # During fit a two-device DataParallel is in force.
-    assert "DISTRIBUTED DataParallel (2,)" in result.stdout, result.stdout
-    assert "EPOCHS 2" in result.stdout
-    assert np.isfinite(float(result.stdout.split("LOSS")[1].split()[0]))
+    assert "DISTRIBUTED DataParallel (2,)" in stdout and "EPOCHS 2" in stdout, stdout
+    assert np.isfinite(float(stdout.split("LOSS")[1].split()[0]))
 
 
 # --------------------------------------------------------------------------- run folders
@@ -198,11 +185,6 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path):
     assert run.record["resumed_from_epoch"] == 1 and run.history["epoch"] == [0, 1, 2]
 
 
-class MustNotTrain(keras.callbacks.Callback):
-    def on_epoch_begin(self, epoch, logs=None):
-        raise AssertionError("the run had finished training")
-
-
 @pytest.mark.slow
 @pytest.mark.colab  # ran in the Colab environment before it was marked slow
 @pytest.mark.parametrize("lost", ["run.json", "best.keras"])
@@ -218,7 +200,8 @@ def test_a_run_that_died_after_its_last_epoch_finishes_without_training_again(tm
         interrupted(tmp_path, data, config, epochs=2, after=2)
         best = tmp_path / "best.keras"
         best.write_bytes(best.read_bytes()[: best.stat().st_size // 2])
-    run = train(config, data, tmp_path, epochs=2, extra_callbacks=[MustNotTrain()], **FAST)
+    must_not_train = keras.callbacks.LambdaCallback(on_epoch_begin=lambda *_: pytest.fail("it had finished"))
+    run = train(config, data, tmp_path, epochs=2, extra_callbacks=[must_not_train], **FAST)
     assert run.history["epoch"] == [0, 1] and (run.record["epochs_run"], run.record["resumed_from_epoch"]) == (2, 2)
     if lost == "best.keras":
         assert f"warning: {tmp_path / 'best.keras'} is damaged" in capsys.readouterr().err
@@ -401,51 +384,35 @@ def test_runs_killed_at_each_of_their_writes_all_resume(tmp_path):
     assert any(damaged for *_, damaged in summary), summary
 
 
-def finished_run_folder(folder: Path) -> dict[str, bytes]:
-    """A folder that holds a finished run's files (their bytes, to check nothing changed)."""
-    folder.mkdir(parents=True)
-    files = {"run_spec.json": b'{"format": 1}', "run.json": b'{"test": {}}', "best.keras": b"weights",
-             "history.csv": b"epoch,loss\n0,1.0\n"}
-    for name, content in files.items():
-        (folder / name).write_bytes(content)
-    return files
+FINISHED_RUN = {"run_spec.json": b'{"format": 1}', "run.json": b'{"test": {}}', "best.keras": b"weights",
+                "history.csv": b"epoch,loss\n0,1.0\n"}
 
 
-@pytest.mark.parametrize(
-    ("case", "fragment"),
-    [
-        (dict(seed=2**40), "seed must be a whole number from 0 to 4,294,967,295"),
-        (dict(seed=-1), "seed must be a whole number from 0 to 4,294,967,295"),
-        (dict(epochs=0), "epochs"),
-        (dict(config=quick(batch_size=10**12)), "batch size 1,000,000,000,000 is more than the 96 training images"),
-        (dict(data=tiny_splits(n_val=0)), "no validation images (val_fraction=0?)"),
-        (dict(config=preset("shiftvit_light_tiny")),
-         "the images are 32x32x3, but preset 'shiftvit_light_tiny' takes 224x224x3"),
-    ],
-)
+@pytest.mark.parametrize(("case", "fragment"), [
+    (dict(seed=2**40), "seed must be a whole number from 0 to 4,294,967,295"),
+    (dict(seed=-1), "seed must be a whole number from 0 to 4,294,967,295"),
+    (dict(epochs=0), "epochs"),
+    (dict(config=quick(batch_size=10**12)), "batch size 1,000,000,000,000 is more than the 96 training images"),
+    (dict(data=tiny_splits(n_val=0)), "no validation images (val_fraction=0?)"),
+    (dict(config=preset("shiftvit_light_tiny")), "the images are 32x32x3, but preset 'shiftvit_light_tiny' takes 224"),
+])
 def test_a_run_that_cannot_train_is_refused_before_the_folder_is_touched(tmp_path, case, fragment):
-    config, data, seed, epochs = (case.get(key, default) for key, default in
-                                  (("config", quick()), ("data", tiny_splits()), ("seed", 42), ("epochs", 1)))
+    arguments = {"config": quick(), "data": tiny_splits(), "epochs": 1, **case, **FAST}
     # With overwrite=True, a folder that holds a finished run keeps it: the check comes first.
-    kept = finished_run_folder(tmp_path / "finished")
+    finished = write_tree(tmp_path / "finished", FINISHED_RUN)
     with pytest.raises(ValueError) as refused:
-        train(config, data, tmp_path / "finished", epochs=epochs, seed=seed, overwrite=True, **FAST)
+        train(out_dir=finished, overwrite=True, **arguments)
     assert fragment in one_line(refused.value)
-    assert {p.name: p.read_bytes() for p in (tmp_path / "finished").iterdir()} == kept
+    assert {p.name: p.read_bytes() for p in finished.iterdir()} == FINISHED_RUN
     # And a new folder is not even created, so the corrected command is not refused later.
     with pytest.raises(ValueError):
-        train(config, data, tmp_path / "new", epochs=epochs, seed=seed, **FAST)
+        train(out_dir=tmp_path / "new", **arguments)
     assert not (tmp_path / "new").exists()
 
 
 def test_train_reads_top_to_bottom_and_builds_its_callbacks_by_name(tmp_path):
-    import inspect
-
-    from shiftvit_lib.tools import runs
-    from shiftvit_lib.tools.run_folder import RunFolder
-
     assert len(inspect.getsource(runs.train).splitlines()) <= 60
-    folder = RunFolder(tmp_path, {})
+    folder = rf.RunFolder(tmp_path, {})
     stopping = runs.run_callbacks(preset("quick", early_stopping_patience=3), folder, 64)
     assert list(stopping) == ["throughput", "history", "best_model", "backup", "early_stopping"]
     assert "early_stopping" not in runs.run_callbacks(preset("quick"), folder, 64)
