@@ -58,17 +58,13 @@ REPO = Path(__file__).resolve().parents[2]
 # archive error families, the cache's digest, the model cap, backups kept) added 56 lines to tools, unpaid:
 # tools 1,540 / library 4,238; then 4,247 with the CLI's re-delivery of a Ctrl-C that Python dropped.
 # The cut of 2026-11-28's afternoon (no dead branch, one check per file read back, check_shapes from
-# the architecture table) brought them to tools 1,508 / notebook 981 / library 4,201: the budgets
-# below. The issue's tools 1,400 / notebook 950 / library 4,050 are still open.
-BUDGETS = {"core": 1400, "tools": 1508, "notebook": 981, "library": 4201}
+# the architecture table) brought them to tools 1,508 / notebook 981 / library 4,201; the cut of the
+# fifth session (check_pad_shift through check_shift, the CLI's --verbose declared once) to tools 1,506 /
+# notebook 969 / facade 312 / library 4,177: the budgets below. The issue's tools 1,400 / notebook 950 /
+# library 4,050 are still open.
+BUDGETS = {"core": 1400, "tools": 1506, "notebook": 969, "library": 4177}
 # Test code lines per library code line (issue 49: tests had grown to 1.86x the library in one round).
 TEST_BUDGET = 1.5
-# Until the cut to TEST_BUDGET lands, the tests may not grow past this: 7,448 -> 7,419 by the first
-# cut on 2026-11-28, then 8,804 after that day's new tests (mutation test of the checks, file safety,
-# the quiet CLI, the site's rules, the run-folder split); 7,752 after the cut of the same evening (tables), 7,769 with the test of a dropped Ctrl-C, 7,772 with the profile stages checked;
-# 7,402 after the second cut (2026-11-28, third session); 6,665 after the third (the same afternoon:
-# tables, duplicates and spelling pins out, coverage kept file by file); 6,668 with the Ctrl-C test made robust.
-TEST_CEILING = 6_668
 
 
 # --------------------------------------------------------------------------- the checker
@@ -352,13 +348,8 @@ def test_shiftvit_lib_and_its_tests_keep_the_house_rules():
 
 
 def test_the_tests_within_their_budget():
-    # 6,239 test code lines, 1.49x the library's 4,177, after the fourth cut (2026-11-28, fifth session).
+    # 6,235 test code lines, 1.49x the library's 4,177, after the fourth cut (2026-11-28, fifth session).
     assert over_budget(REPO, "shiftvit_lib") == []
-
-
-def test_the_tests_grow_no_further_while_they_are_cut():
-    lines = folder_code_lines(REPO / "tests")
-    assert lines <= TEST_CEILING, f"tests/ has {lines:,} code lines, over {TEST_CEILING:,}: merge cases into tables"
 
 
 # --------------------------------------------------------------------------- the checker fails when it should
