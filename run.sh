@@ -21,7 +21,7 @@
 #                      then runs the library tests and every lesson (nbval)
 #   bash run.sh setup  only set up (what `test` needs)
 #
-# Times on a 2-core CPU, after set-up: main about 12 min, test about 23 min, test-fast about 2 min.
+# Times on a 2-core CPU, after set-up: main about 12 min, test about 37 min, test-fast about 2 min.
 # Set-up on a fresh machine adds about 5 min (apt and pip, measured once on a fresh clone). The times
 # come from results/timings.json, which `python scripts/run_lessons.py --measure` writes; a test
 # fails when one stated here, in README.md or in a time card is more than 20 % off it.
