@@ -21,6 +21,7 @@ per epoch when stdout is not a terminal, and a closed pipe (``--json | head``) e
 import _thread
 import argparse
 import functools
+import gc
 import re
 import signal
 import sys
@@ -240,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # each line shows at once, even in a pipe (`| tee log`),
         # and a file name the terminal cannot encode prints escaped instead of failing
         getattr(stream, "reconfigure", lambda **_: None)(errors="backslashreplace", line_buffering=True)
-    args = None
+    args, interrupted = None, False
     unraisable_hook, ctrl_c_handler = sys.unraisablehook, signal.getsignal(signal.SIGINT)
     sys.unraisablehook = functools.partial(_ctrl_c_again, unraisable_hook)
     try:
@@ -252,13 +253,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as error:  # Ctrl-C at any moment (importing Keras, in a callback): one line
         if not _interrupted(error):
             raise
+        # What the interrupted work left half-built (TensorFlow's tracing contexts) is freed from
+        # now on, and its clean-up may fail ("Exception ignored", a traceback): noise after a Ctrl-C.
+        interrupted, sys.unraisablehook = True, _ignore_unraisable
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut this message
         hint = f"; run the same command again to resume {escape_name(getattr(args, 'out', ''))} from its last finished epoch"
         resume = hint if getattr(args, "command", None) == "train" else ""
         print(f"stopped (Ctrl-C){resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
-        sys.unraisablehook = unraisable_hook
+        if interrupted:
+            gc.collect()  # frees it while the hook is quiet; the program stays quiet until it exits
+        if not interrupted or argv is not None:
+            sys.unraisablehook = unraisable_hook
         # The program itself: its work is done, and a Ctrl-C while Python shuts down (TensorFlow's
         # takes seconds) must not print a traceback. Called from Python: the caller's handler again.
         signal.signal(signal.SIGINT, signal.SIG_IGN if argv is None else ctrl_c_handler)
@@ -272,6 +279,10 @@ def _ctrl_c_again(hook: Callable, unraisable) -> None:
         threading.Timer(0.01, _thread.interrupt_main).start()
     else:
         hook(unraisable)
+
+
+def _ignore_unraisable(_unraisable) -> None:
+    """``sys.unraisablehook`` once a run is stopped: the clean-up of abandoned work says nothing."""
 
 
 def _interrupted(error: BaseException | None) -> bool:
