@@ -1,5 +1,7 @@
-"""Presets are data; bad configs fail early with a message naming the field."""
+"""Presets are data; bad configs fail early with a message naming the field; the family registry is the
+one place that chooses by config type."""
 
+import ast
 import dataclasses
 import json
 import math
@@ -10,6 +12,7 @@ from typing import Literal
 
 import numpy as np
 import pytest
+from fakes import REPO
 
 from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset
 from shiftvit_lib.vit import VIT_PRESETS, ViTConfig
@@ -136,3 +139,30 @@ def test_strong_preset_keeps_the_seed_architecture_and_turns_the_regularisers_on
     assert strong.one_hot_targets and not seed.one_hot_targets
     assert strong.rand_augment_ops == 2 and strong.random_erasing > 0 and strong.label_smoothing > 0
     assert strong.init == "spach" and strong.early_stopping_patience is None
+
+
+def config_dispatches(source: str) -> list[str]:
+    """``if``s and conditional expressions that choose by ``isinstance(..., SomethingConfig)``;
+    a check that only raises (``if not isinstance(config, X): raise ...``) is not a choice."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.If, ast.IfExp)):
+            continue
+        test = ast.unparse(node.test)
+        only_raises = isinstance(node, ast.If) and not node.orelse and all(
+            isinstance(statement, ast.Raise) for statement in node.body)
+        if "isinstance(" in test and "Config" in test and not only_raises:
+            found.append(f"line {node.lineno}: {test}")
+    return found
+
+
+def test_no_isinstance_dispatch_on_config_types_outside_the_registry():
+    root = REPO / "shiftvit_lib"
+    found = [f"{path.relative_to(root)} {hit}" for path in sorted(root.rglob("*.py"))
+             for hit in config_dispatches(path.read_text())]
+    assert found == []
+    # The finder finds a planted dispatch (an if, a conditional expression), not a check that only raises.
+    for source in ("def builder(config):\n    return build_vit if isinstance(config, ViTConfig) else build_shiftvit\n",
+                   "def macs(config):\n    if isinstance(config, ViTConfig):\n        return 1\n    return 2\n"):
+        assert config_dispatches(source) != []
+    assert config_dispatches("if not isinstance(config, ViTConfig):\n    raise TypeError('no')\n") == []

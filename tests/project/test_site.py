@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import one_line, write_tree
+from fakes import load_script, one_line, write_tree
 
 from website import build as site_build
 from website import check_site as checker
@@ -119,6 +119,22 @@ def test_a_remote_file_an_image_outside_the_checkout_or_a_readme_without_results
         site_build.stage_sources(tmp_path / "stage", tiny_repo)
     assert re.search(refused.replace("/OUTSIDE", str(tmp_path)), one_line(error.value)), error.value
     assert [p.name for p in (tmp_path / "stage").rglob("*.png")] == []
+
+
+def test_the_site_and_the_korean_build_name_a_cut_short_notebook_or_a_cell_without_id(tmp_path):
+    build_korean = load_script("scripts/build_korean.py")
+    cut = tmp_path / "00_cut.ipynb"
+    cut.write_text('{"cells": [{"cell_type": "markdown", "id": "a", "source": "# T')
+    no_id = tmp_path / "01_no_id.ipynb"
+    no_id.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": "# T", "metadata": {}}]}))
+    with pytest.raises(site_build.SiteError, match="cut short") as refused:
+        site_build.read_notebook(cut)
+    assert str(cut) in one_line(refused.value)
+    assert site_build.read_notebook(no_id)["cells"]  # the site needs no ids (nbformat adds them)
+    for path, fragment in ((cut, "cut short"), (no_id, "cell 0 has no id")):
+        with pytest.raises(ValueError, match=fragment) as refused:
+            build_korean.load_notebook(path)
+        assert str(path) in one_line(refused.value)
 
 
 # --------------------------------------------------------------------------- what a build may replace
