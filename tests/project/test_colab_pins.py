@@ -4,24 +4,18 @@ them (.ci/colab_pins.py), and code that still runs on Colab's Python 3.13."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-import json
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
-from fakes import write_tree
+from fakes import LESSONS, NOTEBOOKS, REPO, cells, load_script, write_tree
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-REPO = Path(__file__).resolve().parents[2]
 PINS = REPO / ".ci" / "colab-default-runtime.txt"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
-spec = importlib.util.spec_from_file_location("colab_pins", REPO / ".ci" / "colab_pins.py")
-colab_pins = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(colab_pins)
+colab_pins = load_script(".ci/colab_pins.py")
 
 # Colab's default runtime since 2026-08-25 (googlecolab/backend-info, colabtools#6081).
 COLAB_DEFAULT = {
@@ -97,9 +91,8 @@ def project_sources():
     for folder in ("shiftvit_lib", "tests", "scripts", "animations", "website", "benchmarks", ".ci"):
         for path in sorted((REPO / folder).rglob("*.py")):
             yield path, path.read_text()
-    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
-        cells = json.loads(path.read_text())["cells"]
-        yield path, "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    for path in LESSONS:
+        yield path, "\n".join("".join(c["source"]) for c in cells(path) if c["cell_type"] == "code")
 
 
 def test_no_code_imports_what_python_3_13_removed():
@@ -111,8 +104,8 @@ def test_no_code_imports_what_python_3_13_removed():
 
 def test_lesson_00_compares_colabs_versions_with_the_pinned_ones():
     """Lesson 00's Colab cell names the versions CI tested: the pins' (Python: the runtime's)."""
-    cells = json.loads((REPO / "notebooks" / "00_overview.ipynb").read_text())["cells"]
-    source = next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "TESTED = {" in "".join(c["source"]))
+    lesson = cells(NOTEBOOKS / "00_overview.ipynb")
+    source = next("".join(c["source"]) for c in lesson if c["cell_type"] == "code" and "TESTED = {" in "".join(c["source"]))
     tested = ast.literal_eval(re.search(r"TESTED = (\{.*?\})", source, re.S).group(1))
     pins = colab_pins.parse_freeze(PINS.read_text())
     assert tested.pop("python") == "3.13" and "Python 3.13" in PINS.read_text()

@@ -10,15 +10,12 @@ import datetime
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fakes import write_tree
+from fakes import REPO, load_script, write_tree
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-import run_lessons  # noqa: E402
+run_lessons = load_script("scripts/run_lessons.py")
 
 TOLERANCE = 0.20
 CARD_MINUTES = re.compile(r"^([\d.]+) ?(?:min|분)")

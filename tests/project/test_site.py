@@ -24,15 +24,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import load_script, one_line, write_tree
+from fakes import LESSONS, NOTEBOOKS, REPO, cells, load_script, one_line, write_tree
 
 from website import build as site_build
 from website import check_site as checker
 from website.check_site import colab_url
 
-REPO = Path(__file__).resolve().parents[2]
-NOTEBOOKS = REPO / "notebooks"
-STEMS = [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+STEMS = [p.stem for p in LESSONS]
 PAGES = [f"notebooks/{stem}.html" for stem in STEMS]  # the lesson pages
 BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
 
@@ -281,10 +279,33 @@ def test_korean_particles_are_glued_to_what_they_follow(html, glued):
     assert "\u2060" not in reading.glue_units(html, korean=False)
 
 
+def test_every_page_has_a_korean_counterpart_and_korean_words_are_searchable_without_their_particles():
+    korean_edition = _ext("korean_edition")
+    # issue 44: the search page has a Korean twin, notebooks/ko/search.html
+    for english in [f"notebooks/{stem}" for stem in STEMS] + ["index", "search"]:
+        korean = "notebooks/ko/" + english.removeprefix("notebooks/")
+        assert korean_edition.counterpart(english) == (korean, "ko", "한국어")
+        assert korean_edition.counterpart(korean) == (english, "en", "English")
+    assert korean_edition.counterpart("results") is None
+    words = korean_edition.SearchEnglishAndKorean({}).split("시프트를 채널의 ShiftViT")
+    assert {"시프트", "채널", "시프트를", "ShiftViT"} <= set(words)
+
+
+def test_the_korean_lessons_are_staged_at_their_repository_paths(tmp_path, monkeypatch):
+    # the English home page's charts (matplotlib: most of the staging's time) are the home page's tests' concern
+    monkeypatch.setattr(site_build.charts, "charts_markdown", lambda stage: "")
+    site_build.stage_sources(tmp_path / "stage")
+    for stem in STEMS:
+        staged = cells(tmp_path / "stage" / "notebooks" / "ko" / f"{stem}.ipynb")
+        assert [c["id"] for c in staged] == [c["id"] for c in cells(NOTEBOOKS / "ko" / f"{stem}.ipynb")]
+    home = (tmp_path / "stage" / "notebooks" / "ko" / "index.md").read_text(encoding="utf-8")
+    assert all(f"]({stem}.ipynb)" in home for stem in STEMS) and "](../../index.md)" in home
+
+
 def _plots(stem: str) -> list[str]:
     """The keys of the plots a lesson stores: cell id, or '<id>/<n>' for a cell's n-th image."""
     keys = []
-    for cell in json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]:
+    for cell in cells(NOTEBOOKS / f"{stem}.ipynb"):
         images = [o for o in cell.get("outputs", []) if any(k.startswith("image/") and k != "image/gif" for k in o.get("data", {}))]
         keys += [cell["id"] if n == 0 else f"{cell['id']}/{n + 1}" for n in range(len(images))]
     return keys
@@ -292,7 +313,7 @@ def _plots(stem: str) -> list[str]:
 
 def test_every_plot_has_an_alt_text_and_a_caption_in_both_languages_and_the_page_shows_its_own():
     descriptions = json.loads((REPO / "website" / "figure_descriptions.json").read_text(encoding="utf-8"))
-    for stem in [p.stem for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]:
+    for stem in STEMS:
         for key in _plots(stem):
             entry = descriptions.get(stem, {}).get(key)
             assert isinstance(entry, dict), f"{stem} {key}: no alt text and caption in website/figure_descriptions.json"
@@ -317,7 +338,7 @@ def test_each_lesson_says_where_to_ask_and_which_run_made_its_outputs():
     assert f'href="{repository}/discussions"' in english and f'href="{repository}/issues/new?title=Lesson%2002' in english
     assert "저장된 출력: 2026-11-26" in footer.footer(notebook, repository, "02", "ko")
     assert "no record of the run" in footer.footer({}, repository, "02")
-    for path in [*sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")), *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
+    for path in [*LESSONS, *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
         record = footer.outputs_record(json.loads(path.read_text(encoding="utf-8")))
         assert {"date", "keras", "backend", "python"} <= set(record), f"{path.name}: no metadata.shiftvit.outputs"
 
@@ -386,14 +407,14 @@ def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and
     formulas = 0  # Issue 25: the shift, the block, the schedule, AdamW, the parameter and receptive-field counts
     for page in PAGES:
         html, stem = (built_site / page).read_text(), Path(page).stem
-        notebook = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text())
-        markdown = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+        lesson = cells(NOTEBOOKS / f"{stem}.ipynb")
+        markdown = "".join("".join(c["source"]) for c in lesson if c["cell_type"] == "markdown")
         if re.search(r"\$[^$\s][^$]*\$", markdown):
             assert "<math" in html, page
         # each formula cell (id math-...) is a displayed MathML block
-        cells = [cell for cell in notebook["cells"] if cell.get("id", "").startswith("math-")]
-        assert len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', html)) >= len(cells), page
-        formulas += len(cells)
+        formula_cells = [cell for cell in lesson if cell.get("id", "").startswith("math-")]
+        assert len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', html)) >= len(formula_cells), page
+        formulas += len(formula_cells)
         # (nothing loaded from outside: the browser check's external requests)
         assert not re.search(r"<script[^>]*mathjax", html, re.I), page  # math needs no script
         # the search index is loaded by the search page only (issue 37)
@@ -411,7 +432,7 @@ def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and
         assert font.stat().st_size < 20_000, font
     assert 0 < (built_site / "_static" / "fonts" / "shiftvit-math.woff2").stat().st_size < 150_000
     assert list((built_site / "_gifs").glob("*.gif"))
-    for notebook in [*sorted(NOTEBOOKS.glob("*.ipynb")), *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
+    for notebook in [*LESSONS, *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
         download = built_site / "_sources" / notebook.relative_to(REPO)
         assert download.read_bytes() == notebook.read_bytes(), notebook.name
     for page in ("results.html", "search.html"):
