@@ -63,11 +63,12 @@ README = """# x
 def tiny_repo(tmp_path):
     intro = _notebook(f"# 00 · Intro\n\n{BADGE}({colab_url('00_intro')})", "See [the appendix](08_appendix_x.ipynb) "
                       "and [the shift](../shiftvit_lib/shift.py).")
+    korean = _notebook("# 00 · 소개")
     appendix = _notebook(  # the badge as HTML
         f'# 08 · Appendix\n\n<a href="{colab_url("08_appendix_x")}"><img src="https://colab.research.google.com/assets/colab-badge.svg" alt="Open In Colab"/></a>'
     )
     files = {"benchmarks/README.md": "b", "README.md": README, "notebooks/00_intro.ipynb": json.dumps(intro),
-             "notebooks/08_appendix_x.ipynb": json.dumps(appendix)}
+             "notebooks/08_appendix_x.ipynb": json.dumps(appendix), "notebooks/ko/00_intro.ipynb": json.dumps(korean)}
     return write_tree(tmp_path / "repo", {name: text.encode() for name, text in files.items()})
 
 
@@ -92,6 +93,10 @@ def test_staging_points_badges_and_files_where_they_work_and_the_home_page_lists
     assert f"[the benchmarks]({site_build.GITHUB}/blob/main/benchmarks/README.md)" in home
     assert ":caption: Lessons\n\nnotebooks/00_intro\n" in home
     assert ":caption: Appendix\n\nnotebooks/08_appendix_x\n" in home
+    # the Korean lessons at their repository paths, with their own home page
+    assert cells(stage / "notebooks" / "ko" / "00_intro.ipynb")[0]["source"] == "# 00 · 소개"
+    korean_home = (stage / "notebooks" / "ko" / "index.md").read_text(encoding="utf-8")
+    assert "| 00 | [00 · 소개](00_intro.ipynb) |" in korean_home and "](../../index.md)" in korean_home
 
 
 HTML_SCRIPT = {"output_type": "display_data", "metadata": {},
@@ -289,17 +294,6 @@ def test_every_page_has_a_korean_counterpart_and_korean_words_are_searchable_wit
     assert korean_edition.counterpart("results") is None
     words = korean_edition.SearchEnglishAndKorean({}).split("시프트를 채널의 ShiftViT")
     assert {"시프트", "채널", "시프트를", "ShiftViT"} <= set(words)
-
-
-def test_the_korean_lessons_are_staged_at_their_repository_paths(tmp_path, monkeypatch):
-    # the English home page's charts (matplotlib: most of the staging's time) are the home page's tests' concern
-    monkeypatch.setattr(site_build.charts, "charts_markdown", lambda stage: "")
-    site_build.stage_sources(tmp_path / "stage")
-    for stem in STEMS:
-        staged = cells(tmp_path / "stage" / "notebooks" / "ko" / f"{stem}.ipynb")
-        assert [c["id"] for c in staged] == [c["id"] for c in cells(NOTEBOOKS / "ko" / f"{stem}.ipynb")]
-    home = (tmp_path / "stage" / "notebooks" / "ko" / "index.md").read_text(encoding="utf-8")
-    assert all(f"]({stem}.ipynb)" in home for stem in STEMS) and "](../../index.md)" in home
 
 
 def _plots(stem: str) -> list[str]:
