@@ -277,8 +277,7 @@ SEED_RECIPE = ("input_shape num_classes augment resize_to image_size flip random
 def test_cifar_presets_follow_keras_io_and_the_shiftvit_seed_recipe(name, spt_lsa):
     cfg, seed = preset(name), preset("seed")
     assert {field: getattr(cfg, field) for field in KERAS_IO_VIT} == KERAS_IO_VIT
-    for field in SEED_RECIPE:
-        assert getattr(cfg, field) == getattr(seed, field), field
+    assert {field: getattr(cfg, field) for field in SEED_RECIPE} == {field: getattr(seed, field) for field in SEED_RECIPE}
     assert (cfg.use_spt, cfg.use_lsa, cfg.model_name) == (spt_lsa, spt_lsa, name.removesuffix("_cifar"))
 
 
