@@ -16,6 +16,7 @@ PINS = REPO / ".ci" / "colab-default-runtime.txt"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
 colab_pins = load_script(".ci/colab_pins.py")
+PINNED = colab_pins.parse_freeze(PINS.read_text())  # package -> version
 
 # Colab's default runtime since 2026-08-25 (googlecolab/backend-info, colabtools#6081).
 COLAB_DEFAULT = {
@@ -49,8 +50,7 @@ def test_the_check_command_fails_naming_each_changed_package(tmp_path, capsys, b
 
 
 def test_the_pins_are_colabs_default_runtime_exactly():
-    pins = colab_pins.parse_freeze(PINS.read_text())
-    assert {name: pins.get(name) for name in COLAB_DEFAULT} == COLAB_DEFAULT
+    assert {name: PINNED.get(name) for name in COLAB_DEFAULT} == COLAB_DEFAULT
     lines = [line for line in PINS.read_text().splitlines() if line and not line.startswith("#")]
     assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[^ ]+( +#.*)?", line) for line in lines), "exact pins only"
     assert "2026-08-25" in PINS.read_text() and "backend-info" in PINS.read_text()
@@ -58,11 +58,10 @@ def test_the_pins_are_colabs_default_runtime_exactly():
 
 def test_every_root_of_the_refresh_is_pinned_and_pyproject_accepts_its_pin():
     # so that installing the project upgrades nothing
-    pins = colab_pins.parse_freeze(PINS.read_text())
-    assert all(colab_pins.normalize(root) in pins for root in colab_pins.ROOTS)
+    assert all(colab_pins.normalize(root) in PINNED for root in colab_pins.ROOTS)
     for text in PROJECT["dependencies"]:
         requirement = Requirement(text)
-        version = pins[colab_pins.normalize(requirement.name)]
+        version = PINNED[colab_pins.normalize(requirement.name)]
         assert requirement.specifier.contains(version), f"{text} would replace Colab's {version}"
 
 
@@ -107,7 +106,6 @@ def test_lesson_00_compares_colabs_versions_with_the_pinned_ones():
     lesson = cells(NOTEBOOKS / "00_overview.ipynb")
     source = next("".join(c["source"]) for c in lesson if c["cell_type"] == "code" and "TESTED = {" in "".join(c["source"]))
     tested = ast.literal_eval(re.search(r"TESTED = (\{.*?\})", source, re.S).group(1))
-    pins = colab_pins.parse_freeze(PINS.read_text())
     assert tested.pop("python") == "3.13" and "Python 3.13" in PINS.read_text()
-    assert tested == {name: pins[name] for name in tested} and len(tested) >= 4
+    assert tested == {name: PINNED[name] for name in tested} and len(tested) >= 4
     assert "Runtime version" in source  # the way back to the tested runtime
