@@ -154,7 +154,8 @@ def test_cutmix_pastes_a_box_and_weights_targets_by_its_exact_area_and_both_alph
         np.testing.assert_array_equal(mixed[:, inside], images[partner][:, inside])
         np.testing.assert_array_equal(mixed[:, ~inside], images[:, ~inside])
         # the target's weight on each label is that label's share of pixels
-        np.testing.assert_allclose(mixed_targets, own_share * targets + (1 - own_share) * targets[partner], rtol=1e-6)
+        expected = own_share * targets + (1 - own_share) * targets[partner]
+        np.testing.assert_allclose(mixed_targets, expected, rtol=1e-6)
         assert info["lam"] == pytest.approx(own_share)
     assert kinds == {"mixup", "cutmix"}
 

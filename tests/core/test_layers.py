@@ -37,16 +37,17 @@ def test_get_config_round_trip(layer):
     assert clone.get_config() == layer.get_config()
 
 
-# (crop size, options): plain; a random crop and flip; RandAugment and erasing alone (the crop is the whole image)
+# (crop size, options): plain; a random crop and flip; RandAugment and erasing alone (the crop: all of it)
 @pytest.mark.parametrize(("crop_size", "options"), [
     (10, dict(augment=False)), (10, {}), (12, dict(flip=False, rand_augment_ops=2, random_erasing=1.0))])
-def test_preprocessing_is_deterministic_at_inference_and_random_in_training_when_it_augments(crop_size, options):
+def test_preprocessing_is_fixed_at_inference_and_random_in_training_when_it_augments(crop_size, options):
     images = np.random.default_rng(0).integers(0, 256, (6, 8, 8, 3)).astype("uint8")
     layer = ImagePreprocessing(resize_to=12, crop_size=crop_size, seed=0, **options)
     plain = ImagePreprocessing(resize_to=12, crop_size=crop_size, seed=0, augment=False)
     first = ops.convert_to_numpy(layer(images, training=False))
     assert first.shape == (6, crop_size, crop_size, 3) and 0.0 <= first.min() and first.max() <= 1.0
-    np.testing.assert_array_equal(first, ops.convert_to_numpy(plain(images, training=False)))  # no augmentation
+    # at inference, no augmentation
+    np.testing.assert_array_equal(first, ops.convert_to_numpy(plain(images, training=False)))
     trained = [ops.convert_to_numpy(layer(images, training=True)) for _ in range(3)]
     assert all(t.shape == first.shape and 0.0 <= t.min() and t.max() <= 1.0 for t in trained)
     assert all(np.array_equal(first, t) for t in trained) is ("augment" in options)

@@ -35,7 +35,8 @@ def test_compile_takes_soft_targets_with_keras_own_smoothed_loss_and_keeps_the_m
     config = preset("quick", cutmix_alpha=1.0, label_smoothing=0.1)
     model = compile_for_training(build_shiftvit(config, seed=0), config, steps_per_epoch=1, jit_compile=False)
     assert isinstance(model.loss, keras.losses.CategoricalCrossentropy)  # Keras' own, on the model's logits
-    assert model.loss.get_config()["from_logits"] and model.loss.get_config()["label_smoothing"] == pytest.approx(0.1)
+    assert model.loss.get_config()["from_logits"]
+    assert model.loss.get_config()["label_smoothing"] == pytest.approx(0.1)
     x = np.zeros((2, 32, 32, 3), "uint8")
     soft = np.array([[0.0, 0.7, 0.3] + [0.0] * 7, [0.0, 0.2, 0.8] + [0.0] * 7], "float32")
     logs = model.test_on_batch(x, soft, return_dict=True)

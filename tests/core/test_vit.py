@@ -277,7 +277,7 @@ SEED_RECIPE = ("input_shape num_classes augment resize_to image_size flip random
 def test_cifar_presets_follow_keras_io_and_the_shiftvit_seed_recipe(name, spt_lsa):
     cfg, seed = preset(name), preset("seed")
     assert {field: getattr(cfg, field) for field in KERAS_IO_VIT} == KERAS_IO_VIT
-    assert {field: getattr(cfg, field) for field in SEED_RECIPE} == {field: getattr(seed, field) for field in SEED_RECIPE}
+    assert {key: getattr(cfg, key) for key in SEED_RECIPE} == {key: getattr(seed, key) for key in SEED_RECIPE}
     assert (cfg.use_spt, cfg.use_lsa, cfg.model_name) == (spt_lsa, spt_lsa, name.removesuffix("_cifar"))
 
 
@@ -401,7 +401,7 @@ def _zeros(*shape):
 @pytest.mark.parametrize(("call", "error", "words"), [
     (lambda: vit.diagonal_shifts(_zeros(8, 8, 3), 1), ValueError, "4-D"),
     (lambda: vit.diagonal_shifts(_zeros(1, 8, 8, 3), -1), ValueError, "shift"),
-    (lambda: vit.extract_patches(_zeros(1, 10, 10, 3), 4), ValueError, "multiple"),  # (both tokenizers' check)
+    (lambda: vit.extract_patches(_zeros(1, 10, 10, 3), 4), ValueError, "multiple"),  # the tokenizers' too
     (lambda: build_vit(preset("quick")), TypeError, "ViTConfig"),
     (lambda: preset("vit_quick", patch_size=5), ValueError, "multiple of patch_size"),
 ])

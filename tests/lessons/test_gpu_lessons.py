@@ -13,7 +13,8 @@ from fakes import NOTEBOOKS, cells, printed
 
 
 def _code(name):
-    return ["".join(cell["source"]) for cell in cells(NOTEBOOKS / f"{name}.ipynb") if cell["cell_type"] == "code"]
+    lesson = cells(NOTEBOOKS / f"{name}.ipynb")
+    return ["".join(cell["source"]) for cell in lesson if cell["cell_type"] == "code"]
 
 
 def test_lesson05_shows_timings_and_an_estimate_before_it_trains_and_says_where_runs_go():

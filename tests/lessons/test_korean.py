@@ -167,7 +167,7 @@ CODE_DIFFERS = "the translated code differs from the English code (not only comm
     # a changed line in a cell whose docstring is translated
     ("05_training", "code", "def warmup_cosine(", _korean(lambda ko: ko.replace("def warmup_cosine(", "def warmup(")),
      [CODE_DIFFERS]),
-    # a number that is not the English one (also what an old translation re-imported against new English shows)
+    # a number the English does not hold (as an old translation re-imported against new English shows)
     ("05_training", "markdown", "83.17 %", _korean(lambda ko: ko.replace("83.17 %", "83.71 %")), [
         "numbers differ: 83.17 is in the English, not in the Korean",
         "numbers differ: 83.71 is in the Korean, not in the English"]),
@@ -254,12 +254,14 @@ def test_only_comments_and_docstrings_may_differ(strip, a, b, same):
      "[부록](08_appendix_engineering.ipynb#a2-x) 참고", "[부록](08_appendix_engineering.ipynb) 참고"),
 ])
 def test_a_built_cell_holds_only_what_a_reader_can_use(cell_type, english, translated_from, korean, built):
-    cell = {"id": "c1", "cell_type": cell_type, "source": english, "outputs": [{"text": "1"}], "metadata": {"x": 1}}
+    cell = {"id": "c1", "cell_type": cell_type, "source": english, "outputs": [{"text": "1"}],
+            "metadata": {"x": 1}}
     catalog = {"cells": {"c1": {"en_sha256": english_hash(translated_from), "ko": korean}}}
     ko = build_korean.build_one({"cells": [cell], "metadata": {}}, catalog)
     assert cell_source(ko["cells"][0]) == built
     assert ko["metadata"]["language"] == "ko"
-    assert ko["cells"][0] | {"source": english} == cell  # its id, type, outputs and metadata are the English cell's
+    # its id, type, outputs and metadata are the English cell's
+    assert ko["cells"][0] | {"source": english} == cell
 
 
 def test_refresh_moves_korean_comments_onto_reformatted_code():

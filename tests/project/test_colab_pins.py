@@ -103,8 +103,8 @@ def test_no_code_imports_what_python_3_13_removed():
 
 def test_lesson_00_compares_colabs_versions_with_the_pinned_ones():
     """Lesson 00's Colab cell names the versions CI tested: the pins' (Python: the runtime's)."""
-    lesson = cells(NOTEBOOKS / "00_overview.ipynb")
-    source = next("".join(c["source"]) for c in lesson if c["cell_type"] == "code" and "TESTED = {" in "".join(c["source"]))
+    code = ["".join(c["source"]) for c in cells(NOTEBOOKS / "00_overview.ipynb") if c["cell_type"] == "code"]
+    source = next(text for text in code if "TESTED = {" in text)
     tested = ast.literal_eval(re.search(r"TESTED = (\{.*?\})", source, re.S).group(1))
     assert tested.pop("python") == "3.13" and "Python 3.13" in PINS.read_text()
     assert tested == {name: PINNED[name] for name in tested} and len(tested) >= 4

@@ -138,4 +138,5 @@ def test_runner_mode_and_time_card():
     assert notebook.cells[0].source == first.replace("| 9.9 min |", f"| {text} |")  # only the card's row
     assert not run_lessons.update_time_card(notebook, "Nope", text)
     bare = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# no card")])
-    assert not run_lessons.update_time_card(bare, run_lessons.QUICK_ROW, text) and bare.cells[0].source == "# no card"
+    assert not run_lessons.update_time_card(bare, run_lessons.QUICK_ROW, text)
+    assert bare.cells[0].source == "# no card"

@@ -68,7 +68,8 @@ def tiny_repo(tmp_path):
         f'# 08 · Appendix\n\n<a href="{colab_url("08_appendix_x")}"><img src="https://colab.research.google.com/assets/colab-badge.svg" alt="Open In Colab"/></a>'
     )
     files = {"benchmarks/README.md": "b", "README.md": README, "notebooks/00_intro.ipynb": json.dumps(intro),
-             "notebooks/08_appendix_x.ipynb": json.dumps(appendix), "notebooks/ko/00_intro.ipynb": json.dumps(korean)}
+             "notebooks/08_appendix_x.ipynb": json.dumps(appendix),
+             "notebooks/ko/00_intro.ipynb": json.dumps(korean)}
     return write_tree(tmp_path / "repo", {name: text.encode() for name, text in files.items()})
 
 
@@ -406,9 +407,9 @@ def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and
         if re.search(r"\$[^$\s][^$]*\$", markdown):
             assert "<math" in html, page
         # each formula cell (id math-...) is a displayed MathML block
-        formula_cells = [cell for cell in lesson if cell.get("id", "").startswith("math-")]
-        assert len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', html)) >= len(formula_cells), page
-        formulas += len(formula_cells)
+        maths = [cell for cell in lesson if cell.get("id", "").startswith("math-")]
+        assert len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', html)) >= len(maths), page
+        formulas += len(maths)
         # (nothing loaded from outside: the browser check's external requests)
         assert not re.search(r"<script[^>]*mathjax", html, re.I), page  # math needs no script
         # the search index is loaded by the search page only (issue 37)
