@@ -150,7 +150,8 @@ def test_branching_rand_augment_gives_keras_rand_augments_images_for_the_same_se
     assert not np.array_equal(expected, images)
 
 
-def test_augmentations_stay_float32_under_mixed_precision(mixed_bfloat16):
+def test_augmentations_stay_float32_under_mixed_precision(dtype_policy):
+    dtype_policy("mixed_bfloat16")
     config = preset("quick", rand_augment_ops=2, random_erasing=0.5)
     preprocessing = ImagePreprocessing.for_pipeline(config, seed=0)
     images = np.random.default_rng(0).integers(0, 256, (4, 32, 32, 3)).astype("float32")

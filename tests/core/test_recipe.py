@@ -82,7 +82,8 @@ def test_logits_metrics_by_hand():
     assert metrics["accuracy"] == 0.5 and metrics["top5"] == 1.0
 
 
-def test_mixed_precision_build_keeps_float32_logits(mixed_bfloat16):
+def test_mixed_precision_build_keeps_float32_logits(dtype_policy):
+    dtype_policy("mixed_bfloat16")
     model = compile_for_training(build_shiftvit(preset("quick")), preset("quick"), steps_per_epoch=10)
     assert model.get_layer("stage_1").compute_dtype == "bfloat16"
     assert logits_of(model, np.zeros((2, 32, 32, 3), "uint8")).dtype == np.float32

@@ -18,6 +18,7 @@ import pytest
 from fakes import logits_of, run_on_backend
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from keras.ops import convert_to_numpy as numpy_of
 
 import shiftvit_lib
 from shiftvit_lib import vit
@@ -96,10 +97,6 @@ def tokens(b=2, n=7, d=12, seed=0) -> np.ndarray:
 
 def images(b=2, size=32, seed=0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, size=(b, size, size, 3)).astype("uint8")
-
-
-def numpy_of(tensor) -> np.ndarray:
-    return keras.ops.convert_to_numpy(tensor)
 
 
 # -------------------------------------------------------------------------------------
@@ -315,7 +312,8 @@ def test_quick_model_forward_parameters_and_save_load(quick_models, name, tmp_pa
     assert loaded.name == model.name and loaded.count_params() == model.count_params()
 
 
-def test_mixed_precision_keeps_float32_logits(mixed_float16):
+def test_mixed_precision_keeps_float32_logits(dtype_policy):
+    dtype_policy("mixed_float16")
     logits = build_vit(preset("vit_spt_lsa_quick"))(images(2), training=False)
     assert keras.backend.standardize_dtype(logits.dtype) == "float32"
     assert np.isfinite(numpy_of(logits)).all()
