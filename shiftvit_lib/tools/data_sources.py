@@ -25,8 +25,6 @@ import os
 import socket
 import stat
 import tarfile
-import urllib.parse
-import urllib.request
 import warnings
 import zipfile
 from collections import Counter
@@ -44,7 +42,7 @@ from shiftvit_lib.tools import files
 
 SPLIT_FOLDERS = ("train", "test")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+KERAS_CIFAR10_HOST = "www.cs.toronto.edu"  # where keras.datasets.cifar10 downloads from (HTTPS)
 SAMPLE_ARCHIVE = Path(__file__).resolve().parents[1] / "assets" / "cifar10_sample.zip"
 
 
@@ -101,8 +99,6 @@ def read_keras(limit: int | None, rng: np.random.Generator) -> RawData:
 def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
     """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip,
     read as your own copies are (it passes their caps and layout checks)."""
-    if not SAMPLE_ARCHIVE.is_file():
-        raise FileNotFoundError(f"the bundled sample {SAMPLE_ARCHIVE} is missing; reinstall shiftvit_lib")
     raw = _decode_class_folders(*_read_source(SAMPLE_ARCHIVE), limit, rng)
     sizes = f"{len(raw.y_train):,} train / {len(raw.y_test):,} test images, JPEG q75"
     differ = "pixels differ slightly from the original release"
@@ -117,17 +113,17 @@ class DataSourceFallbackWarning(UserWarning):
 def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
     """Can ``keras.datasets.cifar10.load_data()`` succeed right now? ``(available, reason)``.
 
-    True when the download is already cached, or when the download host (or the
-    configured HTTPS proxy) accepts a connection within ``timeout_s``. The connection
-    is tried in a thread, so a DNS lookup that hangs cannot hang us too.
+    True when the download is already cached, or when the download host accepts a
+    connection within ``timeout_s``. The connection is tried in a thread, so a DNS lookup
+    that hangs cannot hang us too. Behind an HTTPS proxy the direct connection may fail:
+    ``"auto"`` then falls back to the sample (with a warning), and ``"keras"`` still
+    downloads through the proxy.
     """
     homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
     for cached in (home / "datasets" / "cifar-10-batches-py-target_archive" for home in homes):
         if cached.is_file():  # where keras.utils.get_file keeps the download
             return True, f"keras.datasets.cifar10 is cached at {cached}"
-    proxy = urllib.request.getproxies().get("https", "")
-    url = urllib.parse.urlsplit(("" if "://" in proxy else "http://") + proxy if proxy else KERAS_CIFAR10_URL)
-    host, port = url.hostname or "", url.port or (80 if proxy else 443)
+    host, port = KERAS_CIFAR10_HOST, 443
     try:  # the pool's thread is a daemon: one stuck in a DNS lookup never holds the interpreter
         with multiprocessing.pool.ThreadPool(1) as pool:
             pool.apply_async(socket.create_connection, ((host, port), timeout_s)).get(timeout_s + 0.5).close()
@@ -156,21 +152,20 @@ def read_auto(limit: int | None, rng: np.random.Generator) -> RawData:
 
 # The named sources and their readers ``(limit per class, generator) -> RawData``; a path is the fourth kind.
 SOURCES = {"auto": read_auto, "keras": read_keras, "sample": read_sample}
-VALID_SOURCES_TEXT = (
-    f"{', '.join(map(repr, SOURCES))}, or a class-folder directory or {'/'.join(ARCHIVE_SUFFIXES)} archive"
-)
 
 
-def _existing_source_path(source: Any) -> Path:
-    """Turn a path-like source into an existing Path, or explain what is wrong."""
-    if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(f"source must be a str or a path, not {type(source).__name__} ({VALID_SOURCES_TEXT})")
+def _existing_source_path(source: str | os.PathLike[str]) -> Path:
+    """Turn a path-like source into an existing Path, or explain what is wrong.
+
+    Anything else is refused by ``Path`` itself, in one line that names the type it got.
+    """
     path = Path(source).expanduser()
     if path.exists():
         return path
     text = os.fspath(source)
     if isinstance(source, str) and not (len(path.parts) > 1 or _is_archive(path) or text.startswith(".")):
-        raise InputError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
+        named = ", ".join(map(repr, SOURCES))
+        raise InputError(f"unknown data source {text!r}. Valid sources: {named}, or a class-folder path")
     loop = " (a symbolic link that leads nowhere: a loop or a missing target)" if path.is_symlink() else ""
     where = files.escape_name(os.path.abspath(path))
     raise FileNotFoundError(f"data source {text!r} does not exist{loop} ({where}); check the path")

@@ -160,7 +160,7 @@ def run_comparison(
     *,
     seed: int = 42,
     restart: bool = True,
-    log: Callable[[str], None] | None = print,
+    log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
     """Train every config on ``data`` with ``seed`` for the epochs they share; one row per model (:func:`_row`).
 
@@ -169,7 +169,7 @@ def run_comparison(
     metrics are those of its best-validation checkpoint. ``restart=True`` starts every run
     afresh; ``False`` resumes an interrupted run and reuses a finished one with the same
     settings (:func:`~shiftvit_lib.tools.run_folder.run_spec`), so a long comparison survives a
-    re-execution. ``log`` gets one line per model (``None``: silence).
+    re-execution. ``log`` gets one line per model.
     """
     shared_terms(configs)  # the configs' own epochs: one figure, on every run and in the record
     rows, options = [], dict(seed=seed, verbose=0, overwrite=restart, reuse=not restart)
@@ -177,11 +177,10 @@ def run_comparison(
         started = time.perf_counter()
         run = train(config, data, Path(out_root) / name, **options)
         rows.append(row := _row(name, config, run.record, time.perf_counter() - started))
-        if log is not None:
-            log(
-                f"{name:<22} {'reused a finished run' if run.reused else 'trained'}: {row['epochs_run']} epochs, "
-                f"{row['train_seconds']:.0f} s of training, test top-1 {row['test_top1']:.1%}"
-            )
+        log(
+            f"{name:<22} {'reused a finished run' if run.reused else 'trained'}: {row['epochs_run']} epochs, "
+            f"{row['train_seconds']:.0f} s of training, test top-1 {row['test_top1']:.1%}"
+        )
     return rows
 
 

@@ -66,7 +66,10 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
         ImageReadError: (a ValueError) not a regular file, empty, too large, not an image, or corrupt.
     """
     path = Path(path)
-    height, width = _as_height_width(size)
+    pair = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
+    if len(pair) != 2:
+        raise InputError(f"size must be a whole number or (height, width); got {size!r}")
+    height, width = check_whole_number(pair[0], "height"), check_whole_number(pair[1], "width")
     if fit not in ("crop", "stretch"):
         raise InputError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
     try:  # a pipe or a device is refused unopened (reading a pipe would block forever)
@@ -79,13 +82,6 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
     except (files.UnsafeFileError, UnsupportedImageError) as error:
         raise ImageReadError(path, getattr(error, "reason", str(error))) from None
     return np.asarray(_resize(rgb, width, height, fit), dtype=np.uint8)
-
-
-def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
-    pair = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
-    if len(pair) != 2:
-        raise InputError(f"size must be a whole number or (height, width); got {size!r}")
-    return check_whole_number(pair[0], "height"), check_whole_number(pair[1], "width")
 
 
 def _resize(image: Image.Image, width: int, height: int, fit: Fit) -> Image.Image:

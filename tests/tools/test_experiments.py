@@ -110,7 +110,7 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
         assert row["train_seconds"] == first["train_seconds"] == json.loads(
             (tmp_path / row["name"] / "run.json").read_text())["train_seconds"] > 0
     # restart=True trains afresh: one epoch in the history, not two.
-    fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, restart=True, log=None)
+    fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, restart=True, log=lines.append)
     assert [r["epochs_run"] for r in fresh] == [1]
 
     record = ex.comparison_record(rows, configs, data, seed=42, mode="quick")

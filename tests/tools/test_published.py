@@ -73,7 +73,7 @@ def test_the_shipped_file_is_small_matches_its_published_hash_and_an_altered_one
 
 
 @pytest.mark.parametrize("name, error, words", [
-    ("resnet50", KeyError, "choose one of .*cpu"), (3, TypeError, "must be a string"),
+    ("resnet50", KeyError, "choose one of .*cpu"), (3, KeyError, "unknown pretrained model 3"),
     ("seed", ValueError, "python -m shiftvit_lib train --preset seed"),
     ("cpu", FileNotFoundError, "reinstall"),
 ])
