@@ -181,9 +181,7 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
         # a named pipe called x.tar.gz would block the reader forever
         files.check_regular_file(path, "a class-folder directory or an archive")
         if not _is_archive(path):
-            raise InputError(
-                f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}"
-            )
+            raise InputError(f"{path}: not a supported archive; use a folder or {'/'.join(ARCHIVE_SUFFIXES)}")
         if limit is None:
             return _load_archive_cached(path)
     return _decode_class_folders(*_read_source(path), limit, rng)

@@ -75,7 +75,7 @@ def test_the_shipped_file_is_small_matches_its_published_hash_and_an_altered_one
 @pytest.mark.parametrize("name, error, words", [
     ("resnet50", KeyError, "choose one of .*cpu"), (3, KeyError, "unknown pretrained model 3"),
     ("seed", ValueError, "python -m shiftvit_lib train --preset seed"),
-    ("cpu", FileNotFoundError, "reinstall"),
+    ("cpu", FileNotFoundError, "nothing at .*pretrained"),
 ])
 def test_a_missing_file_an_unknown_name_or_a_preset_without_weights_is_explained(tmp_path, monkeypatch, name,
                                                                                   error, words):
