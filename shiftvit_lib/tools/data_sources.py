@@ -99,7 +99,7 @@ def read_keras(limit: int | None, rng: np.random.Generator) -> RawData:
 def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
     """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip,
     read as your own copies are (it passes their caps and layout checks)."""
-    raw = _decode_class_folders(*_read_source(SAMPLE_ARCHIVE), limit, rng)
+    raw = _read_class_folders(SAMPLE_ARCHIVE, limit, rng)
     sizes = f"{len(raw.y_train):,} train / {len(raw.y_test):,} test images, JPEG q75"
     differ = "pixels differ slightly from the original release"
     raw.description = f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; {differ}"
@@ -184,7 +184,7 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
             raise InputError(f"{path}: not a supported archive; use a folder or {'/'.join(ARCHIVE_SUFFIXES)}")
         if limit is None:
             return _load_archive_cached(path)
-    return _decode_class_folders(*_read_source(path), limit, rng)
+    return _read_class_folders(path, limit, rng)
 
 
 # --------------------------------------------------------------------------- reading entries
@@ -203,13 +203,8 @@ ARCHIVE_SLACK_BYTES = 16 * 2**20
 # hundred bytes.
 MAX_TAR_HEADER_BYTES = 64 * 2**10
 _TAR_HEADER_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE)
-_TAR_KINDS = {
-    tarfile.SYMTYPE: "a symbolic link",
-    tarfile.LNKTYPE: "a hard link",
-    tarfile.FIFOTYPE: "a named pipe",
-    tarfile.CHRTYPE: "a device",
-    tarfile.BLKTYPE: "a device",
-}
+# A tar's links are named; its pipes and devices (only a crafted archive holds them) are "not a regular file".
+_TAR_LINKS = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link"}
 
 # One entry of a source (folders are not entries): (name, kind, size, reader). Kind is None for a
 # regular file, or what else it is ("a symbolic link"...); the reader returns a regular file's bytes.
@@ -256,7 +251,7 @@ class CappedTarInfo(tarfile.TarInfo):
 def _tar_entries(path: Path) -> Iterator[_Entry]:
     with tarfile.open(path, "r:*", tarinfo=CappedTarInfo) as tar:
         for member in tar:  # a compressed tar is read in one pass: the caller reads each entry at once
-            kind = None if member.isfile() else _TAR_KINDS.get(member.type, "not a regular file")
+            kind = None if member.isfile() else _TAR_LINKS.get(member.type, "not a regular file")
             if not member.isdir():
                 yield member.name, kind, member.size, lambda member=member: tar.extractfile(member).read()
 
@@ -351,10 +346,9 @@ def _mib(size: int) -> str:
 
 
 # --------------------------------------------------------------------------- decoding
-def _decode_class_folders(
-    layout: _Layout, where: str, limit: int | None, rng: np.random.Generator
-) -> RawData:
-    """Decode the images of a checked class-folder layout (at most ``limit`` per class)."""
+def _read_class_folders(path: Path, limit: int | None, rng: np.random.Generator) -> RawData:
+    """Read and decode the images of a class-folder directory or archive (at most ``limit`` per class)."""
+    layout, where = _read_source(path)
     arrays = {}
     counts = Counter()  # of the image formats
     for split, classes in layout.items():
@@ -406,7 +400,7 @@ def _load_archive_cached(path: Path) -> RawData:
     cache = array_cache_dir() / f"cifar10-{source[:32]}.npz"
     raw = _read_cache(cache, source)
     if raw is None:
-        raw = _decode_class_folders(*_read_source(path), None, np.random.default_rng(0))
+        raw = _read_class_folders(path, None, np.random.default_rng(0))
         _write_cache(cache, raw, source)
     return raw
 

@@ -55,10 +55,9 @@ def _devices() -> list[tuple[str, str, Any]]:
 
             if torch.cuda.is_available():
                 return [("gpu", torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0))]
-            return [("cpu", "cpu", None)]
     except Exception as error:  # noqa: BLE001 - see the docstring
         return [("unknown", f"unknown ({error})", None)]
-    return []
+    return [("cpu", "cpu", None)]  # PyTorch without CUDA; a backend that runs on the CPU only (numpy)
 
 
 def describe_machine() -> dict[str, Any]:

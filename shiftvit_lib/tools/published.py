@@ -114,12 +114,6 @@ def pretrained_info(name: str = "cpu") -> PretrainedInfo:
     )
 
 
-def list_records() -> list[str]:
-    """Names accepted by :func:`load_record`."""
-    names = {path.parent.name for path in RECORDS.glob("*/run.json")}
-    return sorted(names | {path.stem for path in RECORDS.glob("*.json")})
-
-
 def load_record(name: str) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """A shipped record: ``(run.json, history)`` of a run, or ``(comparison, {})``.
 
@@ -131,4 +125,5 @@ def load_record(name: str) -> tuple[dict[str, Any], dict[str, list[float]]]:
         return load_run(folder)
     if single.is_file():
         return json.loads(single.read_text()), {}
-    raise KeyError(f"no shipped record {name!r}; choose one of {list_records()}")
+    names = [run.parent.name for run in RECORDS.glob("*/run.json")] + [c.stem for c in RECORDS.glob("*.json")]
+    raise KeyError(f"no shipped record {name!r}; choose one of {sorted(names)}")

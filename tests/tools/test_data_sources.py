@@ -232,10 +232,9 @@ def test_links_pipes_and_devices_in_a_folder_a_tar_or_a_zip_are_named_not_read(t
         link = zipfile.ZipInfo("train/cat/link.png")
         link.external_attr = (stat.S_IFLNK | 0o777) << 16
         archive.writestr(link, "/etc/passwd")
-    named = ["train/cat/pipe.png (a named pipe)", "test/dog/link.png (a symbolic link)",
-             "train/linked_class (a symbolic link)"]  # a linked folder, not followed
-    found = {tree: named, "links.tar": [*named, "test/dog/zero.png (a device)"],
-             "links.zip": ["train/cat/link.png (a symbolic link)"]}
+    links = ["test/dog/link.png (a symbolic link)", "train/linked_class (a symbolic link)"]  # a folder's: not followed
+    found = {tree: [*links, "train/cat/pipe.png (a named pipe)"], "links.zip": ["train/cat/link.png (a symbolic link)"],
+             "links.tar": [*links, "train/cat/pipe.png (not a regular file)", "test/dog/zero.png (not a regular file)"]}
     for source, words in found.items():
         with pytest.raises(ValueError) as raised:
             finishes_within(60, load_cifar10, tmp_path / source)
@@ -417,7 +416,7 @@ def test_a_cache_that_fails_its_checks_is_named_set_aside_and_rebuilt(archive_an
     first = data_sources.load_cifar10(path, seed=1)
     (npz,) = cache.glob("cifar10-*.npz")
     with monkeypatch.context() as decoding:  # read back from the cache, not decoded again
-        decoding.setattr(data_sources, "_decode_class_folders", None)
+        decoding.setattr(data_sources, "_read_class_folders", None)
         np.testing.assert_array_equal(data_sources.load_cifar10(path, seed=1).x_train, first.x_train)
     if forge == "from another archive":  # another archive's cache under this archive's name
         other = write_zip(tmp_path / "other.zip", class_folder_files({"train": 3, "test": 3}))
