@@ -281,29 +281,26 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
     One pass: entries outside ``train/`` and ``test/`` (a README, a licence, anything large)
     are skipped, and a misplaced file or one over a cap is refused, before it is read. Names
     lose a wrapper folder that holds train/ and test/; data in two places is refused, never mixed.
-    Links, pipes and devices are named together once the pass ends.
+    A link, pipe or device is named, never read.
     """
     layout = {split: {name: {} for name in CIFAR10_CLASSES} for split in SPLIT_FOLDERS}
-    special, roots, count, total = [], set(), 0, 0
+    roots, count, total = set(), 0, 0
     for name, kind, size, read in entries:
         parts = name.removeprefix("./").rstrip("/").split("/")
-        hidden = any(part.startswith(".") or part == "__MACOSX" for part in parts)  # macOS zip metadata
-        if hidden or set(parts[:2]).isdisjoint(SPLIT_FOLDERS):
-            continue  # not data (at the top, or in one wrapper folder): skipped before reading
+        # hidden files (a Mac's __MACOSX/ holds only "._" files), or not data (at the top or in
+        # one wrapper folder): skipped before reading
+        if any(part.startswith(".") for part in parts) or set(parts[:2]).isdisjoint(SPLIT_FOLDERS):
+            continue
         roots.add("./" if parts[0] in SPLIT_FOLDERS else f"{parts.pop(0)}/")
         name = "/".join(parts)
         if len(roots) > 1:
             raise InputError(f"{where}: train/ and test/ in {' and '.join(sorted(roots))}; keep one copy")
         if kind:
-            special.append(f"{name} ({kind})")
-            continue
+            raise InputError(f"{where}: {name} is {kind}; only regular image files are read (copy it in)")
         count += 1
         total += size
         _check_entry(where, name, parts, size, count, total, archive_bytes)
         layout[parts[0]][parts[1]][name] = read()
-    if special:
-        shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
-        raise InputError(f"{where}: found {shown}; only regular image files are read (copy the files in)")
     empty = []
     for split, classes in layout.items():  # a split without any image is named once
         missing = [f"{split}/{name}/" for name, found in classes.items() if not found]

@@ -66,10 +66,8 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
         ImageReadError: (a ValueError) not a regular file, empty, too large, not an image, or corrupt.
     """
     path = Path(path)
-    pair = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
-    if len(pair) != 2:
-        raise InputError(f"size must be a whole number or (height, width); got {size!r}")
-    height, width = check_whole_number(pair[0], "height"), check_whole_number(pair[1], "width")
+    height, width = (size, size) if isinstance(size, (int, np.integer)) else size  # a pair, or a ValueError
+    height, width = check_whole_number(height, "height"), check_whole_number(width, "width")
     if fit not in ("crop", "stretch"):
         raise InputError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
     try:  # a pipe or a device is refused unopened (reading a pipe would block forever)
