@@ -218,27 +218,23 @@ def test_data_over_a_size_cap_is_refused_by_name(tmp_path, monkeypatch, kind, ca
         load_cifar10(source, limit=3)
 
 
-# A link, pipe or device planted in a good tree -> (its name, what a folder of it says, what a tar
-# of it says). A zip holds a link by that name. Each is named, never read nor followed.
-SPECIAL_ENTRIES = {
-    "pipe": ("train/cat/pipe.png", "a named pipe", "not a regular file"),  # reading it would block forever
-    "link": ("test/dog/link.png", "a symbolic link", "a symbolic link"),
-    "linked class": ("train/linked_class", "a symbolic link", "a symbolic link"),  # a folder's: not followed
-    "device": ("test/dog/zero.png", None, "not a regular file"),  # in the tar only
-}
-
-
-@pytest.mark.parametrize("special", SPECIAL_ENTRIES)
-def test_a_link_pipe_or_device_in_a_folder_a_tar_or_a_zip_is_named_not_read(tree, tmp_path, special) -> None:
-    name, in_folder, in_tar = SPECIAL_ENTRIES[special]
-    if special == "pipe":
+# A link, pipe or device planted in a good tree: its name, what a folder of it says (None: only the
+# tar holds it), what a tar of it says. A zip holds a link by that name. Named, never read nor followed.
+@pytest.mark.parametrize(("name", "in_folder", "in_tar"), [
+    ("train/cat/pipe.png", "a named pipe", "not a regular file"),  # reading it would block forever
+    ("test/dog/link.png", "a symbolic link", "a symbolic link"),
+    ("train/linked_class", "a symbolic link", "a symbolic link"),  # a link to a class folder
+    ("test/dog/zero.png", None, "not a regular file"),  # a device
+])
+def test_a_link_pipe_or_device_in_a_folder_a_tar_or_a_zip_is_named_not_read(tree, tmp_path, name, in_folder, in_tar):
+    if in_folder == "a named pipe":
         os.mkfifo(tree / name)
     elif in_folder:
-        (tree / name).symlink_to(tree / ("train/cat" if special == "linked class" else "test/dog/0000.png"))
+        (tree / name).symlink_to(tree / ("train/cat" if name.endswith("class") else "test/dog/0000.png"))
     (tree / "README.link").symlink_to("/etc/passwd")  # outside train/ and test/: not data, ignored
     with tarfile.open(tmp_path / "x.tar", "w") as archive:  # the same tree, its link or pipe as it is
         archive.add(tree, "cifar")
-        if special == "device":
+        if in_folder is None:
             device = tarfile.TarInfo(f"cifar/{name}")
             device.type = tarfile.CHRTYPE
             archive.addfile(device)

@@ -89,8 +89,7 @@ def test_shipped_records_are_the_results_records():
         relative = path.relative_to(pt.RECORDS)
         assert path.read_bytes() == (ROOT / "results" / relative).read_bytes(), relative
     # and the other way round: every CPU record in results/ ships with the package
-    for name in ("cpu_full", "attention_vs_shift_cpu", "attention_vs_shift_cpu_seed43"):
-        assert pt.load_record(name)[0]
+    assert all(pt.load_record(name)[0] for name in ("cpu_full", "attention_vs_shift_cpu", "attention_vs_shift_cpu_seed43"))
 
 
 @pytest.mark.slow
