@@ -120,13 +120,10 @@ MAP = np.zeros((1, 3, 3, 4), "float32")
 
 
 @pytest.mark.parametrize(("call", "error", "words"), [
-    (lambda: plots.plot_history({"accuracy": [0.1]}), KeyError, "'loss'"),
-    (lambda: plots.plot_time_to_accuracy({"broken": {"val_accuracy": [0.5]}}, target=0.8), KeyError, "epoch_seconds"),
     (lambda: plots.plot_confusion_counts(np.ones((3, 3)), CIFAR10_CLASSES), ValueError, "10x10"),
     (lambda: plots.reliability_table([0.5], [True, False]), ValueError, None),
     (lambda: plots.format_channels(MAP, ["only one"]), ValueError, "one title per channel"),
     (lambda: plots.format_channels(MAP[0], ["a", "b", "c", "d"]), ValueError, r"\(1, H, W, C\)"),
-    (lambda: plots.show_animation("nope"), FileNotFoundError, "nope.gif"),
 ])
 def test_bad_input_is_refused_naming_what_is_wrong(call, error, words):
     with pytest.raises(error, match=words):
