@@ -4,11 +4,10 @@ and each one is the object of the module ``_EXPORTS`` names for it."""
 import importlib
 import json
 import re
-from pathlib import Path
+
+from fakes import REPO
 
 import shiftvit_lib as sv
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _names_used_by_the_lessons() -> set[str]:

@@ -3,14 +3,12 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from fakes import finishes_within, write_tree
+from fakes import REPO, finishes_within, write_tree
 
 from shiftvit_lib._startup import backend_problem, choose_backend_for_colab_tpu
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT = "Keras' default (KERAS_BACKEND is not set)"
 
 

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import ast
 import itertools
-import json
 import re
-from pathlib import Path
 from typing import NamedTuple
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+from fakes import NOTEBOOKS, cells
 
 
 class Fold(NamedTuple):
@@ -45,14 +43,14 @@ def _fold_code(text: str) -> str:
 
 
 def folds(lesson: str) -> list[Fold]:
-    cells = json.loads((NOTEBOOKS / f"{lesson}.ipynb").read_text())["cells"]
+    lesson_cells = cells(NOTEBOOKS / f"{lesson}.ipynb")
     found = []
-    for index, cell in enumerate(cells):
+    for index, cell in enumerate(lesson_cells):
         text = _source(cell)
         if cell["cell_type"] != "markdown" or "<summary>Solution" not in text:
             continue
-        before = [_source(c) for c in cells[max(0, index - 2) : index] if c["cell_type"] == "code"]
-        after = _source(cells[index + 1]) if index + 1 < len(cells) else ""
+        before = [_source(c) for c in lesson_cells[max(0, index - 2) : index] if c["cell_type"] == "code"]
+        after = _source(lesson_cells[index + 1]) if index + 1 < len(lesson_cells) else ""
         blank = "<summary>Solution of the blank" in text
         checking = after if blank else next((c for c in reversed(before) if "checks.exercise(" in c), "")
         name = re.search(r"checks\.(check_\w+),\s*(\w+)", checking)

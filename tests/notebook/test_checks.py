@@ -13,7 +13,6 @@ and runs each wrong variant through its check.
 import contextlib
 import functools
 import io
-import json
 import re
 from types import SimpleNamespace
 
@@ -21,6 +20,7 @@ import keras
 import mutation
 import numpy as np
 import pytest
+from fakes import LESSONS, NOTEBOOKS, cells
 from keras import ops
 
 import shiftvit_lib as sv
@@ -28,7 +28,6 @@ from shiftvit_lib.layers import DropPath
 from shiftvit_lib.notebook import checks
 from shiftvit_lib.shift import keras_io_shift
 
-NOTEBOOKS = mutation.NOTEBOOKS
 LESSON_IMPORTS = """
 import math
 import keras
@@ -355,10 +354,10 @@ def test_every_blank_and_exercise_is_followed_by_its_check():
     cell is checked by checks.exercise, which stops "Run all" on a wrong answer; no check only prints; nbval's
     markers live in the cells' tags, which the learner never sees."""
     blanks = []
-    for path in sorted(NOTEBOOKS.glob("0[0-8]_*.ipynb")):
-        cells = json.loads(path.read_text())["cells"]
-        for index, cell in enumerate(cells):
-            text, after = "".join(cell["source"]), ["".join(c["source"]) for c in cells[index + 1 : index + 3]]
+    for path in LESSONS:
+        nb = cells(path)
+        for index, cell in enumerate(nb):
+            text, after = "".join(cell["source"]), ["".join(c["source"]) for c in nb[index + 1 : index + 3]]
             if cell["cell_type"] != "code":
                 continue
             assert "NBVAL_" not in text and not re.search(r"Not yet|Not quite|Not answered", text), path.name
@@ -367,7 +366,7 @@ def test_every_blank_and_exercise_is_followed_by_its_check():
                 assert "<summary>Solution of the blank</summary>" in after[0], path.name
                 assert "checks.try_yours(checks.check_" in re.sub(r"\s+", "", after[1]), path.name  # however wrapped
             elif re.search(r"#\s*your (code|answer|change)", text, flags=re.I):
-                following = next((c for c in cells[index + 1 :] if c["cell_type"] == "code"), {"source": ""})
+                following = next((c for c in nb[index + 1 :] if c["cell_type"] == "code"), {"source": ""})
                 assert "checks.exercise(checks.check_" in text + "".join(following["source"]), f"{path.name}: {text[:60]!r}"
     assert len(blanks) >= 6 and {name[:2] for name in blanks} == {"02", "03", "04", "05"}, blanks
 

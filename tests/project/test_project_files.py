@@ -5,11 +5,11 @@ import re
 from pathlib import Path
 
 import pytest
+from fakes import REPO
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 yaml = pytest.importorskip("yaml")
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_license_citation_and_keras_floor():
