@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import LESSONS, NOTEBOOKS, REPO
+from fakes import LESSONS, NOTEBOOKS, REPO, one_line
 
 sys.path.insert(0, str(REPO / "scripts"))
 import build_korean  # noqa: E402
@@ -279,6 +279,15 @@ def test_refresh_moves_korean_comments_onto_reformatted_code():
 def test_the_glossary_names_its_terms_and_rules_out_their_variants():
     # (each ruled-out variant is named by the check in GLOSSARY_CASES above)
     assert len(_glossary()) >= 50 and {*KEY_TERMS, "channel group"} <= set(_glossary())
+
+
+def test_a_notebook_with_a_cell_without_id_is_refused_naming_it(tmp_path):
+    # (a notebook cut short: files.read_json, tests/tools/test_files.py)
+    no_id = tmp_path / "01_no_id.ipynb"
+    no_id.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": "# T", "metadata": {}}]}))
+    with pytest.raises(ValueError, match="cell 0 has no id") as refused:
+        build_korean.load_notebook(no_id)
+    assert str(no_id) in one_line(refused.value)
 
 
 def test_a_broken_pattern_in_the_glossary_is_one_line_naming_the_row(tmp_path):
