@@ -48,11 +48,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None
-
 PathLike = str | os.PathLike[str]
 _NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"))
 
@@ -319,14 +314,16 @@ def run_folder_lock(folder: PathLike) -> Iterator[None]:
     (or dies: the OS drops the lock with the process, so a crash leaves no stale lock); a
     second stops at once, before it writes anything, naming the holder. The lock file is
     never followed through a link (the lock text would overwrite its target), and a pipe,
-    socket, device or folder there is refused in one line naming it. Where ``fcntl`` does
-    not exist (Windows), runs are not locked.
+    socket, device or folder there is refused in one line naming it. Windows has no ``fcntl``:
+    there runs are not locked, so two trainings in one folder are not stopped.
     """
     path = Path(folder) / LOCK_FILE
-    if fcntl is None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if os.name == "nt":  # not protected there (see above)
         yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    import fcntl
+
     fd = _open_checked(check_own(path), os.O_RDWR | os.O_CREAT | _NOFOLLOW, own=True)
     with os.fdopen(fd, "r+", 1, "utf-8", "replace") as lock:  # line-buffered; closing it releases the lock
         try:

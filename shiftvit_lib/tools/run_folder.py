@@ -52,7 +52,7 @@ _BACKUP_WEIGHTS = re.compile(r"epoch-(\d+)\.weights\.h5")
 # source's sentence (an 'auto' fallback names its network error, which may differ between
 # sessions; the data's identity is its hash, data_digest).
 _SPEC_NOT_COMPARED = ("format", "created_at", "fit_finished_at", "data_source")
-_RECORD_KEYS = ("data_source", "test", "epochs_run", "epochs_requested", "best_val_accuracy")
+_RECORD_KEYS = ("data_source", "test", "epochs_run", "epochs_requested", "best_val_accuracy", "train_seconds")
 _AFRESH = "pass overwrite=True (--overwrite) to start afresh there, or choose another folder"
 
 
@@ -287,21 +287,18 @@ def open_run_folder(folder: Claim, spec: dict[str, Any], config: TrainingRecipe)
     """Start a run in the claimed ``folder``, or resume the interrupted run there with the same ``spec``.
 
     Raises :class:`RunFolderError`, before anything is written, for an interrupted run with
-    other settings (naming what differs), or a folder that cannot be written. A damaged
-    ``best.keras`` or backup is set aside by name.
+    other settings (naming what differs). A damaged ``best.keras`` or backup is set aside by
+    name. The claim's lock made the folder and showed it writable; a disk error later (a full
+    disk) is an ``OSError`` naming the file.
     """
     out = folder.path
     for place in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write (a glob of
         files.remove_abandoned_partials(place)  # a missing folder finds nothing)
     run = _resume(out, spec, config) if folder.state == "resume" else RunFolder(out, spec)
     if run.resumed_from == 0 and not run.fit_finished:  # a fresh start, or an interrupted run with no backup
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            clear_run(out)
-            run.spec = {**spec, "created_at": now()}
-            write_json(out / RUN_SPEC, run.spec)
-        except OSError as error:
-            raise RunFolderError(f"cannot write the run folder {out} ({error.strerror or error})") from error
+        clear_run(out)
+        run.spec = {**spec, "created_at": now()}
+        write_json(out / RUN_SPEC, run.spec)
     return run
 
 
@@ -340,19 +337,15 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
 
 
 def _keep_history_rows(path: Path, before_epoch: int) -> None:
-    """Drop the rows of epochs >= ``before_epoch`` (they will be trained again) and rows cut short.
+    """Drop the rows of epochs >= ``before_epoch``: they will be trained again.
 
-    :class:`HistoryLog` writes the epoch first and numbers only, so a row is split on commas.
+    :class:`HistoryLog` writes whole rows only (an atomic rewrite), so no row is cut short; a
+    value edited by hand is named by :func:`read_history_csv`, which skips empty lines as this does.
     """
-    header, *rows = files.read_own_text(path).splitlines(keepends=True) or [""]
-    kept = [
-        row
-        for row in rows
-        if row.endswith("\n")
-        and row.count(",") == header.count(",")
-        and (epoch := row.split(",")[0]).isdigit()
-        and int(epoch) < before_epoch
-    ]
+    lines = files.read_own_text(path).splitlines(keepends=True)
+    header, *rows = [line for line in lines if line.strip()] or [""]
+    epochs = read_history_csv(path).get("epoch", [])
+    kept = [row for row, epoch in zip(rows, epochs) if epoch < before_epoch]
     if len(kept) < len(rows):
         files.atomic_write_text(path, header + "".join(kept))
 
@@ -528,10 +521,9 @@ def describe_run(record: dict[str, Any]) -> str:
         f"epochs run {record['epochs_run']} of {record['epochs_requested']}; best validation top-1 "
         f"{record['best_val_accuracy']:.2%}",
         f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
+        f"training time (sum of epochs, validation included) {record['train_seconds'] / 60:.1f} min",
     ]
-    seconds, flipped = record.get("train_seconds"), record.get("test_flip_tta")
-    if seconds is not None:
-        lines.append(f"training time (sum of epochs, validation included) {seconds / 60:.1f} min")
+    flipped = record.get("test_flip_tta")
     if flipped:  # beside the plain figure, never instead of it
         lines.append(f"with flip test-time augmentation: test top-1 {flipped['accuracy']:.2%}")
     lines += [
