@@ -126,16 +126,12 @@ def run_spec(
     return json.loads(json.dumps(spec, default=str))  # as it reads back from the file
 
 
-def spec_differences(saved: dict[str, Any], current: dict[str, Any], config: TrainingRecipe) -> list[str]:
+def spec_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """How a stored run spec differs from ``current``, e.g. ``["epochs (4 -> 6)", "config.lr_max (...)"]``.
 
-    The stored config is read as ``config``'s type writes it today: fields added since take
-    their defaults, which are what the older version did (a ViT recorded before it shared the
-    TrainingRecipe has no ``mixup_alpha``: it did not mix), so a learner's interrupted run
-    still resumes after an update. A config not of this type is compared as it is.
+    Compared as stored: a spec written by an earlier version, whose config lacks a field added
+    since, differs in that field (its run is not resumed or reused; train it afresh).
     """
-    with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
-        saved = {**saved, "config": type(config).from_dict(saved["config"]).to_dict()}
 
     def flat(spec: dict[str, Any]) -> dict[str, Any]:
         fields = spec.get("config") if isinstance(spec.get("config"), dict) else {"": spec.get("config")}
@@ -166,14 +162,6 @@ def read_run_file(folder: str | os.PathLike[str], name: str = RUN_SPEC) -> dict[
     except (OSError, ValueError) as error:
         problem = one_line(error)
     raise RunFolderError(f"{escape_name(path)} is unreadable ({problem}); {_AFRESH}")
-
-
-def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``run.json`` record of a finished run in ``out_dir`` with exactly ``spec``, else ``None``."""
-    record, saved = read_run_file(out_dir, RUN_RECORD), read_run_file(out_dir)
-    if record is None or saved is None or spec_differences(saved, spec, config):
-        return None
-    return record
 
 
 # --------------------------------------------------------------------------- claiming the folder
@@ -251,14 +239,6 @@ def claim(out_dir: str | os.PathLike[str] | Claim, *, overwrite: bool = False) -
         raise
 
 
-def clear_run(out_dir: str | os.PathLike[str]) -> None:
-    """Remove exactly the files a :func:`train` call writes into ``out_dir`` (nothing else)."""
-    out = Path(out_dir)
-    for name in RUN_FILES:
-        (out / name).unlink(missing_ok=True)
-    remove_backups(out)
-
-
 def remove_backups(out: Path) -> None:
     """Remove the backups :class:`RunBackup` wrote; a damaged one set aside (or a file of yours) is kept."""
     backup = files.check_own(out / BACKUP_DIR, folder=True)
@@ -283,7 +263,7 @@ class RunFolder:
     recovered: list[str] = field(default_factory=list)  # damaged files set aside, one line each
 
 
-def open_run_folder(folder: Claim, spec: dict[str, Any], config: TrainingRecipe) -> RunFolder:
+def open_run_folder(folder: Claim, spec: dict[str, Any]) -> RunFolder:
     """Start a run in the claimed ``folder``, or resume the interrupted run there with the same ``spec``.
 
     Raises :class:`RunFolderError`, before anything is written, for an interrupted run with
@@ -294,18 +274,20 @@ def open_run_folder(folder: Claim, spec: dict[str, Any], config: TrainingRecipe)
     out = folder.path
     for place in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write (a glob of
         files.remove_abandoned_partials(place)  # a missing folder finds nothing)
-    run = _resume(out, spec, config) if folder.state == "resume" else RunFolder(out, spec)
+    run = _resume(out, spec) if folder.state == "resume" else RunFolder(out, spec)
     if run.resumed_from == 0 and not run.fit_finished:  # a fresh start, or an interrupted run with no backup
-        clear_run(out)
+        for name in RUN_FILES:  # exactly the files a run writes: nothing else in the folder
+            (out / name).unlink(missing_ok=True)
+        remove_backups(out)
         run.spec = {**spec, "created_at": now()}
         write_json(out / RUN_SPEC, run.spec)
     return run
 
 
-def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolder:
+def _resume(out: Path, spec: dict[str, Any]) -> RunFolder:
     """The interrupted run in ``out`` if it has ``spec``: where it resumes; damaged files set aside."""
     saved = read_run_file(out) or {}
-    differences = spec_differences(saved, spec, config)
+    differences = spec_differences(saved, spec)
     if differences:
         raise RunFolderError(
             f"{out} holds an interrupted run with other settings; it differs in {'; '.join(differences)}. "
@@ -339,7 +321,7 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
 def _keep_history_rows(path: Path, before_epoch: int) -> None:
     """Drop the rows of epochs >= ``before_epoch``: they will be trained again.
 
-    :class:`HistoryLog` writes whole rows only (an atomic rewrite), so no row is cut short; a
+    :func:`history_log` writes whole rows only (an atomic rewrite), so no row is cut short; a
     value edited by hand is named by :func:`read_history_csv`, which skips empty lines as this does.
     """
     lines = files.read_own_text(path).splitlines(keepends=True)
@@ -432,20 +414,18 @@ class RunBackup(keras.callbacks.Callback):
         (self.backup / f"epoch-{epoch - 1:04d}.weights.h5").unlink(missing_ok=True)  # two states back
 
 
-class HistoryLog(keras.callbacks.Callback):
+def history_log(path: Path) -> keras.callbacks.Callback:
     """``history.csv``: a row per epoch, the epoch first, then the logs by name (Keras' CSVLogger's layout).
 
     Appended by rewriting the file atomically (:func:`~shiftvit_lib.tools.files.append_text`):
     never written through a link, never left half a row.
     """
 
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
-
-    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+    def write_row(epoch: int, logs: dict[str, Any] | None = None) -> None:
         row = {"epoch": epoch, **{key: float(value) for key, value in sorted((logs or {}).items())}}
-        files.append_text(self.path, ",".join(map(str, row.values())) + "\n", header=",".join(row) + "\n")
+        files.append_text(path, ",".join(map(str, row.values())) + "\n", header=",".join(row) + "\n")
+
+    return keras.callbacks.LambdaCallback(on_epoch_end=write_row)
 
 
 # --------------------------------------------------------------------------- the record

@@ -53,7 +53,7 @@ def run_callbacks(
     """
     callbacks = {
         "throughput": recipe.ThroughputMeter(images_per_epoch),
-        "history": rf.HistoryLog(folder.path / rf.HISTORY_CSV),
+        "history": rf.history_log(folder.path / rf.HISTORY_CSV),
         # After a resume, only an epoch better than any seen before replaces best.keras.
         "best_model": BestModelCheckpoint(folder.path / rf.BEST_MODEL, folder.best_val_accuracy),
         "backup": rf.RunBackup(folder.path),
@@ -109,24 +109,17 @@ def fit_remaining(
     rf.mark_fit_finished(folder)
 
 
-def reused_run(
-    out_dir: str | os.PathLike[str], config: TrainingRecipe, spec: dict[str, Any]
-) -> TrainingRun | None:
-    """The finished run in ``out`` with exactly ``spec``, read back; else ``None``.
+def reused_run(out_dir: str | os.PathLike[str], spec: dict[str, Any]) -> TrainingRun | None:
+    """The finished run in ``out_dir`` with exactly ``spec``, read back; else ``None``.
 
-    A finished run whose ``best.keras`` cannot be loaded is set aside (kept, reported by path)
-    and its files cleared, so it is trained again.
+    Its ``best.keras`` was written atomically; one damaged since (by the disk, or by hand) is
+    refused in one line naming it (:func:`~shiftvit_lib.tools.inference.load_model`).
     """
     out = Path(out_dir)
-    record = rf.finished_run(out, config, spec)
-    if record is None:
+    record, saved = rf.read_run_file(out, rf.RUN_RECORD), rf.read_run_file(out)
+    if record is None or saved is None or rf.spec_differences(saved, spec):
         return None
-    try:
-        model = load_model(out / rf.BEST_MODEL)
-    except (ValueError, OSError) as error:
-        rf.set_aside_damaged(out / rf.BEST_MODEL, rf.one_line(error), "the run is trained again")
-        rf.clear_run(out)
-        return None
+    model = load_model(out / rf.BEST_MODEL)
     return TrainingRun(model, rf.read_history_csv(out / rf.HISTORY_CSV), out, record, reused=True)
 
 
@@ -165,11 +158,11 @@ def train(
     precision = dict(jit_compile=jit_compile, mixed_precision=mixed_precision)
     spec = rf.run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision)
     if reuse and not overwrite and not isinstance(out_dir, rf.Claim):
-        reused = reused_run(out_dir, config, spec)
+        reused = reused_run(out_dir, spec)
         if reused is not None:
             return reused
     with rf.claim(out_dir, overwrite=overwrite) as claim:  # a second process stops here
-        folder = rf.open_run_folder(claim, spec, config)
+        folder = rf.open_run_folder(claim, spec)
         keras.utils.set_random_seed(seed)
         train_ds, val_ds, steps_per_epoch = recipe.training_datasets(config, data, seed)
         model = build_for_training(config, steps_per_epoch, epochs, seed=seed, **precision)
