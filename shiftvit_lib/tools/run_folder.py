@@ -367,26 +367,18 @@ def set_aside_damaged(path: Path, problem: str, what_next: str) -> str:
 
 
 def _resume_point(out: Path, damaged: list[str], epochs: int) -> tuple[int, Path | None]:
-    """The last readable backup ``(epochs done, weights)``: the epoch its metadata names, else an earlier one.
+    """The newest readable backup ``(epochs done, weights)`` of at most ``epochs``, or ``(0, None)``.
 
-    Backups are written atomically (:class:`RunBackup`), so a crash never tears one; a file
-    damaged otherwise (a disk error, a copy cut short) is
-    set aside by name (its line appended to ``damaged``) and the run resumes from the one
-    before it; with none left, from epoch 0. A metadata epoch that is no whole number from 1
-    to ``epochs`` (``Infinity``, ``-1``) is not believed: the newest readable backup is used.
+    Backups are written atomically (:class:`RunBackup`), each after its epoch's history row and
+    ``best.keras``, so any backup in place is a state to resume from. A file damaged otherwise
+    (a disk error, a copy cut short) is set aside by name (its line appended to ``damaged``) and
+    the run resumes from the one before it; with none left, from epoch 0.
     """
     backup = files.check_own(out / BACKUP_DIR, folder=True)
-    try:
-        recorded = read_json(files.check_own(backup / BACKUP_METADATA, reading=True))["epoch"]
-    except (OSError, ValueError, KeyError, TypeError):
-        recorded = None
-    if type(recorded) is not int or not 1 <= recorded <= epochs:
-        recorded = epochs  # not believed: the newest readable backup
     saved = {
         int(m.group(1)): path for path in backup.glob("*") if (m := _BACKUP_WEIGHTS.fullmatch(path.name))
     }
-    # A backup past the recorded epoch was written, but its history row may not be: train that epoch again.
-    for epoch in sorted((epoch for epoch in saved if 1 <= epoch <= recorded), reverse=True):
+    for epoch in sorted((epoch for epoch in saved if 1 <= epoch <= epochs), reverse=True):
         if (problem := file_problem(saved[epoch])) is None:
             return epoch, saved[epoch]
         damaged.append(set_aside_damaged(saved[epoch], problem, "the run resumes from the backup before it"))
@@ -397,9 +389,10 @@ class RunBackup(keras.callbacks.Callback):
     """After every epoch, the training state (weights and optimizer) in ``backup/``.
 
     Each epoch's state is a file of its own, ``epoch-<n>.weights.h5``, written through a
-    temporary name and renamed, and only then named in ``training_metadata.json``
-    (written the same way): a crash at any moment leaves the previous state whole. The
-    state before the last is kept too, the fall-back if the last is damaged.
+    temporary name and renamed: a crash at any moment leaves the previous state whole. The
+    state before the last is kept too, the fall-back if the last is damaged. The epoch is
+    also written to ``training_metadata.json`` (Keras' ``BackupAndRestore`` layout), for a
+    reader; the resume goes by the weights files themselves (:func:`_resume_point`).
     """
 
     def __init__(self, folder: Path) -> None:
