@@ -187,8 +187,7 @@ def check_own(path: PathLike, *, folder: bool = False, reading: bool = False) ->
         if kind := _own_kind(os.lstat(path), folder, reading):
             raise UnsafeFileError(
                 f"{escape_name(path)} is {kind}, not {'a folder' if folder else 'a file'} the project made; move it away "
-                "(what it points to is left as it is) and run again",
-                f"{kind}, not made by the project",
+                "(what it points to is left as it is) and run again"
             )
     return path
 
@@ -281,20 +280,17 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path]:
+def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> None:
     """Remove the temporary files, matching ``pattern``, of processes that died while writing.
 
     Only names :func:`atomic_output` makes count; a pid
     no system gives out (a forged or damaged name) belongs to no live process.
     """
-    removed = []
     for leftover in Path(folder).glob(pattern):
         match = _PARTIAL.fullmatch(leftover.name)
         dead = match is not None and not process_alive(int(match.group(1)))
         if dead and special_file_kind(leftover) is None:
             leftover.unlink(missing_ok=True)
-            removed.append(leftover)
-    return removed
 
 
 # --------------------------------------------------------------------------- the run lock

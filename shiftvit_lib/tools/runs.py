@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import keras
-import numpy as np
 
 from shiftvit_lib import recipe
 from shiftvit_lib.config import TrainingRecipe, check_whole_number, family_of
@@ -33,11 +32,11 @@ class BestModelCheckpoint(keras.callbacks.Callback):
 
     def __init__(self, path: Path, best: float | None = None) -> None:
         super().__init__()
-        self.path, self.best = path, -np.inf if best is None else best
+        self.path, self.best = path, float("-inf") if best is None else best
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         # A missing or NaN accuracy (a diverged epoch) is never better than any.
-        if (value := float((logs or {}).get("val_accuracy", np.nan))) > self.best:
+        if (value := float((logs or {}).get("val_accuracy", float("nan")))) > self.best:
             with files.atomic_output(self.path) as partial:
                 self.model.save(partial)
             self.best = value
