@@ -23,7 +23,8 @@ Every tool of the project goes through these functions when it touches a file:
   its ``config.json`` before Keras does: no member may unpack to far more than it stores,
   and the config may not nest deeper than any model needs.
 * **printed names** -- :func:`escape_name` shows a file name with its control characters
-  escaped, so a newline cannot forge an output row and escape codes never reach a terminal.
+  escaped, so a newline cannot forge an output row and escape codes never reach a terminal;
+  :func:`one_line` puts an error's message on one line.
 
 This module uses the standard library only, so scripts (the website, the Korean edition)
 can load it without Keras.
@@ -377,9 +378,7 @@ def check_keras_archive(path: PathLike) -> None:
         with zipfile.ZipFile(path) as archive:
             problem = _keras_archive_problem(archive)
     except ARCHIVE_ERRORS as error:
-        problem = (
-            f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
-        )
+        problem = f"is corrupt or truncated, not a .keras file ({one_line(error)}); save it again"
     if problem:
         raise UnsafeFileError(f"{escape_name(path)} {problem}")
 
@@ -416,3 +415,8 @@ def escape_name(name: Any) -> str:
     """
     text = os.fspath(name) if isinstance(name, os.PathLike) else str(name)
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+def one_line(error: object) -> str:
+    """An error's message on one line (its line breaks and runs of spaces as single spaces)."""
+    return " ".join(str(error).split())

@@ -34,7 +34,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from shiftvit_lib.config import InputError, TrainingRecipe, family_of
+from shiftvit_lib.config import InputError, TrainingRecipe
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.tools import devices, files
 from shiftvit_lib.tools.files import LOCK_FILE, escape_name, read_json, run_folder_lock, write_json
@@ -71,11 +71,6 @@ def provenance(data: DataSplits) -> dict[str, Any]:
     return dict(data_source=data.source, split_sizes=data.split_sizes(), machine=machine, finished_at=now())
 
 
-def one_line(error: object) -> str:
-    """An error's message on one line."""
-    return " ".join(str(error).split())
-
-
 def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
     """A ``history.csv`` written by training, as ``{metric: [value per epoch]}`` (``{}`` if none).
 
@@ -105,12 +100,11 @@ def run_spec(
 ) -> dict[str, Any]:
     """What a run *is*: the settings a resumed run must share with the one it continues.
 
-    The config (architecture and recipe, batch size included), the data (its source
-    sentence, split sizes and a hash of every image), the number of epochs (it sets
-    the learning-rate schedule), the seed, the precision policy and the model
-    builder. :func:`train` stores it in ``run_spec.json`` when a run starts.
+    The config (architecture and recipe, batch size included; its fields name the model
+    family), the data (its source sentence, split sizes and a hash of every image), the
+    number of epochs (it sets the learning-rate schedule), the seed and the precision
+    policy, each once. :func:`train` stores it in ``run_spec.json`` when a run starts.
     """
-    builder = family_of(config).build
     spec = {
         "format": 1,
         "config": config.to_dict(),
@@ -118,10 +112,8 @@ def run_spec(
         "split_sizes": data.split_sizes(),
         "data_digest": data.digest(),
         "epochs": int(epochs if epochs is not None else config.epochs),
-        "batch_size": int(config.batch_size),
         "seed": int(seed),
         "mixed_precision": mixed_precision,
-        "model_builder": f"{getattr(builder, '__module__', '?')}.{getattr(builder, '__qualname__', builder)}",
     }
     return json.loads(json.dumps(spec, default=str))  # as it reads back from the file
 
@@ -160,7 +152,7 @@ def read_run_file(folder: str | os.PathLike[str], name: str = RUN_SPEC) -> dict[
             return found
         problem = f"it holds a JSON {type(found).__name__}, not a JSON object"
     except (OSError, ValueError) as error:
-        problem = one_line(error)
+        problem = files.one_line(error)
     raise RunFolderError(f"{escape_name(path)} is unreadable ({problem}); {_AFRESH}")
 
 
@@ -350,7 +342,7 @@ def file_problem(path: Path) -> str | None:
             with h5py.File(path, "r") as handle:
                 handle.visititems(read)
     except Exception as error:  # noqa: BLE001 - a torn file fails in Keras, zipfile or h5py alike
-        return one_line(error) or type(error).__name__
+        return files.one_line(error) or type(error).__name__
     return None
 
 

@@ -144,7 +144,7 @@ def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_tw
     record = json.loads((out / "run.json").read_text())
     assert not second.reused and record["config"]["batch_size"] == 16 and record["epochs_run"] == 1
     assert rf.read_history_csv(out / "history.csv")["epoch"] == [0] and len(second.history["loss"]) == 1
-    assert json.loads((out / "run_spec.json").read_text())["batch_size"] == 16
+    assert json.loads((out / "run_spec.json").read_text())["config"]["batch_size"] == 16
     assert (out / "notes.txt").read_text() == "mine" and (out / "best.keras").read_bytes()[:2] == b"PK"
     assert first.record["finished_at"] and second.record["resumed_from_epoch"] == 0
 
