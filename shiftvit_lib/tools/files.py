@@ -212,9 +212,9 @@ def read_own_text(path: PathLike, limit: int = 64 * 2**20) -> str:
     return data.decode("utf-8", "replace")
 
 
-def append_text(path: PathLike, text: str, header: str = "") -> Path:
+def append_text(path: PathLike, text: str, header: str = "") -> None:
     """Append ``text`` to a file the project wrote (``header`` first if it is empty), rewriting it atomically."""
-    return atomic_write_text(path, (read_own_text(path) or header) + text)
+    atomic_write_text(path, (read_own_text(path) or header) + text)
 
 
 # --------------------------------------------------------------------------- atomic writes
@@ -254,16 +254,15 @@ def _fsync(path: Path, flags: int = 0) -> None:
         os.close(fd)
 
 
-def atomic_write_text(path: PathLike, text: str | bytes) -> Path:
+def atomic_write_text(path: PathLike, text: str | bytes) -> None:
     """Write ``text`` (UTF-8; bytes as they are) to ``path`` through :func:`atomic_output`: all or nothing."""
     with atomic_output(path) as partial:
         partial.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
-    return Path(path)
 
 
-def write_json(path: PathLike, payload: Any) -> Path:
+def write_json(path: PathLike, payload: Any) -> None:
     """Write JSON (indented) atomically: a reader never sees half a file."""
-    return atomic_write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
+    atomic_write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
 # The temporary files of atomic_output: group 1 is the pid.

@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
@@ -197,8 +197,7 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
     return "resume"
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(NamedTuple):
     """A run folder checked once and locked by this process: what :func:`claim` gives."""
 
     path: Path
