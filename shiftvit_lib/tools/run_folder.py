@@ -177,11 +177,9 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
     settings match is checked by :func:`open_run_folder`, which knows them.
     """
     out = check_location(out_dir)
-    for name in (LOCK_FILE, *RUN_FILES):  # a link or a special file where a run writes: refused
-        files.check_own(out / name)
-    if files.check_own(out / BACKUP_DIR, folder=True).is_dir():
-        for path in (out / BACKUP_DIR).iterdir():
-            files.check_own(path)
+    backup = files.check_own(out / BACKUP_DIR, folder=True)  # a missing folder globs to nothing
+    for path in (*(out / name for name in (LOCK_FILE, *RUN_FILES)), *backup.glob("*")):
+        files.check_own(path)  # a link or a special file where a run writes: refused
     if overwrite or not any((out / name).exists() for name in (*RUN_FILES, BACKUP_DIR)):
         return "new"
     if (out / RUN_RECORD).exists():
@@ -421,7 +419,7 @@ def run_record(
     data and the machine."""
     history = read_history_csv(folder.path / HISTORY_CSV)
     speeds = history.get("images_per_second", [])
-    record = {
+    return {
         "config": folder.spec["config"],
         "epochs_requested": folder.spec["epochs"],
         "epochs_run": len(history.get("epoch", [])),
@@ -436,11 +434,9 @@ def run_record(
         "parameters": int(model.count_params()),
         **session,
         "mixed_precision": folder.spec["mixed_precision"],
+        "recovered": folder.recovered,  # damaged files set aside on the way, one line each
         **provenance(data),
     }
-    if folder.recovered:  # damaged files set aside on the way: the record says so
-        record["recovered"] = folder.recovered
-    return record
 
 
 def mark_fit_finished(folder: RunFolder) -> None:

@@ -43,15 +43,16 @@ class BestModelCheckpoint(keras.callbacks.Callback):
 
 
 def run_callbacks(
-    config: TrainingRecipe, folder: rf.RunFolder, images_per_epoch: int
+    config: TrainingRecipe, folder: rf.RunFolder, steps_per_epoch: int
 ) -> dict[str, keras.callbacks.Callback]:
     """The run's callbacks by name, in the order Keras calls them after each epoch.
 
     The history row and ``best.keras`` come before the backup, so a death in between redoes
-    that epoch; early stopping (if the recipe has it) comes after the backup.
+    that epoch; early stopping (if the recipe has it) comes after the backup. Every step is a
+    whole batch (training drops the last, smaller one), so an epoch trains steps x batch images.
     """
     callbacks = {
-        "throughput": recipe.ThroughputMeter(images_per_epoch),
+        "throughput": recipe.ThroughputMeter(steps_per_epoch * config.batch_size),
         "history": rf.history_log(folder.path / rf.HISTORY_CSV),
         # After a resume, only an epoch better than any seen before replaces best.keras.
         "best_model": BestModelCheckpoint(folder.path / rf.BEST_MODEL, folder.best_val_accuracy),
@@ -77,8 +78,7 @@ def build_for_training(
     and compile it with the recipe."""
     with devices.precision_policy(mixed_precision):
         model = family_of(config).build(config, seed=seed)
-        recipe.compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
-    return model
+        return recipe.compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
 
 
 @dataclass
@@ -167,8 +167,7 @@ def train(
         model = build_for_training(config, steps_per_epoch, epochs, seed=seed, **precision)
         started = time.perf_counter()
         if not folder.fit_finished:
-            images_per_epoch = min(steps_per_epoch * config.batch_size, len(data.y_train))
-            callbacks = [*run_callbacks(config, folder, images_per_epoch).values(), *extra_callbacks]
+            callbacks = [*run_callbacks(config, folder, steps_per_epoch).values(), *extra_callbacks]
             fit_remaining(
                 model, folder, train_ds, val_ds, epochs=epochs, callbacks=callbacks, verbose=verbose
             )
