@@ -290,11 +290,10 @@ def _resume(out: Path, spec: dict[str, Any]) -> RunFolder:
     # Unfinished, or finished without a readable best.keras: from the last backup (record.recovered says so).
     if not (run.fit_finished and best.exists()):
         run.resumed_from, run.restore_from = _resume_point(out, run.recovered, int(spec["epochs"]))
-        if run.fit_finished and run.restore_from is None:
-            what = f"is damaged (kept as {BEST_MODEL}.damaged)" if problem else "is missing"
+        if run.fit_finished and run.restore_from is None:  # a damaged best.keras was named above, set aside
             raise RunFolderError(
-                f"{escape_name(out)} says its training finished, but its {BEST_MODEL} {what} and no backup is left to "
-                f"recover from; {_AFRESH}"
+                f"{escape_name(out)} says its training finished, but it has no readable {BEST_MODEL} and no backup "
+                f"is left to recover from; {_AFRESH}"
             )
         run.fit_finished = False
         # Rows of epochs after the last backup would be trained again: drop them, so

@@ -151,7 +151,7 @@ def test_a_resume_refuses_a_linked_best_model_even_under_a_claim_built_by_hand(t
     assert outside.read_text() == OUTSIDE_TEXT and (run / "best.keras").exists()
 
 
-def test_a_finished_fit_whose_best_model_is_damaged_and_no_backup_left_is_refused_naming_it(tmp_path):
+def test_a_finished_fit_whose_best_model_is_damaged_and_no_backup_left_is_refused_naming_it(tmp_path, capsys):
     run = tmp_path / "run"
     spec = make_interrupted_run(run, backups=())
     (run / "run_spec.json").write_text(json.dumps({**spec, "fit_finished_at": "yesterday"}))
@@ -159,7 +159,8 @@ def test_a_finished_fit_whose_best_model_is_damaged_and_no_backup_left_is_refuse
     (run / "best.keras").write_bytes(b"PK\x03\x04 cut short")
     with pytest.raises(RunFolderError) as refused:
         rf.open_run_folder(rf.Claim(run, "resume"), spec)
-    assert "best.keras is damaged (kept as best.keras.damaged)" in one_line(refused.value)
+    assert "has no readable best.keras and no backup" in one_line(refused.value)
+    assert f"warning: {run / 'best.keras'} is damaged" in capsys.readouterr().err  # named as it is set aside
     assert "--overwrite" in str(refused.value) and (run / "best.keras.damaged").exists()
 
 
