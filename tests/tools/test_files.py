@@ -38,6 +38,8 @@ def test_kinds_are_told_without_opening(tmp_path):
         files.sha256_of(tmp_path)
     with pytest.raises(ValueError, match="too large"):
         files.read_bounded(tmp_path / "file", 0)
+    with pytest.raises(FileNotFoundError, match=f"nothing at {tmp_path / 'nothing'}"):
+        files.read_json(tmp_path / "nothing")
 
 
 @pytest.mark.parametrize("text, fragment", [
