@@ -54,6 +54,12 @@ def test_a_claim_checks_once_and_a_held_claim_is_not_checked_again(tmp_path, mon
     assert checked == [tmp_path / "run"] and folder.spec["epochs"] == 1
 
 
+def test_a_spec_written_by_an_earlier_version_differs_in_each_field_added_since():
+    current = run_spec(preset("quick"), tiny_splits(), epochs=1)
+    saved = {**current, "config": {k: v for k, v in current["config"].items() if k != "stem_channels"}}
+    assert rf.spec_differences(saved, current) == [f"config.stem_channels (None -> {preset('quick').stem_channels})"]
+
+
 FINISHED = {"run/run_spec.json": "{}", "run/run.json": "{}", "run/history.csv": "epoch\n0\n"}
 # What an output folder holds -> check_run_folder's answer, or the words of its refusal.
 FOLDERS = [
