@@ -61,8 +61,9 @@ REPO = Path(__file__).resolve().parents[2]
 # the architecture table) brought them to tools 1,508 / notebook 981 / library 4,201; the cut of the
 # fifth session (check_pad_shift through check_shift, the CLI's --verbose declared once) to tools 1,506 /
 # notebook 969 / facade 312 / library 4,177: the budgets below. The issue's tools 1,400 / notebook 950 /
-# library 4,050 are still open.
-BUDGETS = {"core": 1400, "tools": 1506, "notebook": 969, "library": 4177}
+# library 4,050 are still open. The sixth session's notebook cut (one class-not-layer guard in try_yours,
+# one blank exception, refusals no lesson can reach) to notebook 945.
+BUDGETS = {"core": 1400, "tools": 1506, "notebook": 945, "library": 4177}
 # Test code lines per library code line (issue 49: tests had grown to 1.86x the library in one round).
 TEST_BUDGET = 1.5
 

@@ -10,7 +10,7 @@ from fakes import one_line, tiny_splits
 from shiftvit_lib import build_shiftvit, count_macs, preset
 from shiftvit_lib.config import TrainingRecipe
 from shiftvit_lib.tools import experiments as ex
-from shiftvit_lib.tools.experiments import equalise, format_table, model_costs, run_comparison, shared_terms
+from shiftvit_lib.tools.experiments import format_table, model_costs, run_comparison, shared_terms
 from shiftvit_lib.vit import build_vit, count_vit_macs
 
 
@@ -20,6 +20,11 @@ def _quick_pair():
         "vit": preset("vit_quick", resize_to=36, image_size=32, depth=1),
         "shift": preset("quick", depths=(1, 1), projected_dim=24),
     }
+
+
+def equalised(configs, **fields):
+    """``configs`` with ``fields`` set on every one (as lesson 07's configs are)."""
+    return {name: config.replace(**fields) for name, config in configs.items()}
 
 
 # Configs not on equal terms -> the words of shared_terms' one-line error (the architecture may differ).
@@ -44,7 +49,7 @@ def test_the_vit_and_shiftvit_presets_are_compared_only_once_equalised(tmp_path)
     # The quick ViT preset crops 16 px, the quick ShiftViT 32 px: not equal terms as shipped, nor trained together.
     with pytest.raises(ValueError, match=r"not on equal terms; they differ in: resize_to .*image_size \(vit=16, shift=32\)"):
         run_comparison({"vit": preset("vit_quick"), "shift": preset("quick")}, tiny_splits(), tmp_path)
-    configs = equalise({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32, epochs=2)
+    configs = equalised({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32, epochs=2)
     assert shared_terms(configs)["epochs"] == 2 and configs["vit"].image_size == configs["shift"].image_size == 32
 
 
@@ -89,7 +94,7 @@ def test_top1_interval_and_the_rows_95_percent_interval():
 @pytest.mark.slow
 def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
     data = tiny_splits(40, 40, 40)
-    configs = equalise(_quick_pair(), epochs=1, batch_size=20)
+    configs = equalised(_quick_pair(), epochs=1, batch_size=20)
     lines = []
     rows = run_comparison(configs, data, tmp_path, log=lines.append)
     assert [row["name"] for row in rows] == ["vit", "shift"]
@@ -109,7 +114,7 @@ def test_run_comparison_trains_each_model_on_equal_terms(tmp_path):
         assert row["train_seconds"] == first["train_seconds"] == json.loads(
             (tmp_path / row["name"] / "run.json").read_text())["train_seconds"] > 0
     # restart=True trains afresh: one epoch in the history, not two.
-    fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, restart=True, log=None)
+    fresh = run_comparison({"shift": configs["shift"]}, data, tmp_path, restart=True, log=lines.append)
     assert [r["epochs_run"] for r in fresh] == [1]
 
     record = ex.comparison_record(rows, configs, data, seed=42, mode="quick")
@@ -156,7 +161,7 @@ ONCE_UNCHECKED = {"rand_augment_ops": 2, "random_erasing": 0.25, "mixup_alpha": 
 def test_equal_terms_check_sees_each_field_it_once_missed(field):
     value = ONCE_UNCHECKED[field]
     assert field in ex.SHARED_FIELDS and getattr(preset("vit_quick", **{field: value}), field) == value
-    configs = ex.equalise({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32)
+    configs = equalised({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32)
     assert ex.shared_terms(configs)[field] == getattr(TrainingRecipe(), field)
     changed = {**configs, "shift": configs["shift"].replace(**{field: value})}
     with pytest.raises(ValueError, match=f"differ in: {field} "):
