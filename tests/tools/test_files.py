@@ -4,7 +4,6 @@ lock: test_run_folder.py's writers table), the .keras archive check."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,7 +16,6 @@ from fakes import one_line, plant
 
 from shiftvit_lib.tools import files
 from shiftvit_lib.tools.files import LOCK_FILE, run_folder_lock
-from website import build as site_build
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -137,25 +135,6 @@ def test_escaped_names_keep_one_line_and_no_escape_codes():
 # A .keras file python cannot unpack, or whose config nests too deep: tests/tools/test_inference.py.
 def test_json_depth_skips_brackets_in_strings():
     assert files.json_depth(b'{"a": "[[[[[[", "b": [{"c": "\\"["}]}') == 3
-
-
-# --------------------------------------------------------------------------- notebooks cut short (case 7)
-def test_the_site_and_the_korean_build_name_a_cut_short_notebook_or_a_cell_without_id(tmp_path):
-    sys.path.insert(0, str(REPO / "scripts"))
-    import build_korean
-
-    cut = tmp_path / "00_cut.ipynb"
-    cut.write_text('{"cells": [{"cell_type": "markdown", "id": "a", "source": "# T')
-    no_id = tmp_path / "01_no_id.ipynb"
-    no_id.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": "# T", "metadata": {}}]}))
-    with pytest.raises(site_build.SiteError, match="cut short") as refused:
-        site_build.read_notebook(cut)
-    assert str(cut) in one_line(refused.value)
-    assert site_build.read_notebook(no_id)["cells"]  # the site needs no ids (nbformat adds them)
-    for path, fragment in ((cut, "cut short"), (no_id, "cell 0 has no id")):
-        with pytest.raises(ValueError, match=fragment) as refused:
-            build_korean.load_notebook(path)
-        assert str(path) in one_line(refused.value)
 
 
 # ---- one training per run folder: the second process stops at once, naming the first
