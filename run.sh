@@ -164,8 +164,14 @@ PY
   # Slow tests ran in the first environment; the tests marked `colab` (a training run, the GPU
   # path's mixed precision/XLA/data-parallel checks on both backends) run here even when slow,
   # and so does every lesson (nbval; lesson 08's SavedModel export among them).
-  local seed
+  local seed workers=()
   seed=$(random_seed)
+  # Both cores: pytest-xdist's two workers take whole files (a module's fixtures stay in one process).
+  # Each worker collects and orders the tests itself, so the random order's seed must be given
+  # (random_seed) for both to agree. A venv without xdist: one process. Only the fast tier: the full
+  # suite on two workers (2026-11-28, fresh clone, quiet) took 2,171 + 1,256 s of pytest against
+  # 2,237 + 1,006 s in one process, as its training runs already use both cores.
+  "$VENV/bin/python" -c "import xdist" 2>/dev/null && workers=(-n 2 --dist loadfile)
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -m "not slow or colab" \
     --random-order "$seed" -p no:cacheprovider --durations=15 "$@"
 }
@@ -177,30 +183,26 @@ random_seed() {
   echo "--random-order-seed=$seed"
 }
 
-two_workers() {
-  # Both cores: pytest-xdist's two workers take whole files (a module's fixtures stay in one process).
-  # Each worker collects and orders the tests itself, so the random order's seed must be given
-  # (random_seed) for both to agree. A venv without xdist: one process. Only the fast tier: the full
-  # suite on two workers (2026-11-28, fresh clone, quiet) took 2,171 + 1,256 s of pytest against
-  # 2,237 + 1,006 s in one process, as its training runs already use both cores.
-  "$VENV/bin/python" -c "import xdist" 2>/dev/null && echo "-n 2 --dist loadfile"
-  return 0
-}
-
 run_fast_tests() {
   export SHIFTVIT_QUICK=1 TF_CPP_MIN_LOG_LEVEL=3
   echo "==> ruff (lint: library and tests; format: the library)"
   "$VENV/bin/python" -m ruff check shiftvit_lib tests
   "$VENV/bin/python" -m ruff format --check shiftvit_lib
   echo "==> the fast tier: library tests not marked slow (the full suite: bash run.sh test)"
-  local seed
+  local seed workers=()
   seed=$(random_seed)
+  # Both cores: pytest-xdist's two workers take whole files (a module's fixtures stay in one process).
+  # Each worker collects and orders the tests itself, so the random order's seed must be given
+  # (random_seed) for both to agree. A venv without xdist: one process. Only the fast tier: the full
+  # suite on two workers (2026-11-28, fresh clone, quiet) took 2,171 + 1,256 s of pytest against
+  # 2,237 + 1,006 s in one process, as its training runs already use both cores.
+  "$VENV/bin/python" -c "import xdist" 2>/dev/null && workers=(-n 2 --dist loadfile)
   # -q hides pytest-random-order's header, so the seed is printed above; a seed given after the
   # command comes later on the line and wins.
   # -p no:nbval: the fast tier runs no notebook, and nbval's import (nbformat, jupyter_client) costs each
   # worker a few seconds.
   "$VENV/bin/python" -m pytest -m "not slow" -q --random-order "$seed" -p no:cacheprovider -p no:nbval \
-    --durations=15 $(two_workers) "$@"  # testpaths: tests/
+    --durations=15 "${workers[@]}" "$@"  # testpaths: tests/
 }
 
 main_job() {
@@ -249,8 +251,14 @@ run_tests() {
   # --random-order: tests in a new order each run (the seed is printed first; repeat a run by adding
   # the --random-order-seed=N it shows); each lesson's cells keep their order (tests/conftest.py).
   # --durations=15: the 15 slowest tests end the report.
-  local seed
+  local seed workers=()
   seed=$(random_seed)
+  # Both cores: pytest-xdist's two workers take whole files (a module's fixtures stay in one process).
+  # Each worker collects and orders the tests itself, so the random order's seed must be given
+  # (random_seed) for both to agree. A venv without xdist: one process. Only the fast tier: the full
+  # suite on two workers (2026-11-28, fresh clone, quiet) took 2,171 + 1,256 s of pytest against
+  # 2,237 + 1,006 s in one process, as its training runs already use both cores.
+  "$VENV/bin/python" -c "import xdist" 2>/dev/null && workers=(-n 2 --dist loadfile)
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env --random-order "$seed" \
     -p no:cacheprovider --durations=15 "$@"
 }
