@@ -17,8 +17,8 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")  # two JAX CPU devices
-# JAX compiles each model's step anew; models of one graph (same precision, devices and schedule)
-# share one compilation through this cache, in a folder removed at exit.
+# JAX compiles each model's step anew; two models of one graph (the data-parallel check's two
+# one-device runs) share one compilation through this cache, in a folder removed at exit.
 _compiled = tempfile.TemporaryDirectory()
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _compiled.name)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
@@ -38,7 +38,6 @@ from shiftvit_lib.recipe import compile_for_training  # noqa: E402
 from shiftvit_lib.tools.devices import precision_policy  # noqa: E402
 
 BATCH = 32
-STEPS = 12  # the learning-rate schedule's length in every model: one graph, one compilation
 # No random layers: one device and two must compute the same function of the same batches.
 DETERMINISTIC = dict(augment=False, mlp_dropout=0.0, drop_path_rate=0.0, batch_size=BATCH)
 
@@ -49,13 +48,13 @@ def _batches(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
             rng.integers(0, 10, count * BATCH))
 
 
-def _model(precision: str | None = None, jit_compile: bool | str = "auto") -> keras.Model:
+def _model(precision: str | None = None, jit_compile: bool | str = "auto", steps: int = 20) -> keras.Model:
     """The quick preset as ``sv.train`` compiles it (XLA "auto", as a GPU run would use)."""
     config = sv.preset("quick", **DETERMINISTIC)
     keras.utils.set_random_seed(0)
     with precision_policy(precision):
         model = sv.build_shiftvit(config, seed=0)
-        compile_for_training(model, config, steps_per_epoch=STEPS, epochs=1, jit_compile=jit_compile)
+        compile_for_training(model, config, steps_per_epoch=steps, epochs=1, jit_compile=jit_compile)
     return model
 
 
@@ -84,17 +83,17 @@ def step_loss() -> dict:
     (the configuration has no random layers); a running mean of two steps would differ from it.
     """
     images, labels = _batches(2)
-    model = _model()
+    model = _model(steps=2)
     first = _step_loss(model, images[:BATCH], labels[:BATCH])
     x, y = images[BATCH:], labels[BATCH:]
     direct = float(keras.ops.convert_to_numpy(model.loss(y, model(x, training=True))))
     return {"first": first, "direct": direct, "reported": _step_loss(model, x, y)}
 
 
-def mixed_precision(policy: str) -> dict:
+def mixed_precision(policy: str, steps: int = 12) -> dict:
     """A few steps under ``policy``: the optimizer Keras chose, its loss scale, the dtypes, the losses."""
-    model = _model(policy)
-    losses = _losses(model, STEPS)
+    model = _model(policy, steps=steps)
+    losses = _losses(model, steps)
     scale = getattr(model.optimizer, "dynamic_scale", None)
     layer, logits = model.get_layer("stage_1"), model(_batches(1)[0][:2])
     return {
@@ -108,7 +107,7 @@ def mixed_precision(policy: str) -> dict:
 
 def xla(steps: int = 5) -> dict:
     """The same steps compiled with XLA and without: the compiled flag and both loss curves."""
-    compiled, plain = _model(jit_compile=True), _model(jit_compile=False)
+    compiled, plain = _model(jit_compile=True, steps=steps), _model(jit_compile=False, steps=steps)
     return {"jit_compile": bool(compiled.jit_compile), "plain_jit_compile": bool(plain.jit_compile),
             "xla_losses": _losses(compiled, steps), "plain_losses": _losses(plain, steps)}
 
@@ -138,7 +137,7 @@ def _weights(model: keras.Model) -> list[np.ndarray]:
 def _fit_weights(two_devices: bool, images: np.ndarray, labels: np.ndarray) -> tuple[list, list, int]:
     """The weights before and after a ``fit`` on ``images``, and the replica count."""
     with _on_two_devices() if two_devices else contextlib.nullcontext(1) as replicas:
-        model = _model()
+        model = _model(steps=len(labels) // BATCH)
         start = _weights(model)
         model.fit(images, labels, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
     return start, _weights(model), int(replicas)
