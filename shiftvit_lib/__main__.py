@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from shiftvit_lib._startup import backend_problem
-from shiftvit_lib.config import InputError, check_whole_number
+from shiftvit_lib.config import PRESETS, InputError, check_whole_number, preset
 from shiftvit_lib.tools.files import RunFolderInUseError, UnsafeFileError, escape_name
 
 EXIT_USER_ERROR = 2
@@ -57,7 +57,6 @@ def _whole_number(text: str, low: int, high: int) -> int:
 # Epochs, images per class: within every library's ints; a million images is beyond any accelerator's memory.
 COUNT = functools.partial(_whole_number, low=1, high=2**31 - 1)
 BATCH_SIZE = functools.partial(_whole_number, low=1, high=1 << 20)
-PROGRESS = functools.partial(_whole_number, low=0, high=2)  # Keras' verbose: none, a bar, a line per epoch
 PRECISIONS, SCALES = ("auto", "none", "mixed_bfloat16", "mixed_float16"), ("quick", "cpu", "full")
 COMMANDS = ("train", "compare", "evaluate", "predict", "presets")  # each one's function: _<command>
 NOTES = {  # a comparison record's note, per --scale
@@ -91,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     add("train", "--no-jit", "no XLA", dest="jit_compile", action="store_const", const=False, default="auto")
     # NumPy's and Keras' seeds are 32-bit.
     add("train compare", "--seed", type=functools.partial(_whole_number, low=0, high=2**32 - 1), default=42)
-    add("train", "--verbose", "1: a bar, 2: a line per epoch (1 on a terminal)", type=PROGRESS, default=bar)
+    add("train", "--verbose", "1: a bar, 2: a line per epoch", type=int, choices=range(3), default=bar)
     add("compare", "--scale", "for a smoke test, a 2-core CPU, a GPU", choices=SCALES, default="full")
     add("compare", "--quick", "the same as --scale quick", dest="scale", action="store_const", const="quick")
     add("compare", "--epochs", "default: 5 quick, 10 cpu, 100 full", type=COUNT)
@@ -114,7 +113,6 @@ def _scores(metrics: dict) -> str:
 
 def _train(args: argparse.Namespace) -> int:
     """train a preset and save best.keras, history.csv, run.json"""
-    from shiftvit_lib.config import preset
     from shiftvit_lib.tools.data_sources import load_cifar10
     from shiftvit_lib.tools.run_folder import claim
     from shiftvit_lib.tools.runs import train
@@ -195,8 +193,6 @@ def _predict(args: argparse.Namespace) -> int:
 
 def _presets(_: argparse.Namespace) -> int:
     """list the presets"""
-    from shiftvit_lib.config import PRESETS, preset
-
     for name in sorted(PRESETS):
         cfg = preset(name)
         size = f"input {cfg.input_shape[0]} px -> {cfg.image_size} px"

@@ -51,9 +51,9 @@ def _configured_backend(environ) -> tuple[str, str]:
     return (name if isinstance(name, str) else " ".join(repr(name).split())[:60]), str(path)
 
 
-def backend_problem(environ=None, find_spec=importlib.util.find_spec) -> str | None:
+def backend_problem(environ=os.environ, find_spec=importlib.util.find_spec) -> str | None:
     """Why Keras cannot load its backend here, in one line, or None if it can (checked, not imported)."""
-    name, source = _configured_backend(os.environ if environ is None else environ)
+    name, source = _configured_backend(environ)
     if name not in KERAS_BACKENDS:
         return (
             f"the Keras backend {name!r} (from {source}) is not one Keras knows; set KERAS_BACKEND "
@@ -66,14 +66,13 @@ def backend_problem(environ=None, find_spec=importlib.util.find_spec) -> str | N
     return f"Keras is to use {name} (from {source}) but {name} is not installed; {instead}pip install {name}"
 
 
-def choose_backend_for_colab_tpu(environ=None, modules=None, exists=os.path.exists) -> str | None:
+def choose_backend_for_colab_tpu(environ=os.environ, modules=None, exists=os.path.exists) -> str | None:
     """On a Google Colab TPU runtime with no backend chosen, choose JAX; returns the one-line note, else None.
 
     That runtime ships JAX for the TPU and no TensorFlow, which Keras would otherwise default
     to (pip would install a CPU-only one, leaving the TPU idle). Colab's TPU VMs show the chips
     as ``/dev/accel*`` (or ``/dev/vfio`` on newer ones); the older TPU runtime set ``COLAB_TPU_ADDR``.
     """
-    environ = os.environ if environ is None else environ
     if "KERAS_BACKEND" in environ or "google.colab" not in (sys.modules if modules is None else modules):
         return None
     tpu_marks = (environ.get("COLAB_TPU_ADDR"), environ.get("TPU_ACCELERATOR_TYPE"))
@@ -83,9 +82,8 @@ def choose_backend_for_colab_tpu(environ=None, modules=None, exists=os.path.exis
     return "Colab TPU runtime: Keras runs on JAX here (the runtime has no TensorFlow for its TPU)."
 
 
-def running_command_line(argv=None) -> bool:
+def running_command_line(argv=sys.orig_argv) -> bool:
     """Whether this process is ``python -m shiftvit_lib`` (the command line)."""
-    argv = getattr(sys, "orig_argv", []) if argv is None else argv
     return any(arg == "-m" and argv[i + 1 : i + 2] == ["shiftvit_lib"] for i, arg in enumerate(argv))
 
 
@@ -102,12 +100,11 @@ def import_backend_quietly() -> bool:
     if running_command_line():  # the program's own process (module docstring)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     quiet = os.environ.get("SHIFTVIT_SHOW_BACKEND_LOGS") != "1" and "tensorflow" not in sys.modules
-    if _configured_backend(os.environ)[0] != "tensorflow" or not quiet:
+    # No sys.stderr: Python found no usable descriptor 2 at start-up (pythonw, some embedded
+    # interpreters); there is nothing to quiet, and nothing to save and restore.
+    if _configured_backend(os.environ)[0] != "tensorflow" or not quiet or sys.stderr is None:
         return True
-    try:
-        saved = os.dup(2)
-    except OSError:  # no usable descriptor 2 (some embedded interpreters)
-        return True
+    saved = os.dup(2)
     sys.stderr.flush()
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:  # (installed: backend_problem checked; a broken install raises its own ImportError)

@@ -46,20 +46,10 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.random_order(disabled=True))
 
 
-def _dtype_policy(name):
+@pytest.fixture
+def dtype_policy():
+    """Keras' ``set_dtype_policy``, for the test to set one ("mixed_bfloat16" as on an A100 or H100,
+    "mixed_float16" as on a T4); the policy before the test is restored after it."""
     previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(name)
-    yield
+    yield keras.config.set_dtype_policy
     keras.config.set_dtype_policy(previous)
-
-
-@pytest.fixture
-def mixed_bfloat16():
-    """Keras' dtype policy is mixed_bfloat16 during the test (as on an A100 or H100), then restored."""
-    yield from _dtype_policy("mixed_bfloat16")
-
-
-@pytest.fixture
-def mixed_float16():
-    """Keras' dtype policy is mixed_float16 during the test (as on a T4), then restored."""
-    yield from _dtype_policy("mixed_float16")

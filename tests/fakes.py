@@ -2,6 +2,7 @@
 
 import importlib.util
 import io
+import json
 import multiprocessing.pool
 import os
 import subprocess
@@ -147,8 +148,19 @@ def plant(path: Path, how: str, outside: Path) -> Path:
     return path
 
 
-# Added by d-project-b (tests/project): the repository's root, and its scripts loaded as modules.
+# The repository's root, its lessons read as a learner sees them, and its scripts loaded as modules.
 REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
+LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))  # the nine English lessons
+
+
+def cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def printed(cell: dict) -> str:
+    """What a code cell's stored outputs show as text."""
+    return "".join("".join(out.get("text", "")) for out in cell.get("outputs", []))
 
 
 def load_script(relative: str):

@@ -16,7 +16,6 @@ def confusion_matrix(y_true: Any, y_pred: Any, num_classes: int) -> np.ndarray:
     Both arguments are class indices of shape (N,) or (N, 1); for model
     outputs pass ``scores.argmax(axis=1)``.
     """
-    check_whole_number(num_classes, "num_classes")
     true = _as_class_indices(y_true, "y_true", num_classes)
     pred = _as_class_indices(y_pred, "y_pred", num_classes)
     if len(true) != len(pred):

@@ -45,6 +45,8 @@ def try_yours(check: Callable[[Any], None], yours: Any, library: Any) -> Any:
     name = getattr(yours, "__name__", type(yours).__name__)
     if name.startswith("check_"):
         raise TypeError(f"try_yours takes the check first: try_yours({name}, yours, library)")
+    if isinstance(yours, keras.layers.Layer):  # a check builds its own layers from the class
+        raise TypeError(f"pass the class itself ({name}), not a layer made from it ({name}(...))")
     try:
         check(yours)
     except NotImplementedError:
@@ -57,10 +59,6 @@ def try_yours(check: Callable[[Any], None], yours: Any, library: Any) -> Any:
     return yours
 
 
-class NotAnswered(Exception):
-    """An exercise still blank: ``exercise`` says so in one line and the lesson goes on."""
-
-
 def exercise(check: Callable[..., None], answer: Any, *context: Any) -> None:
     """Check an exercise's answer and say in one line whether it is right or still blank.
 
@@ -70,7 +68,7 @@ def exercise(check: Callable[..., None], answer: Any, *context: Any) -> None:
     name = getattr(answer, "__name__", "your answer")
     try:
         check(answer, *context)
-    except NotAnswered as note:
+    except NotImplementedError as note:  # still blank (``_blank``): say so, and the lesson goes on
         print(f"{name}: not answered yet. {note}")
         return
     except Exception as error:  # the learner's code raised: its hint, not a traceback through the check
@@ -110,7 +108,7 @@ def _hint_of(name: str, error: BaseException) -> str:
 
 def _blank(value: Any, what: str) -> None:
     if value is None or (isinstance(value, list | tuple) and not value):
-        raise NotAnswered(what)
+        raise NotImplementedError(what)
 
 
 def _numpy(x: Any) -> np.ndarray:
@@ -138,13 +136,6 @@ def _diagnose(got: Any, expected: Any, mistakes: dict[str, Any], otherwise: str,
         results = ((hint, wrong() if callable(wrong) else wrong) for hint, wrong in mistakes.items())
         hints = (hint for hint, wrong in results if _same(got, wrong, rtol))
         raise AssertionError(next(hints, otherwise))
-
-
-def _expect_class(given: Any) -> None:
-    """A check that builds layers takes the class (``DropPath``), not one layer (``DropPath(0.1)``)."""
-    if isinstance(given, keras.layers.Layer):
-        name = type(given).__name__
-        raise TypeError(f"pass the class itself ({name}), not a layer made from it ({name}(...))")
 
 
 def _randomise(layer: keras.layers.Layer, seed: int) -> list[np.ndarray]:
@@ -244,7 +235,6 @@ def check_drop_path(drop_path_class: Callable[..., Any]) -> None:
     ones scaled by 1 / 0.75, other samples dropped at the next call, and nothing
     may change at inference.
     """
-    _expect_class(drop_path_class)
     x = np.random.default_rng(1).uniform(1.0, 2.0, size=(400, 3, 3, 4)).astype("float32")
     layer = drop_path_class(0.25)
     assert _same(layer(x, training=False), x), "at inference (training=False) DropPath must return x"
@@ -268,7 +258,6 @@ def check_block(block_class: Callable[..., Any]) -> None:
     Its output must be ``s + DropPath(mlp(norm(s)))`` with ``s = shift(x)``, at
     inference and in training, with drop path at rate 0.5 on 64 samples.
     """
-    _expect_class(block_class)
     x = np.random.default_rng(2).normal(size=(64, 5, 5, 24)).astype("float32")
     block = block_class(num_div=6, drop_path_rate=0.5)
     s, s12 = _numpy(shift_channels(x, 6)), _numpy(shift_channels(x, 12))
@@ -299,7 +288,6 @@ def check_block(block_class: Callable[..., Any]) -> None:
 def check_patch_merging(merging_class: Callable[[], Any]) -> None:
     """``merging_class()``: LayerNorm, then a 2x2 stride-2 convolution without bias,
     ``C -> 2C`` channels, on odd maps too (7x7 -> 4x4)."""
-    _expect_class(merging_class)
     rng = np.random.default_rng(4)
     for side in (8, 7):  # an even map first: what differs only on 7x7 is the padding
         x, half, mine = rng.normal(size=(2, side, side, 8)).astype("float32"), -(-side // 2), merging_class()
@@ -528,7 +516,10 @@ def check_pad_shift(pad_shift: Callable[..., Any]) -> None:
     """Lesson 02: the shift built from slices and padding is the shift ``check_shift`` checks."""
     x = np.ones((1, 3, 3, 12), "float32")
     _blank(pad_shift(x, num_div=6, s=2), "Fill in `up` and `down`, then run both cells again.")
-    check_shift(pad_shift)
+    try:
+        check_shift(pad_shift)
+    except AssertionError as wrong:  # the shift's hint, then where a slice-and-pad shift goes wrong
+        raise AssertionError(f"{wrong}; slice what stays, pad s zeros on the side it left") from None
 
 
 def check_inside_block(inside_block: Callable[..., Any]) -> None:
@@ -578,12 +569,9 @@ def check_shapes(my_shapes: Callable[[Any], list]) -> None:
             assert not wrong, f"{name}: {hint}: {built}, got {got}"
 
 
-FLOOR_ARGS = dict(lr_start=1e-5, lr_max=1e-3, warmup_steps=100, total_steps=1100, lr_min=1e-4)
-
-
 def check_floor_schedule(floor: Callable[..., float]) -> None:
     """Lesson 05: warm-up as before, then half a cosine from lr_max to lr_min, then lr_min."""
-    a = FLOOR_ARGS
+    a = dict(lr_start=1e-5, lr_max=1e-3, warmup_steps=100, total_steps=1100, lr_min=1e-4)
     _blank(floor(0, **a), "Write warmup_cosine_floor, then run both cells again.")
     w, t, low, high = (a[key] for key in ("warmup_steps", "total_steps", "lr_min", "lr_max"))
 

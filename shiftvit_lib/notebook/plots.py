@@ -64,10 +64,6 @@ def plot_image_grid(
     (H, W, 3) RGB, uint8 [0, 255] as the data splits hold them (or float [0, 1]).
     """
     count = min(len(images), max_images)
-    if count == 0:
-        raise ValueError("no images to plot")
-    if len(labels) < count or (predictions is not None and len(predictions) < count):
-        raise ValueError("labels (and predictions, if given) need one entry per image")
     ncols = max(1, min(ncols, count))
     nrows = math.ceil(count / ncols)
     # Wrong predictions get a second title line, so their rows need more height.
@@ -115,9 +111,6 @@ def plot_history(history: Any) -> Figure:
     :func:`shiftvit_lib.tools.run_folder.read_history_csv`.
     """
     metrics: Mapping[str, Sequence[float]] = getattr(history, "history", history)
-    if not isinstance(metrics, Mapping) or "loss" not in metrics:
-        got = f"keys {list(metrics)}" if isinstance(metrics, Mapping) else type(history).__name__
-        raise ValueError(f"history must be a keras History or a dict with at least a 'loss' list; got {got}")
     accuracy = [k for k in metrics if ("acc" in k or k.startswith("top")) and not k.startswith("val_")]
     # Keras counts epochs from 0 (History.epoch, the CSVLogger "epoch" column); people from 1.
     epochs = np.asarray(metrics.get("epoch", range(len(metrics["loss"]))), dtype=int) + 1
@@ -134,9 +127,7 @@ def plot_history(history: Any) -> Figure:
     return fig
 
 
-def plot_time_to_accuracy(
-    runs: Mapping[str, Mapping[str, Sequence[float]]], *, target: float | None = None
-) -> Figure:
+def plot_time_to_accuracy(runs: Mapping[str, Mapping[str, Sequence[float]]], *, target: float) -> Figure:
     """Validation top-1 against minutes of training, one curve per run (time-to-accuracy).
 
     ``runs`` maps a label to a history read from ``history.csv``: its ``epoch_seconds``
@@ -146,21 +137,16 @@ def plot_time_to_accuracy(
     """
     fig, ax = _figure(5.5, 3.2)
     for index, (label, history) in enumerate(runs.items()):
-        if "epoch_seconds" not in history or "val_accuracy" not in history:
-            raise ValueError(
-                f"run {label!r} needs history.csv's columns epoch_seconds and val_accuracy; got {sorted(history)}"
-            )
         minutes = np.cumsum(np.asarray(history["epoch_seconds"], dtype=float)) / 60
         accuracy = np.asarray(history["val_accuracy"], dtype=float)
         (line,) = ax.plot(minutes, 100 * accuracy, "o-", markersize=3, label=label)
-        reached = np.flatnonzero(accuracy >= target) if target is not None else []
+        reached = np.flatnonzero(accuracy >= target)
         if len(reached):
             first = reached[0]
             mark = f"{100 * target:.0f} % after {minutes[first]:.1f} min"
             below = dict(xytext=(10, -25 - 14 * index), textcoords="offset points", color=line.get_color())
             ax.annotate(mark, line.get_xydata()[first], fontsize=8, arrowprops=ARROW, **below)
-    if target is not None:
-        ax.axhline(100 * target, color="gray", linestyle=":", linewidth=1)
+    ax.axhline(100 * target, color="gray", linestyle=":", linewidth=1)
     _title(ax, "", xlabel="minutes of training (validation included)", ylabel="validation top-1 (%)")
     ax.legend(fontsize=8, loc="lower right")
     return fig
@@ -172,8 +158,6 @@ def plot_learning_rate(schedule: Callable[[Any], Any], total_steps: int) -> Figu
     ``schedule`` is a ``keras.optimizers.schedules.LearningRateSchedule`` or
     any callable mapping a step to a learning rate.
     """
-    if total_steps < 1:
-        raise ValueError(f"total_steps must be positive; got {total_steps}")
     # ~500 points draw a smooth curve without calling the schedule for every step.
     steps = np.unique(np.linspace(0, total_steps - 1, min(total_steps, 500)).astype(np.int64))
     rates = [float(keras.ops.convert_to_numpy(schedule(int(step)))) for step in steps]
@@ -407,10 +391,7 @@ def show_animation(name: str) -> Any:
 
     from IPython.display import HTML
 
-    folder = resources.files("shiftvit_lib") / "assets" / "animations"
-    if not (folder / f"{name}.gif").is_file():
-        available = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".gif"))
-        raise FileNotFoundError(f"no animation named {name!r}; available: {available} (animations/render.py)")
-    data = base64.b64encode((folder / f"{name}.gif").read_bytes()).decode("ascii")
+    gif = resources.files("shiftvit_lib") / "assets" / "animations" / f"{name}.gif"
+    data = base64.b64encode(gif.read_bytes()).decode("ascii")  # a name not shipped: FileNotFoundError
     alt = f"Animation: {name.replace('_', ' ')}"
     return HTML(f'<img src="data:image/gif;base64,{data}" alt="{alt}">')

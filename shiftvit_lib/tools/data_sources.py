@@ -25,8 +25,6 @@ import os
 import socket
 import stat
 import tarfile
-import urllib.parse
-import urllib.request
 import warnings
 import zipfile
 from collections import Counter
@@ -44,7 +42,7 @@ from shiftvit_lib.tools import files
 
 SPLIT_FOLDERS = ("train", "test")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-KERAS_CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+KERAS_CIFAR10_HOST = "www.cs.toronto.edu"  # where keras.datasets.cifar10 downloads from (HTTPS)
 SAMPLE_ARCHIVE = Path(__file__).resolve().parents[1] / "assets" / "cifar10_sample.zip"
 
 
@@ -101,9 +99,7 @@ def read_keras(limit: int | None, rng: np.random.Generator) -> RawData:
 def read_sample(limit: int | None, rng: np.random.Generator) -> RawData:
     """The bundled sample: ``train/<class>/*.jpg`` and ``test/<class>/*.jpg`` in one zip,
     read as your own copies are (it passes their caps and layout checks)."""
-    if not SAMPLE_ARCHIVE.is_file():
-        raise FileNotFoundError(f"the bundled sample {SAMPLE_ARCHIVE} is missing; reinstall shiftvit_lib")
-    raw = _decode_class_folders(*_read_source(SAMPLE_ARCHIVE), limit, rng)
+    raw = _read_class_folders(SAMPLE_ARCHIVE, limit, rng)
     sizes = f"{len(raw.y_train):,} train / {len(raw.y_test):,} test images, JPEG q75"
     differ = "pixels differ slightly from the original release"
     raw.description = f"bundled CIFAR-10 sample ({SAMPLE_ARCHIVE.name}): {sizes}; {differ}"
@@ -117,17 +113,17 @@ class DataSourceFallbackWarning(UserWarning):
 def keras_cifar10_available(timeout_s: float = 3.0) -> tuple[bool, str]:
     """Can ``keras.datasets.cifar10.load_data()`` succeed right now? ``(available, reason)``.
 
-    True when the download is already cached, or when the download host (or the
-    configured HTTPS proxy) accepts a connection within ``timeout_s``. The connection
-    is tried in a thread, so a DNS lookup that hangs cannot hang us too.
+    True when the download is already cached, or when the download host accepts a
+    connection within ``timeout_s``. The connection is tried in a thread, so a DNS lookup
+    that hangs cannot hang us too. Behind an HTTPS proxy the direct connection may fail:
+    ``"auto"`` then falls back to the sample (with a warning), and ``"keras"`` still
+    downloads through the proxy.
     """
     homes = [Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras"), Path("/tmp/.keras")]
     for cached in (home / "datasets" / "cifar-10-batches-py-target_archive" for home in homes):
         if cached.is_file():  # where keras.utils.get_file keeps the download
             return True, f"keras.datasets.cifar10 is cached at {cached}"
-    proxy = urllib.request.getproxies().get("https", "")
-    url = urllib.parse.urlsplit(("" if "://" in proxy else "http://") + proxy if proxy else KERAS_CIFAR10_URL)
-    host, port = url.hostname or "", url.port or (80 if proxy else 443)
+    host, port = KERAS_CIFAR10_HOST, 443
     try:  # the pool's thread is a daemon: one stuck in a DNS lookup never holds the interpreter
         with multiprocessing.pool.ThreadPool(1) as pool:
             pool.apply_async(socket.create_connection, ((host, port), timeout_s)).get(timeout_s + 0.5).close()
@@ -156,21 +152,20 @@ def read_auto(limit: int | None, rng: np.random.Generator) -> RawData:
 
 # The named sources and their readers ``(limit per class, generator) -> RawData``; a path is the fourth kind.
 SOURCES = {"auto": read_auto, "keras": read_keras, "sample": read_sample}
-VALID_SOURCES_TEXT = (
-    f"{', '.join(map(repr, SOURCES))}, or a class-folder directory or {'/'.join(ARCHIVE_SUFFIXES)} archive"
-)
 
 
-def _existing_source_path(source: Any) -> Path:
-    """Turn a path-like source into an existing Path, or explain what is wrong."""
-    if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(f"source must be a str or a path, not {type(source).__name__} ({VALID_SOURCES_TEXT})")
+def _existing_source_path(source: str | os.PathLike[str]) -> Path:
+    """Turn a path-like source into an existing Path, or explain what is wrong.
+
+    Anything else is refused by ``Path`` itself, in one line that names the type it got.
+    """
     path = Path(source).expanduser()
     if path.exists():
         return path
     text = os.fspath(source)
     if isinstance(source, str) and not (len(path.parts) > 1 or _is_archive(path) or text.startswith(".")):
-        raise InputError(f"unknown data source {text!r}. Valid sources: {VALID_SOURCES_TEXT}")
+        named = ", ".join(map(repr, SOURCES))
+        raise InputError(f"unknown data source {text!r}. Valid sources: {named}, or a class-folder path")
     loop = " (a symbolic link that leads nowhere: a loop or a missing target)" if path.is_symlink() else ""
     where = files.escape_name(os.path.abspath(path))
     raise FileNotFoundError(f"data source {text!r} does not exist{loop} ({where}); check the path")
@@ -186,12 +181,10 @@ def _load_path(path: Path, limit: int | None, rng: np.random.Generator) -> RawDa
         # a named pipe called x.tar.gz would block the reader forever
         files.check_regular_file(path, "a class-folder directory or an archive")
         if not _is_archive(path):
-            raise InputError(
-                f"{path}: not a supported archive; give a folder or {'/'.join(ARCHIVE_SUFFIXES)}"
-            )
+            raise InputError(f"{path}: not a supported archive; use a folder or {'/'.join(ARCHIVE_SUFFIXES)}")
         if limit is None:
             return _load_archive_cached(path)
-    return _decode_class_folders(*_read_source(path), limit, rng)
+    return _read_class_folders(path, limit, rng)
 
 
 # --------------------------------------------------------------------------- reading entries
@@ -210,13 +203,8 @@ ARCHIVE_SLACK_BYTES = 16 * 2**20
 # hundred bytes.
 MAX_TAR_HEADER_BYTES = 64 * 2**10
 _TAR_HEADER_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE)
-_TAR_KINDS = {
-    tarfile.SYMTYPE: "a symbolic link",
-    tarfile.LNKTYPE: "a hard link",
-    tarfile.FIFOTYPE: "a named pipe",
-    tarfile.CHRTYPE: "a device",
-    tarfile.BLKTYPE: "a device",
-}
+# A tar's links are named; its pipes and devices (only a crafted archive holds them) are "not a regular file".
+_TAR_LINKS = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link"}
 
 # One entry of a source (folders are not entries): (name, kind, size, reader). Kind is None for a
 # regular file, or what else it is ("a symbolic link"...); the reader returns a regular file's bytes.
@@ -263,7 +251,7 @@ class CappedTarInfo(tarfile.TarInfo):
 def _tar_entries(path: Path) -> Iterator[_Entry]:
     with tarfile.open(path, "r:*", tarinfo=CappedTarInfo) as tar:
         for member in tar:  # a compressed tar is read in one pass: the caller reads each entry at once
-            kind = None if member.isfile() else _TAR_KINDS.get(member.type, "not a regular file")
+            kind = None if member.isfile() else _TAR_LINKS.get(member.type, "not a regular file")
             if not member.isdir():
                 yield member.name, kind, member.size, lambda member=member: tar.extractfile(member).read()
 
@@ -293,29 +281,26 @@ def _read_layout(entries: Iterable[_Entry], where: str, archive_bytes: int | Non
     One pass: entries outside ``train/`` and ``test/`` (a README, a licence, anything large)
     are skipped, and a misplaced file or one over a cap is refused, before it is read. Names
     lose a wrapper folder that holds train/ and test/; data in two places is refused, never mixed.
-    Links, pipes and devices are named together once the pass ends.
+    A link, pipe or device is named, never read.
     """
     layout = {split: {name: {} for name in CIFAR10_CLASSES} for split in SPLIT_FOLDERS}
-    special, roots, count, total = [], set(), 0, 0
+    roots, count, total = set(), 0, 0
     for name, kind, size, read in entries:
         parts = name.removeprefix("./").rstrip("/").split("/")
-        hidden = any(part.startswith(".") or part == "__MACOSX" for part in parts)  # macOS zip metadata
-        if hidden or set(parts[:2]).isdisjoint(SPLIT_FOLDERS):
-            continue  # not data (at the top, or in one wrapper folder): skipped before reading
+        # hidden files (a Mac's __MACOSX/ holds only "._" files), or not data (at the top or in
+        # one wrapper folder): skipped before reading
+        if any(part.startswith(".") for part in parts) or set(parts[:2]).isdisjoint(SPLIT_FOLDERS):
+            continue
         roots.add("./" if parts[0] in SPLIT_FOLDERS else f"{parts.pop(0)}/")
         name = "/".join(parts)
         if len(roots) > 1:
             raise InputError(f"{where}: train/ and test/ in {' and '.join(sorted(roots))}; keep one copy")
         if kind:
-            special.append(f"{name} ({kind})")
-            continue
+            raise InputError(f"{where}: {name} is {kind}; only regular image files are read (copy it in)")
         count += 1
         total += size
         _check_entry(where, name, parts, size, count, total, archive_bytes)
         layout[parts[0]][parts[1]][name] = read()
-    if special:
-        shown = ", ".join(special[:5]) + (f" and {len(special) - 5} more" if len(special) > 5 else "")
-        raise InputError(f"{where}: found {shown}; only regular image files are read (copy the files in)")
     empty = []
     for split, classes in layout.items():  # a split without any image is named once
         missing = [f"{split}/{name}/" for name, found in classes.items() if not found]
@@ -358,10 +343,9 @@ def _mib(size: int) -> str:
 
 
 # --------------------------------------------------------------------------- decoding
-def _decode_class_folders(
-    layout: _Layout, where: str, limit: int | None, rng: np.random.Generator
-) -> RawData:
-    """Decode the images of a checked class-folder layout (at most ``limit`` per class)."""
+def _read_class_folders(path: Path, limit: int | None, rng: np.random.Generator) -> RawData:
+    """Read and decode the images of a class-folder directory or archive (at most ``limit`` per class)."""
+    layout, where = _read_source(path)
     arrays = {}
     counts = Counter()  # of the image formats
     for split, classes in layout.items():
@@ -413,7 +397,7 @@ def _load_archive_cached(path: Path) -> RawData:
     cache = array_cache_dir() / f"cifar10-{source[:32]}.npz"
     raw = _read_cache(cache, source)
     if raw is None:
-        raw = _decode_class_folders(*_read_source(path), None, np.random.default_rng(0))
+        raw = _read_class_folders(path, None, np.random.default_rng(0))
         _write_cache(cache, raw, source)
     return raw
 

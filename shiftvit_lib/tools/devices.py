@@ -55,10 +55,9 @@ def _devices() -> list[tuple[str, str, Any]]:
 
             if torch.cuda.is_available():
                 return [("gpu", torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0))]
-            return [("cpu", "cpu", None)]
     except Exception as error:  # noqa: BLE001 - see the docstring
         return [("unknown", f"unknown ({error})", None)]
-    return []
+    return [("cpu", "cpu", None)]  # PyTorch without CUDA; a backend that runs on the CPU only (numpy)
 
 
 def describe_machine() -> dict[str, Any]:
@@ -76,11 +75,9 @@ def describe_machine() -> dict[str, Any]:
 
 def backend_versions() -> dict[str, str]:
     """Versions of the packages that run the current backend (:data:`BACKEND_PACKAGES`)."""
-    backend = keras.backend.backend()
-    try:
-        return {name: importlib.import_module(name).__version__ for name in BACKEND_PACKAGES.get(backend, ())}
-    except Exception as error:  # noqa: BLE001 - a description must never break training
-        return {backend: f"unknown ({error})"}
+    # Keras imported them already to run that backend (jaxlib with jax): nothing here can fail.
+    packages = BACKEND_PACKAGES.get(keras.backend.backend(), ())
+    return {name: importlib.import_module(name).__version__ for name in packages}
 
 
 def accelerator_platform() -> str | None:

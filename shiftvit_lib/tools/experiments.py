@@ -2,7 +2,7 @@
 
 A comparison is only fair if everything except the architecture is identical; this
 module makes that checkable rather than a promise: :func:`shared_terms` names every
-pipeline or recipe field that differs, :func:`equalise` sets fields on all configs,
+pipeline or recipe field that differs (set a field on all configs with ``config.replace``),
 :func:`model_costs` counts parameters and MACs, :func:`run_comparison` trains every config
 with :func:`~shiftvit_lib.tools.runs.train` (same data, epochs and seed), and
 :func:`format_table` and :func:`comparison_record` give a text table and the JSON record.
@@ -10,7 +10,7 @@ with :func:`~shiftvit_lib.tools.runs.train` (same data, epochs and seed), and
 Example::
 
     >>> from shiftvit_lib import preset
-    >>> configs = equalise({"a": preset("quick"), "b": preset("quick", shift="none")}, epochs=3)
+    >>> configs = {"a": preset("quick", epochs=3), "b": preset("quick", shift="none", epochs=3)}
     >>> shared_terms(configs)["epochs"]
     3
 """
@@ -83,18 +83,6 @@ def shared_terms(configs: Mapping[str, Config]) -> dict[str, Any]:
     return shared
 
 
-def equalise(configs: Mapping[str, Config], **fields: Any) -> dict[str, Config]:
-    """Copies of ``configs`` with ``fields`` set on every one, checked to be on equal terms.
-
-    Pass every recipe field you care about explicitly (e.g. ``batch_size=64,
-    lr_max=2e-3, ...``) so that the comparison does not silently depend on two
-    presets happening to agree.
-    """
-    updated = {name: config.replace(**fields) for name, config in configs.items()}
-    shared_terms(updated)
-    return updated
-
-
 def model_costs(config: Config) -> dict[str, int]:
     """``{"parameters": ..., "macs": ...}`` of the model a config describes (built, not trained)."""
     macs = int(family_of(config).count_macs(config)["total"])  # first: it rejects a wrong config type
@@ -138,7 +126,7 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
       48-pixel crops, 100 epochs (for a GPU).
 
     All five share the input pipeline and the recipe, without early stopping, so
-    each trains exactly ``epochs`` epochs.
+    each trains exactly ``epochs`` epochs (:func:`run_comparison` checks it, :func:`shared_terms`).
     """
     if isinstance(scale, bool):
         scale = "quick" if scale else "full"
@@ -149,8 +137,8 @@ def comparison_configs(scale: str | bool, epochs: int | None = None) -> dict[str
     base.update({name: preset(shiftvit, shift=kind, **changes) for name, kind in SHIFT_ABLATION.items()})
     own = preset(shiftvit)
     terms = {name: getattr(own, name) for name in SHARED_FIELDS if name not in ("input_shape", "num_classes")}
-    epochs = scale_epochs if epochs is None else epochs
-    return equalise(base, **{**terms, "epochs": epochs, "early_stopping_patience": None})
+    fields = {**terms, "epochs": scale_epochs if epochs is None else epochs, "early_stopping_patience": None}
+    return {name: config.replace(**fields) for name, config in base.items()}
 
 
 def run_comparison(
@@ -160,7 +148,7 @@ def run_comparison(
     *,
     seed: int = 42,
     restart: bool = True,
-    log: Callable[[str], None] | None = print,
+    log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
     """Train every config on ``data`` with ``seed`` for the epochs they share; one row per model (:func:`_row`).
 
@@ -169,7 +157,7 @@ def run_comparison(
     metrics are those of its best-validation checkpoint. ``restart=True`` starts every run
     afresh; ``False`` resumes an interrupted run and reuses a finished one with the same
     settings (:func:`~shiftvit_lib.tools.run_folder.run_spec`), so a long comparison survives a
-    re-execution. ``log`` gets one line per model (``None``: silence).
+    re-execution. ``log`` gets one line per model.
     """
     shared_terms(configs)  # the configs' own epochs: one figure, on every run and in the record
     rows, options = [], dict(seed=seed, verbose=0, overwrite=restart, reuse=not restart)
@@ -177,11 +165,10 @@ def run_comparison(
         started = time.perf_counter()
         run = train(config, data, Path(out_root) / name, **options)
         rows.append(row := _row(name, config, run.record, time.perf_counter() - started))
-        if log is not None:
-            log(
-                f"{name:<22} {'reused a finished run' if run.reused else 'trained'}: {row['epochs_run']} epochs, "
-                f"{row['train_seconds']:.0f} s of training, test top-1 {row['test_top1']:.1%}"
-            )
+        log(
+            f"{name:<22} {'reused a finished run' if run.reused else 'trained'}: {row['epochs_run']} epochs, "
+            f"{row['train_seconds']:.0f} s of training, test top-1 {row['test_top1']:.1%}"
+        )
     return rows
 
 

@@ -66,7 +66,8 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
         ImageReadError: (a ValueError) not a regular file, empty, too large, not an image, or corrupt.
     """
     path = Path(path)
-    height, width = _as_height_width(size)
+    height, width = (size, size) if isinstance(size, (int, np.integer)) else size  # a pair, or a ValueError
+    height, width = check_whole_number(height, "height"), check_whole_number(width, "width")
     if fit not in ("crop", "stretch"):
         raise InputError(f"fit must be 'crop' or 'stretch'; got {fit!r}")
     try:  # a pipe or a device is refused unopened (reading a pipe would block forever)
@@ -79,13 +80,6 @@ def load_image(path: str | Path, size: int | tuple[int, int], *, fit: Fit = "cro
     except (files.UnsafeFileError, UnsupportedImageError) as error:
         raise ImageReadError(path, getattr(error, "reason", str(error))) from None
     return np.asarray(_resize(rgb, width, height, fit), dtype=np.uint8)
-
-
-def _as_height_width(size: int | tuple[int, int]) -> tuple[int, int]:
-    pair = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
-    if len(pair) != 2:
-        raise InputError(f"size must be a whole number or (height, width); got {size!r}")
-    return check_whole_number(pair[0], "height"), check_whole_number(pair[1], "width")
 
 
 def _resize(image: Image.Image, width: int, height: int, fit: Fit) -> Image.Image:
@@ -180,16 +174,12 @@ def predict_folder(
     the batch. ``options`` (``batch_size``, ``tta``) go to :func:`predict_probabilities`.
     """
     folder = Path(folder)
-    if not folder.is_dir():
-        if not folder.exists():
-            raise FileNotFoundError(f"folder {folder} does not exist")
-        raise InputError(f"{folder} is not a folder; for one image: load_image(), predict_probabilities()")
     check_whole_number(top_k, "top_k", 1, len(CIFAR10_CLASSES))
     check_classifier(model)
     size = _model_image_size(model)
     if size is None:
         raise InputError("the model fixes no image size: use load_image(path, size), predict_probabilities()")
-    try:
+    try:  # a missing folder or a file is named as a folder that cannot be listed (one line)
         paths = sorted(p for p in folder.iterdir() if p.name[0] != "." and special_file_kind(p) != "a folder")
     except OSError as error:
         raise files.folder_listing_error(error) from None
@@ -267,10 +257,8 @@ def check_classifier(model: keras.Model, num_classes: int = len(CIFAR10_CLASSES)
         raise InputError(f"the model {found}, {caps}: is it the right file?")
     shape = getattr(model, "output_shape", None)
     if not (isinstance(shape, tuple) and len(shape) == 2 and shape[1] == num_classes):
-        several = isinstance(shape, list | dict | tuple) and not all(isinstance(n, int | None) for n in shape)
-        found = f"has {len(shape)} outputs" if several else f"outputs shape {shape}"
-        wanted = f"a CIFAR-10 classifier outputs (batch, {num_classes}) logits"
-        raise InputError(f"the model {found}, but {wanted}; is it the right file?")
+        wanted = f"a CIFAR-10 classifier outputs (batch, {num_classes}) logits"  # several outputs: a list
+        raise InputError(f"the model outputs shape {shape}, but {wanted}; is it the right file?")
 
 
 # --------------------------------------------------------------------------- saving and loading
@@ -320,10 +308,9 @@ def load_model(path: str | Path) -> keras.Model:
     files.check_keras_archive(path)
     # The custom layers are registered (importing this module imported the package's core);
     # safe_mode refuses to run code embedded in the file (e.g. lambdas).
-    failures = (ValueError, TypeError, KeyError, RecursionError, *files.ARCHIVE_ERRORS)
     try:
         return keras.saving.load_model(path, safe_mode=True)
-    except failures as error:
+    except (ValueError, TypeError, KeyError, RecursionError, *files.ARCHIVE_ERRORS) as error:
         raise ModelLoadError(path, _load_failure_hint(str(error).lower()), error) from error
 
 

@@ -64,7 +64,7 @@ def must_not_load(*args: object, **kwargs: object) -> None:
         (["train", "--batch-size", "-8"], ["--batch-size: value must be a whole number from 1 to 1,048,576, got -8"]),
         (["train", "--epochs", "0"], ["--epochs: value must be a whole number from 1"]),
         (["train", "--limit", "ten"], ["--limit: value must be a whole number from 1 to 2,147,483,647, got 'ten'"]),
-        (["train", "--verbose", "5"], ["--verbose"]),
+        (["train", "--verbose", "5"], ["--verbose: invalid choice: 5"]),
         (["train", "--seed", str(2**40)], ["--seed"]),
         (["train", "--preset", "gigantic"], ["Unknown preset 'gigantic'"]),
         (["train", "--mixed-precision", "fp8"], ["--mixed-precision: invalid choice: 'fp8'"]),
@@ -267,6 +267,8 @@ def test_help_states_the_formats_and_caps_read(capsys):
     out = " ".join(out.split())
     assert code == 0 and "PNG or JPEG" in out and f"{MAX_IMAGE_BYTES >> 20} MiB" in out
     assert f"{MAX_PIXELS // 10**6} megapixels" in out
+    code, out, _ = run_cli(capsys, "train", "--help")
+    assert code == 0 and "--verbose {0,1,2}" in out  # the values it takes, not a type's name
 
 
 def _command_line(*args: str, **run: object) -> subprocess.CompletedProcess:

@@ -57,3 +57,12 @@ def test_a_colab_tpu_runtime_gets_the_jax_backend(environ, colab, tpu_device, ch
                                         lambda path: tpu_device and path == "/dev/accel0")
     assert (note is not None) == chosen and environ == ({**before, "KERAS_BACKEND": "jax"} if chosen else before)
     assert not note or ("JAX" in note and "\n" not in note)
+
+
+@pytest.mark.slow
+def test_a_process_without_descriptor_2_imports_the_package_all_the_same():
+    """Python starts some processes with no usable descriptor 2 (pythonw, a closed stderr): nothing to quiet."""
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
+    done = subprocess.run([sys.executable, "-c", "import shiftvit_lib, sys; print(sys.stderr)"], cwd=REPO, env=env,
+                          stdout=subprocess.PIPE, text=True, timeout=300, preexec_fn=lambda: os.close(2))
+    assert done.returncode == 0 and done.stdout.strip() == "None", done.stdout

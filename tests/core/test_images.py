@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import random
+import re
 import tracemalloc
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from shiftvit_lib.images import MAX_PIXELS, UnsupportedImageError, decode_rgb, sniff_format
+from shiftvit_lib.images import MAX_PIXELS, UnsupportedImageError, decode_rgb
 
 POSTSCRIPT = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 32 32\nnewpath 0 0 moveto 32 32 lineto stroke\nshowpage\n"
 
@@ -24,6 +25,7 @@ def _encoded(image: Image.Image, fmt: str) -> bytes:
 PIXELS = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
 HIDDEN_RED = np.zeros((4, 4, 4), dtype=np.uint8)
 HIDDEN_RED[..., 0] = 255  # red under full transparency
+OTHER_FORMAT = "a {} image: only PNG and JPEG are read; convert it to PNG or JPEG"
 
 
 @pytest.mark.parametrize(("image", "fmt", "expected"), [
@@ -37,28 +39,21 @@ def test_png_and_jpeg_decode_to_rgb(image, fmt, expected):
     assert expected is None or np.array_equal(np.asarray(rgb), expected)
 
 
-@pytest.mark.parametrize(("fmt", "name"), [("GIF", "GIF"), ("BMP", "BMP"), ("TIFF", "TIFF"), ("WEBP", "WebP")])
-def test_other_formats_are_refused_by_content_and_named(fmt, name):
-    data = _encoded(Image.new("RGB", (8, 8), (10, 20, 30)), fmt)
-    assert sniff_format(data) is None
-    with pytest.raises(UnsupportedImageError) as refused:
-        decode_rgb(data)
-    assert str(refused.value) == f"a {name} image: only PNG and JPEG are read; convert it to PNG or JPEG"
-
-
 @pytest.mark.parametrize(("data", "message"), [
+    *[(_encoded(Image.new("RGB", (8, 8), (10, 20, 30)), fmt), OTHER_FORMAT.format(name))
+      for fmt, name in [("GIF", "GIF"), ("BMP", "BMP"), ("TIFF", "TIFF"), ("WEBP", "WebP")]],
     (POSTSCRIPT, "not a PNG or JPEG image by its content"),  # a PostScript file named .png
     (b"\x89PNG\r\n\x1a\n" + POSTSCRIPT, "corrupt or truncated PNG"),  # a PNG signature on PostScript
     (_encoded(Image.new("RGB", (32, 32), (1, 2, 3)), "PNG")[:60], "corrupt or truncated PNG"),
 ])
-def test_postscript_and_truncated_data_are_refused_before_any_decoder_runs_them(data, message, monkeypatch):
+def test_what_is_not_a_whole_png_or_jpeg_is_refused_before_any_decoder_runs_it(data, message, monkeypatch):
     from PIL import EpsImagePlugin
 
     def ghostscript(*args, **kwargs):  # what Pillow would run for a PostScript file
         raise AssertionError("Ghostscript was started")
 
     monkeypatch.setattr(EpsImagePlugin, "Ghostscript", ghostscript)
-    with pytest.raises(UnsupportedImageError, match=message):
+    with pytest.raises(UnsupportedImageError, match=re.escape(message)):
         decode_rgb(data)
 
 

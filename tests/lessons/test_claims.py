@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 
 import pytest
+from fakes import NOTEBOOKS, REPO, cells, printed
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "results"
+RESULTS = REPO / "results"
 GPU_RECORD = "gpu_h200_2026-11-26"
 
 
@@ -78,13 +78,12 @@ def claims(records: dict) -> list[tuple[str, str]]:
 
 
 def _markdown(path: Path) -> str:
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    text = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    text = "\n".join("".join(cell["source"]) for cell in cells(path) if cell["cell_type"] == "markdown")
     return " ".join(text.split())  # line breaks do not matter
 
 
 def missing_claims(records: dict, korean: bool = False) -> list[str]:
-    folder = ROOT / "notebooks" / ("ko" if korean else "")
+    folder = NOTEBOOKS / ("ko" if korean else "")
     missing = []
     for stem, text in claims(records):
         body = _markdown(folder / f"{stem}.ipynb")
@@ -115,11 +114,9 @@ def test_the_prose_quotes_the_records_and_a_changed_record_breaks_a_claim(korean
 
 def test_the_readme_quotes_the_gpu_record_and_lesson_05s_stored_quick_run():
     gpu = load_records()["gpu"]
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((REPO / "README.md").read_text().split())
     assert (f"test top-1 {_pct(gpu['test']['accuracy'])}, best validation {_pct(gpu['best_val_accuracy'])}, "
             f"early-stopped at epoch {gpu['epochs_run']}, {gpu['train_seconds']:.1f} s of training") in readme
-    cells = json.loads((ROOT / "notebooks" / "05_training.ipynb").read_text())["cells"]
-    printed = "".join("".join(output.get("text", "")) for cell in cells if cell["cell_type"] == "code"
-                      for output in cell.get("outputs", []))
-    top1, top5 = re.search(r"test top-1 ([\d.]+)%, top-5 ([\d.]+)% on 500 test images", printed).groups()
+    shown = "".join(printed(cell) for cell in cells(NOTEBOOKS / "05_training.ipynb"))
+    top1, top5 = re.search(r"test top-1 ([\d.]+)%, top-5 ([\d.]+)% on 500 test images", shown).groups()
     assert f"lesson 05's 10-epoch quick run: test top-1 {top1} %, top-5 {top5} %" in readme, (top1, top5)

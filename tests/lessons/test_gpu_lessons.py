@@ -9,38 +9,31 @@ import json
 import re
 from pathlib import Path
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-
-
-def _cells(name):
-    return json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())["cells"]
+from fakes import NOTEBOOKS, cells, printed
 
 
 def _code(name):
-    return ["".join(cell["source"]) for cell in _cells(name) if cell["cell_type"] == "code"]
-
-
-def _printed(cell):
-    return "".join("".join(out.get("text", "")) for out in cell.get("outputs", []))
+    lesson = cells(NOTEBOOKS / f"{name}.ipynb")
+    return ["".join(cell["source"]) for cell in lesson if cell["cell_type"] == "code"]
 
 
 def test_lesson05_shows_timings_and_an_estimate_before_it_trains_and_says_where_runs_go():
     # What the learner sees in the executed lesson (scripts/run_lessons.py), not how the cells
     # spell it: the timing table, then the estimate, then the training log, whose cell first
     # says where the run goes (learner_runs.runs_root's note).
-    printed = [_printed(cell) for cell in _cells("05_training") if cell["cell_type"] == "code"]
+    shown = [printed(cell) for cell in cells(NOTEBOOKS / "05_training.ipynb") if cell["cell_type"] == "code"]
 
     def first(marker):
-        return next(i for i, text in enumerate(printed) if marker in text)
+        return next(i for i, text in enumerate(shown) if marker in text)
 
     training = first("Epoch 1/")
     assert first("ms/step  images/s  speed-up") < first("estimate: ") < training
-    assert printed[training].startswith("runs go to ")
+    assert shown[training].startswith("runs go to ")
 
 
 def test_time_cards_give_gpu_estimates_with_a_source():
     for name in ("05_training", "07_attention_vs_shift"):
-        card = "".join(_cells(name)[0]["source"])
+        card = "".join(cells(NOTEBOOKS / f"{name}.ipynb")[0]["source"])
         full_row = next(line for line in card.splitlines() if line.startswith("| Full mode"))
         # a GPU figure comes from a source: the keras-io example's logs, or the project's H200 record
         assert "estimate" in full_row and ("keras-io" in full_row or "H200" in full_row) and "hours" not in full_row

@@ -8,26 +8,24 @@ with the switch on (SHIFTVIT_RENDER_ANIMATION=1 in `bash run.sh test`).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 import warnings
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
 import pytest
+from fakes import NOTEBOOKS, REPO, cells
 
-REPO = Path(__file__).resolve().parents[2]
-NOTEBOOK = REPO / "notebooks" / "02_shift_operation.ipynb"
+NOTEBOOK = NOTEBOOKS / "02_shift_operation.ipynb"
 GIF_PARAMETERS = {"CHANNELS": 6, "NUM_DIV": 6, "SHIFT_PIXEL": 1, "MAP_SIZE": 5}  # the committed GIF's
 
 
 def cell_source(cell_id: str) -> str:
-    cells = {cell.get("id"): cell for cell in json.loads(NOTEBOOK.read_text())["cells"]}
-    assert cell_id in cells, f"lesson 02 has no cell {cell_id!r} (its render section)"
-    return "".join(cells[cell_id]["source"])
+    by_id = {cell.get("id"): cell for cell in cells(NOTEBOOK)}
+    assert cell_id in by_id, f"lesson 02 has no cell {cell_id!r} (its render section)"
+    return "".join(by_id[cell_id]["source"])
 
 
 def run_parameter_cell(environ: dict[str, str]) -> dict:

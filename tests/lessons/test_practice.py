@@ -1,30 +1,23 @@
 """The practice copies (notebooks/practice/) are the lessons with their outputs cleared (issue 36)."""
 
-import json
-import sys
-from pathlib import Path
-
 import pytest
+from fakes import cells, load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import make_practice  # noqa: E402
-
+make_practice = load_script("scripts/make_practice.py")
 LESSONS = make_practice.lessons()
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_a_practice_copy_is_the_lesson_without_outputs(lesson):
-    original = json.loads(lesson.read_text())
-    practice = json.loads((make_practice.PRACTICE / lesson.name).read_text())
-    code = [c for c in practice["cells"] if c["cell_type"] == "code"]
+    original = cells(lesson)
+    practice = cells(make_practice.PRACTICE / lesson.name)
+    code = [c for c in practice if c["cell_type"] == "code"]
     assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
-    assert [c["source"] for c in code] == [c["source"] for c in original["cells"] if c["cell_type"] == "code"]
-    first = "".join(practice["cells"][0]["source"])
+    assert [c["source"] for c in code] == [c["source"] for c in original if c["cell_type"] == "code"]
+    first = "".join(practice[0]["source"])
     assert f"notebooks/practice/{lesson.name}" in first and "Practice copy" in first
     # the lesson links its practice copy, with its own Colab badge
-    assert f"/blob/main/notebooks/practice/{lesson.name}" in "".join(original["cells"][0]["source"])
+    assert f"/blob/main/notebooks/practice/{lesson.name}" in "".join(original[0]["source"])
 
 
 def test_every_lesson_has_an_up_to_date_practice_copy_and_a_stale_one_is_reported(tmp_path, monkeypatch, capsys):

@@ -248,6 +248,7 @@ WORDS = {
     ("check_shift", "every group moved s + 1 pixels"): "moved 2 pixel(s), not s = 1",
     ("check_shift", "up moves down"): "must move up, they moved down",
     ("check_shift", "left and right swapped"): "must move left",
+    ("check_pad_shift", "down padded on the wrong side"): "slice what stays, pad s zeros on the side it left",
     ("check_mlp", "hidden width always 2C"): "ratio * C = 3 * 6 = 18 units",
     ("check_mlp", "GELU swapped for ReLU"): "with sv.MLP's weights the output differs",
     ("check_mlp", "no biases"): "two Dense layers with biases",
@@ -336,7 +337,9 @@ def test_an_empty_blank_goes_on_with_the_library(capsys):
 @pytest.mark.parametrize(("call", "error", "words"), [
     (lambda: checks.try_yours(DropPath, checks.check_drop_path, DropPath), TypeError,
      r"takes the check first: try_yours\(check_drop_path"),
-    (lambda: checks.check_drop_path(DropPath(0.1)), TypeError, r"pass the class itself \(DropPath\), not a layer"),
+    (lambda: checks.try_yours(checks.check_drop_path, DropPath(0.1), DropPath), TypeError,
+     r"pass the class itself \(DropPath\), not a layer"),
+    (lambda: checks.exercise(checks.check_moved_channels, len), AssertionError, "could not use what len gave"),
     (lambda: checks.check_shift(lambda x, num_div=12, s=1: None), AssertionError,
      "returned None: did you forget its `return` line"),
 ])

@@ -16,13 +16,11 @@ intended visual change with ``python animations/render.py --write-controls``.
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import REPO
 from PIL import Image
-
-REPO = Path(__file__).resolve().parents[2]
 
 CONTROLS = REPO / "tests" / "controls"
 SCENES = {

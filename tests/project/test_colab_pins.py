@@ -4,24 +4,19 @@ them (.ci/colab_pins.py), and code that still runs on Colab's Python 3.13."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-import json
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
-from fakes import write_tree
+from fakes import LESSONS, NOTEBOOKS, REPO, cells, load_script, write_tree
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-REPO = Path(__file__).resolve().parents[2]
 PINS = REPO / ".ci" / "colab-default-runtime.txt"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
-spec = importlib.util.spec_from_file_location("colab_pins", REPO / ".ci" / "colab_pins.py")
-colab_pins = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(colab_pins)
+colab_pins = load_script(".ci/colab_pins.py")
+PINNED = colab_pins.parse_freeze(PINS.read_text())  # package -> version
 
 # Colab's default runtime since 2026-08-25 (googlecolab/backend-info, colabtools#6081).
 COLAB_DEFAULT = {
@@ -55,8 +50,7 @@ def test_the_check_command_fails_naming_each_changed_package(tmp_path, capsys, b
 
 
 def test_the_pins_are_colabs_default_runtime_exactly():
-    pins = colab_pins.parse_freeze(PINS.read_text())
-    assert {name: pins.get(name) for name in COLAB_DEFAULT} == COLAB_DEFAULT
+    assert {name: PINNED.get(name) for name in COLAB_DEFAULT} == COLAB_DEFAULT
     lines = [line for line in PINS.read_text().splitlines() if line and not line.startswith("#")]
     assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[^ ]+( +#.*)?", line) for line in lines), "exact pins only"
     assert "2026-08-25" in PINS.read_text() and "backend-info" in PINS.read_text()
@@ -64,11 +58,10 @@ def test_the_pins_are_colabs_default_runtime_exactly():
 
 def test_every_root_of_the_refresh_is_pinned_and_pyproject_accepts_its_pin():
     # so that installing the project upgrades nothing
-    pins = colab_pins.parse_freeze(PINS.read_text())
-    assert all(colab_pins.normalize(root) in pins for root in colab_pins.ROOTS)
+    assert all(colab_pins.normalize(root) in PINNED for root in colab_pins.ROOTS)
     for text in PROJECT["dependencies"]:
         requirement = Requirement(text)
-        version = pins[colab_pins.normalize(requirement.name)]
+        version = PINNED[colab_pins.normalize(requirement.name)]
         assert requirement.specifier.contains(version), f"{text} would replace Colab's {version}"
 
 
@@ -97,9 +90,8 @@ def project_sources():
     for folder in ("shiftvit_lib", "tests", "scripts", "animations", "website", "benchmarks", ".ci"):
         for path in sorted((REPO / folder).rglob("*.py")):
             yield path, path.read_text()
-    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
-        cells = json.loads(path.read_text())["cells"]
-        yield path, "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    for path in LESSONS:
+        yield path, "\n".join("".join(c["source"]) for c in cells(path) if c["cell_type"] == "code")
 
 
 def test_no_code_imports_what_python_3_13_removed():
@@ -111,10 +103,9 @@ def test_no_code_imports_what_python_3_13_removed():
 
 def test_lesson_00_compares_colabs_versions_with_the_pinned_ones():
     """Lesson 00's Colab cell names the versions CI tested: the pins' (Python: the runtime's)."""
-    cells = json.loads((REPO / "notebooks" / "00_overview.ipynb").read_text())["cells"]
-    source = next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "TESTED = {" in "".join(c["source"]))
+    code = ["".join(c["source"]) for c in cells(NOTEBOOKS / "00_overview.ipynb") if c["cell_type"] == "code"]
+    source = next(text for text in code if "TESTED = {" in text)
     tested = ast.literal_eval(re.search(r"TESTED = (\{.*?\})", source, re.S).group(1))
-    pins = colab_pins.parse_freeze(PINS.read_text())
     assert tested.pop("python") == "3.13" and "Python 3.13" in PINS.read_text()
-    assert tested == {name: pins[name] for name in tested} and len(tested) >= 4
+    assert tested == {name: PINNED[name] for name in tested} and len(tested) >= 4
     assert "Runtime version" in source  # the way back to the tested runtime

@@ -1,11 +1,10 @@
 """scripts/gpu_table.py: one table of the GPU runs, and every GPU figure the project quotes is in it."""
 
 import csv
-import json
 import re
 
 import pytest
-from fakes import REPO, load_script
+from fakes import REPO, cells, load_script
 
 gpu_table = load_script("scripts/gpu_table.py")
 ROWS = list(csv.DictReader(gpu_table.TABLE.open()))  # the table as the repository keeps it
@@ -24,7 +23,7 @@ def _texts(path):
     if path.suffix != ".ipynb":
         return path.read_text().split("\n\n")
     texts = []
-    for cell in json.loads(path.read_text())["cells"]:
+    for cell in cells(path):
         texts += "".join(cell["source"]).split("\n\n") if cell["cell_type"] == "markdown" else []
         texts += ["".join(out.get("text", "")) for out in cell.get("outputs", [])]
     return texts

@@ -10,15 +10,12 @@ import datetime
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fakes import write_tree
+from fakes import REPO, load_script, write_tree
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-import run_lessons  # noqa: E402
+run_lessons = load_script("scripts/run_lessons.py")
 
 TOLERANCE = 0.20
 CARD_MINUTES = re.compile(r"^([\d.]+) ?(?:min|분)")
@@ -124,3 +121,22 @@ def test_the_readme_first_screen_holds_the_two_commands_their_output_and_times_a
     assert "## Lessons" in screen and "<!-- results-table -->" in screen
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"^bash run\.sh test\b", readme, re.M) and re.search(r"^bash run\.sh test$", ci, re.M)
+
+
+def test_runner_mode_and_time_card():
+    import nbformat
+
+    assert [run_lessons.run_mode(env) for env in ({}, {"SHIFTVIT_QUICK": "1"}, {"SHIFTVIT_QUICK": "0"})] == \
+        ["quick", "quick", "full"]
+    first = (f"# Lesson 09 · Test\n\n| {run_lessons.QUICK_ROW} | old |\n\n"  # outside the card: must stay
+             f"{run_lessons.CARD_START}\n| Run | Time |\n|---|---|\n| {run_lessons.QUICK_ROW} | 9.9 min |\n"
+             f"| Full mode | about 1 h (estimate) |\n{run_lessons.CARD_END}\n")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(first)])
+    text = run_lessons.card_text(150.0, "2 CPU cores", datetime.date(2026, 1, 2))
+    assert text == "2.5 min, measured by the lesson runner (2 CPU cores, 2026-01-02)"
+    assert run_lessons.update_time_card(notebook, run_lessons.QUICK_ROW, text)
+    assert notebook.cells[0].source == first.replace("| 9.9 min |", f"| {text} |")  # only the card's row
+    assert not run_lessons.update_time_card(notebook, "Nope", text)
+    bare = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# no card")])
+    assert not run_lessons.update_time_card(bare, run_lessons.QUICK_ROW, text)
+    assert bare.cells[0].source == "# no card"

@@ -10,9 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fakes import write_tree
+from fakes import REPO, write_tree
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the fake apt-get runs without sudo only as root")
 
 FAKE_APT = """#!/bin/bash

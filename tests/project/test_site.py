@@ -24,15 +24,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import one_line, write_tree
+from fakes import LESSONS, NOTEBOOKS, REPO, cells, load_script, one_line, write_tree
 
 from website import build as site_build
 from website import check_site as checker
 from website.check_site import colab_url
 
-REPO = Path(__file__).resolve().parents[2]
-NOTEBOOKS = REPO / "notebooks"
-STEMS = [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+STEMS = [p.stem for p in LESSONS]
 PAGES = [f"notebooks/{stem}.html" for stem in STEMS]  # the lesson pages
 BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
 
@@ -65,11 +63,13 @@ README = """# x
 def tiny_repo(tmp_path):
     intro = _notebook(f"# 00 · Intro\n\n{BADGE}({colab_url('00_intro')})", "See [the appendix](08_appendix_x.ipynb) "
                       "and [the shift](../shiftvit_lib/shift.py).")
+    korean = _notebook("# 00 · 소개")
     appendix = _notebook(  # the badge as HTML
         f'# 08 · Appendix\n\n<a href="{colab_url("08_appendix_x")}"><img src="https://colab.research.google.com/assets/colab-badge.svg" alt="Open In Colab"/></a>'
     )
     files = {"benchmarks/README.md": "b", "README.md": README, "notebooks/00_intro.ipynb": json.dumps(intro),
-             "notebooks/08_appendix_x.ipynb": json.dumps(appendix)}
+             "notebooks/08_appendix_x.ipynb": json.dumps(appendix),
+             "notebooks/ko/00_intro.ipynb": json.dumps(korean)}
     return write_tree(tmp_path / "repo", {name: text.encode() for name, text in files.items()})
 
 
@@ -94,6 +94,10 @@ def test_staging_points_badges_and_files_where_they_work_and_the_home_page_lists
     assert f"[the benchmarks]({site_build.GITHUB}/blob/main/benchmarks/README.md)" in home
     assert ":caption: Lessons\n\nnotebooks/00_intro\n" in home
     assert ":caption: Appendix\n\nnotebooks/08_appendix_x\n" in home
+    # the Korean lessons at their repository paths, with their own home page
+    assert cells(stage / "notebooks" / "ko" / "00_intro.ipynb")[0]["source"] == "# 00 · 소개"
+    korean_home = (stage / "notebooks" / "ko" / "index.md").read_text(encoding="utf-8")
+    assert "| 00 | [00 · 소개](00_intro.ipynb) |" in korean_home and "](../../index.md)" in korean_home
 
 
 HTML_SCRIPT = {"output_type": "display_data", "metadata": {},
@@ -119,6 +123,22 @@ def test_a_remote_file_an_image_outside_the_checkout_or_a_readme_without_results
         site_build.stage_sources(tmp_path / "stage", tiny_repo)
     assert re.search(refused.replace("/OUTSIDE", str(tmp_path)), one_line(error.value)), error.value
     assert [p.name for p in (tmp_path / "stage").rglob("*.png")] == []
+
+
+def test_the_site_and_the_korean_build_name_a_cut_short_notebook_or_a_cell_without_id(tmp_path):
+    build_korean = load_script("scripts/build_korean.py")
+    cut = tmp_path / "00_cut.ipynb"
+    cut.write_text('{"cells": [{"cell_type": "markdown", "id": "a", "source": "# T')
+    no_id = tmp_path / "01_no_id.ipynb"
+    no_id.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": "# T", "metadata": {}}]}))
+    with pytest.raises(site_build.SiteError, match="cut short") as refused:
+        site_build.read_notebook(cut)
+    assert str(cut) in one_line(refused.value)
+    assert site_build.read_notebook(no_id)["cells"]  # the site needs no ids (nbformat adds them)
+    for path, fragment in ((cut, "cut short"), (no_id, "cell 0 has no id")):
+        with pytest.raises(ValueError, match=fragment) as refused:
+            build_korean.load_notebook(path)
+        assert str(path) in one_line(refused.value)
 
 
 # --------------------------------------------------------------------------- what a build may replace
@@ -265,10 +285,22 @@ def test_korean_particles_are_glued_to_what_they_follow(html, glued):
     assert "\u2060" not in reading.glue_units(html, korean=False)
 
 
+def test_every_page_has_a_korean_counterpart_and_korean_words_are_searchable_without_their_particles():
+    korean_edition = _ext("korean_edition")
+    # issue 44: the search page has a Korean twin, notebooks/ko/search.html
+    for english in [f"notebooks/{stem}" for stem in STEMS] + ["index", "search"]:
+        korean = "notebooks/ko/" + english.removeprefix("notebooks/")
+        assert korean_edition.counterpart(english) == (korean, "ko", "한국어")
+        assert korean_edition.counterpart(korean) == (english, "en", "English")
+    assert korean_edition.counterpart("results") is None
+    words = korean_edition.SearchEnglishAndKorean({}).split("시프트를 채널의 ShiftViT")
+    assert {"시프트", "채널", "시프트를", "ShiftViT"} <= set(words)
+
+
 def _plots(stem: str) -> list[str]:
     """The keys of the plots a lesson stores: cell id, or '<id>/<n>' for a cell's n-th image."""
     keys = []
-    for cell in json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]:
+    for cell in cells(NOTEBOOKS / f"{stem}.ipynb"):
         images = [o for o in cell.get("outputs", []) if any(k.startswith("image/") and k != "image/gif" for k in o.get("data", {}))]
         keys += [cell["id"] if n == 0 else f"{cell['id']}/{n + 1}" for n in range(len(images))]
     return keys
@@ -276,7 +308,7 @@ def _plots(stem: str) -> list[str]:
 
 def test_every_plot_has_an_alt_text_and_a_caption_in_both_languages_and_the_page_shows_its_own():
     descriptions = json.loads((REPO / "website" / "figure_descriptions.json").read_text(encoding="utf-8"))
-    for stem in [p.stem for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]:
+    for stem in STEMS:
         for key in _plots(stem):
             entry = descriptions.get(stem, {}).get(key)
             assert isinstance(entry, dict), f"{stem} {key}: no alt text and caption in website/figure_descriptions.json"
@@ -301,7 +333,7 @@ def test_each_lesson_says_where_to_ask_and_which_run_made_its_outputs():
     assert f'href="{repository}/discussions"' in english and f'href="{repository}/issues/new?title=Lesson%2002' in english
     assert "저장된 출력: 2026-11-26" in footer.footer(notebook, repository, "02", "ko")
     assert "no record of the run" in footer.footer({}, repository, "02")
-    for path in [*sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")), *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
+    for path in [*LESSONS, *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
         record = footer.outputs_record(json.loads(path.read_text(encoding="utf-8")))
         assert {"date", "keras", "backend", "python"} <= set(record), f"{path.name}: no metadata.shiftvit.outputs"
 
@@ -370,14 +402,14 @@ def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and
     formulas = 0  # Issue 25: the shift, the block, the schedule, AdamW, the parameter and receptive-field counts
     for page in PAGES:
         html, stem = (built_site / page).read_text(), Path(page).stem
-        notebook = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text())
-        markdown = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+        lesson = cells(NOTEBOOKS / f"{stem}.ipynb")
+        markdown = "".join("".join(c["source"]) for c in lesson if c["cell_type"] == "markdown")
         if re.search(r"\$[^$\s][^$]*\$", markdown):
             assert "<math" in html, page
         # each formula cell (id math-...) is a displayed MathML block
-        cells = [cell for cell in notebook["cells"] if cell.get("id", "").startswith("math-")]
-        assert len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', html)) >= len(cells), page
-        formulas += len(cells)
+        maths = [cell for cell in lesson if cell.get("id", "").startswith("math-")]
+        assert len(re.findall(r'<div class="math notranslate[^"]*"[^>]*>\s*<math', html)) >= len(maths), page
+        formulas += len(maths)
         # (nothing loaded from outside: the browser check's external requests)
         assert not re.search(r"<script[^>]*mathjax", html, re.I), page  # math needs no script
         # the search index is loaded by the search page only (issue 37)
@@ -395,7 +427,7 @@ def test_every_page_shows_math_as_mathml_loads_nothing_from_outside_is_light_and
         assert font.stat().st_size < 20_000, font
     assert 0 < (built_site / "_static" / "fonts" / "shiftvit-math.woff2").stat().st_size < 150_000
     assert list((built_site / "_gifs").glob("*.gif"))
-    for notebook in [*sorted(NOTEBOOKS.glob("*.ipynb")), *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
+    for notebook in [*LESSONS, *sorted((NOTEBOOKS / "ko").glob("[0-9][0-9]_*.ipynb"))]:
         download = built_site / "_sources" / notebook.relative_to(REPO)
         assert download.read_bytes() == notebook.read_bytes(), notebook.name
     for page in ("results.html", "search.html"):

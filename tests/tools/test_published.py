@@ -45,7 +45,7 @@ def test_cpu_model_is_the_cpu_preset_and_its_provenance_is_its_run_record():
     # load_record reads the run's history too, and refuses unknown names.
     assert max(history["val_accuracy"]) == pytest.approx(record["best_val_accuracy"])
     assert len(history["val_accuracy"]) == record["epochs_run"]
-    with pytest.raises(KeyError, match="cpu_full"):
+    with pytest.raises(KeyError, match=r"choose one of .*'attention_vs_shift_cpu', .*'cpu_full'"):
         pt.load_record("nothing_here")
 
 
@@ -73,9 +73,9 @@ def test_the_shipped_file_is_small_matches_its_published_hash_and_an_altered_one
 
 
 @pytest.mark.parametrize("name, error, words", [
-    ("resnet50", KeyError, "choose one of .*cpu"), (3, TypeError, "must be a string"),
+    ("resnet50", KeyError, "choose one of .*cpu"), (3, KeyError, "unknown pretrained model 3"),
     ("seed", ValueError, "python -m shiftvit_lib train --preset seed"),
-    ("cpu", FileNotFoundError, "reinstall"),
+    ("cpu", FileNotFoundError, "nothing at .*pretrained"),
 ])
 def test_a_missing_file_an_unknown_name_or_a_preset_without_weights_is_explained(tmp_path, monkeypatch, name,
                                                                                   error, words):
@@ -89,7 +89,7 @@ def test_shipped_records_are_the_results_records():
         relative = path.relative_to(pt.RECORDS)
         assert path.read_bytes() == (ROOT / "results" / relative).read_bytes(), relative
     # and the other way round: every CPU record in results/ ships with the package
-    assert {"cpu_full", "attention_vs_shift_cpu", "attention_vs_shift_cpu_seed43"} <= set(pt.list_records())
+    assert all(pt.load_record(name)[0] for name in ("cpu_full", "attention_vs_shift_cpu", "attention_vs_shift_cpu_seed43"))
 
 
 @pytest.mark.slow
@@ -120,32 +120,3 @@ def test_the_registry_names_each_family_once():
     assert pt.published()["cpu"][0] is FAMILIES["shiftvit"]
     with pytest.raises(TypeError, match="expected a model config .*got dict"):
         family_of({"not": "a config"})
-
-
-def config_dispatches(source: str) -> list[str]:
-    """``if``s and conditional expressions that choose by ``isinstance(..., SomethingConfig)``;
-    a check that only raises (``if not isinstance(config, X): raise ...``) is not a choice."""
-    import ast
-
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, (ast.If, ast.IfExp)):
-            continue
-        test = ast.unparse(node.test)
-        only_raises = isinstance(node, ast.If) and not node.orelse and all(
-            isinstance(statement, ast.Raise) for statement in node.body)
-        if "isinstance(" in test and "Config" in test and not only_raises:
-            found.append(f"line {node.lineno}: {test}")
-    return found
-
-
-def test_no_isinstance_dispatch_on_config_types_outside_the_registry():
-    root = Path(sv.__file__).parent
-    found = [f"{path.relative_to(root)} {hit}" for path in sorted(root.rglob("*.py"))
-             for hit in config_dispatches(path.read_text())]
-    assert found == []
-    # The finder finds a planted dispatch (an if, a conditional expression), not a check that only raises.
-    for source in ("def builder(config):\n    return build_vit if isinstance(config, ViTConfig) else build_shiftvit\n",
-                   "def macs(config):\n    if isinstance(config, ViTConfig):\n        return 1\n    return 2\n"):
-        assert config_dispatches(source) != []
-    assert config_dispatches("if not isinstance(config, ViTConfig):\n    raise TypeError('no')\n") == []
