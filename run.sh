@@ -164,14 +164,8 @@ PY
   # Slow tests ran in the first environment; the tests marked `colab` (a training run, the GPU
   # path's mixed precision/XLA/data-parallel checks on both backends) run here even when slow,
   # and so does every lesson (nbval; lesson 08's SavedModel export among them).
-  local seed workers=()
+  local seed
   seed=$(random_seed)
-  # Both cores: pytest-xdist's two workers take whole files (a module's fixtures stay in one process).
-  # Each worker collects and orders the tests itself, so the random order's seed must be given
-  # (random_seed) for both to agree. A venv without xdist: one process. Only the fast tier: the full
-  # suite on two workers (2026-11-28, fresh clone, quiet) took 2,171 + 1,256 s of pytest against
-  # 2,237 + 1,006 s in one process, as its training runs already use both cores.
-  "$VENV/bin/python" -c "import xdist" 2>/dev/null && workers=(-n 2 --dist loadfile)
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env -m "not slow or colab" \
     --random-order "$seed" -p no:cacheprovider --durations=15 "$@"
 }
@@ -251,14 +245,8 @@ run_tests() {
   # --random-order: tests in a new order each run (the seed is printed first; repeat a run by adding
   # the --random-order-seed=N it shows); each lesson's cells keep their order (tests/conftest.py).
   # --durations=15: the 15 slowest tests end the report.
-  local seed workers=()
+  local seed
   seed=$(random_seed)
-  # Both cores: pytest-xdist's two workers take whole files (a module's fixtures stay in one process).
-  # Each worker collects and orders the tests itself, so the random order's seed must be given
-  # (random_seed) for both to agree. A venv without xdist: one process. Only the fast tier: the full
-  # suite on two workers (2026-11-28, fresh clone, quiet) took 2,171 + 1,256 s of pytest against
-  # 2,237 + 1,006 s in one process, as its training runs already use both cores.
-  "$VENV/bin/python" -c "import xdist" 2>/dev/null && workers=(-n 2 --dist loadfile)
   "$VENV/bin/python" -m pytest tests notebooks --nbval-lax --nbval-current-env --random-order "$seed" \
     -p no:cacheprovider --durations=15 "$@"
 }

@@ -47,8 +47,13 @@ if [ -n "${GPU_RUNS_TINY:-}" ]; then
   declare -A PRESET_OF=([seed]=quick [strong]=quick [cpu]=quick)
   declare -A MIN_S=([bench]=1 [seed]=1 [strong]=1 [cpu]=1 [profile]=1)
   PROFILE_ARGS=(--limit 10 --warmup-steps 1) PROFILE_CAP=$BUDGET  # a busy CPU takes minutes to load JAX
-  # seed, not quick: the benchmark's shift-op table needs the keras-io split of >= 4 groups.
-  BENCH_ARGS=(--preset seed --variants xla_mixed --batch-size 4 --steps 1 --warmup-steps 1 --no-save)
+  # Five stages train the same quick model: JAX compiles its step once and reads it back after
+  # (on a busy 2-core CPU a tiny training stage took 62 s instead of 121 s, 2026-11-28).
+  export JAX_COMPILATION_CACHE_DIR=${JAX_COMPILATION_CACHE_DIR:-$SHIFTVIT_CACHE/jax}
+  export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
+  # quick, as the other stages: its shift-op table has a row the keras-io split cannot run (stage 1's
+  # 24 channels), reported as "not run"; seed has 16 blocks to compile, quick 4.
+  BENCH_ARGS=(--preset quick --variants xla_mixed --batch-size 4 --steps 1 --warmup-steps 1 --no-save)
 else
   DATA=${GPU_RUNS_DATA:-.devcarry/cifar10-jpeg.tar.gz}
   TRAIN_ARGS=()

@@ -70,8 +70,8 @@ def unreadable_zip(path: Path, files: dict[str, bytes], damage: str) -> Path:
     return path
 
 
-def write_tar_gz(path: Path, files: dict[str, bytes]) -> Path:
-    with tarfile.open(path, "w:gz") as archive:
+def write_tar(path: Path, files: dict[str, bytes], mode: str = "w:gz") -> Path:
+    with tarfile.open(path, mode) as archive:
         for name, content in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(content)

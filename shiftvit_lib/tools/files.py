@@ -23,7 +23,8 @@ Every tool of the project goes through these functions when it touches a file:
   its ``config.json`` before Keras does: no member may unpack to far more than it stores,
   and the config may not nest deeper than any model needs.
 * **printed names** -- :func:`escape_name` shows a file name with its control characters
-  escaped, so a newline cannot forge an output row and escape codes never reach a terminal.
+  escaped, so a newline cannot forge an output row and escape codes never reach a terminal;
+  :func:`one_line` puts an error's message on one line.
 
 This module uses the standard library only, so scripts (the website, the Korean edition)
 can load it without Keras.
@@ -47,11 +48,6 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
-
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None
 
 PathLike = str | os.PathLike[str]
 _NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"))
@@ -192,8 +188,7 @@ def check_own(path: PathLike, *, folder: bool = False, reading: bool = False) ->
         if kind := _own_kind(os.lstat(path), folder, reading):
             raise UnsafeFileError(
                 f"{escape_name(path)} is {kind}, not {'a folder' if folder else 'a file'} the project made; move it away "
-                "(what it points to is left as it is) and run again",
-                f"{kind}, not made by the project",
+                "(what it points to is left as it is) and run again"
             )
     return path
 
@@ -217,9 +212,9 @@ def read_own_text(path: PathLike, limit: int = 64 * 2**20) -> str:
     return data.decode("utf-8", "replace")
 
 
-def append_text(path: PathLike, text: str, header: str = "") -> Path:
+def append_text(path: PathLike, text: str, header: str = "") -> None:
     """Append ``text`` to a file the project wrote (``header`` first if it is empty), rewriting it atomically."""
-    return atomic_write_text(path, (read_own_text(path) or header) + text)
+    atomic_write_text(path, (read_own_text(path) or header) + text)
 
 
 # --------------------------------------------------------------------------- atomic writes
@@ -259,16 +254,15 @@ def _fsync(path: Path, flags: int = 0) -> None:
         os.close(fd)
 
 
-def atomic_write_text(path: PathLike, text: str | bytes) -> Path:
+def atomic_write_text(path: PathLike, text: str | bytes) -> None:
     """Write ``text`` (UTF-8; bytes as they are) to ``path`` through :func:`atomic_output`: all or nothing."""
     with atomic_output(path) as partial:
         partial.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
-    return Path(path)
 
 
-def write_json(path: PathLike, payload: Any) -> Path:
+def write_json(path: PathLike, payload: Any) -> None:
     """Write JSON (indented) atomically: a reader never sees half a file."""
-    return atomic_write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
+    atomic_write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
 # The temporary files of atomic_output: group 1 is the pid.
@@ -286,20 +280,17 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> list[Path]:
+def remove_abandoned_partials(folder: PathLike, pattern: str = "*") -> None:
     """Remove the temporary files, matching ``pattern``, of processes that died while writing.
 
     Only names :func:`atomic_output` makes count; a pid
     no system gives out (a forged or damaged name) belongs to no live process.
     """
-    removed = []
     for leftover in Path(folder).glob(pattern):
         match = _PARTIAL.fullmatch(leftover.name)
         dead = match is not None and not process_alive(int(match.group(1)))
         if dead and special_file_kind(leftover) is None:
             leftover.unlink(missing_ok=True)
-            removed.append(leftover)
-    return removed
 
 
 # --------------------------------------------------------------------------- the run lock
@@ -319,14 +310,16 @@ def run_folder_lock(folder: PathLike) -> Iterator[None]:
     (or dies: the OS drops the lock with the process, so a crash leaves no stale lock); a
     second stops at once, before it writes anything, naming the holder. The lock file is
     never followed through a link (the lock text would overwrite its target), and a pipe,
-    socket, device or folder there is refused in one line naming it. Where ``fcntl`` does
-    not exist (Windows), runs are not locked.
+    socket, device or folder there is refused in one line naming it. Windows has no ``fcntl``:
+    there runs are not locked, so two trainings in one folder are not stopped.
     """
     path = Path(folder) / LOCK_FILE
-    if fcntl is None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if os.name == "nt":  # not protected there (see above)
         yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    import fcntl
+
     fd = _open_checked(check_own(path), os.O_RDWR | os.O_CREAT | _NOFOLLOW, own=True)
     with os.fdopen(fd, "r+", 1, "utf-8", "replace") as lock:  # line-buffered; closing it releases the lock
         try:
@@ -384,9 +377,7 @@ def check_keras_archive(path: PathLike) -> None:
         with zipfile.ZipFile(path) as archive:
             problem = _keras_archive_problem(archive)
     except ARCHIVE_ERRORS as error:
-        problem = (
-            f"is corrupt or truncated, not a .keras file ({' '.join(str(error).split())}); save it again"
-        )
+        problem = f"is corrupt or truncated, not a .keras file ({one_line(error)}); save it again"
     if problem:
         raise UnsafeFileError(f"{escape_name(path)} {problem}")
 
@@ -423,3 +414,8 @@ def escape_name(name: Any) -> str:
     """
     text = os.fspath(name) if isinstance(name, os.PathLike) else str(name)
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+def one_line(error: object) -> str:
+    """An error's message on one line (its line breaks and runs of spaces as single spaces)."""
+    return " ".join(str(error).split())

@@ -29,12 +29,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
 
-from shiftvit_lib.config import InputError, TrainingRecipe, family_of
+from shiftvit_lib.config import InputError, TrainingRecipe
 from shiftvit_lib.data import DataSplits
 from shiftvit_lib.tools import devices, files
 from shiftvit_lib.tools.files import LOCK_FILE, escape_name, read_json, run_folder_lock, write_json
@@ -52,7 +52,7 @@ _BACKUP_WEIGHTS = re.compile(r"epoch-(\d+)\.weights\.h5")
 # source's sentence (an 'auto' fallback names its network error, which may differ between
 # sessions; the data's identity is its hash, data_digest).
 _SPEC_NOT_COMPARED = ("format", "created_at", "fit_finished_at", "data_source")
-_RECORD_KEYS = ("data_source", "test", "epochs_run", "epochs_requested", "best_val_accuracy")
+_RECORD_KEYS = ("data_source", "test", "epochs_run", "epochs_requested", "best_val_accuracy", "train_seconds")
 _AFRESH = "pass overwrite=True (--overwrite) to start afresh there, or choose another folder"
 
 
@@ -69,11 +69,6 @@ def provenance(data: DataSplits) -> dict[str, Any]:
     """The part every record shares (run.json, a comparison's): the data, the machine, and when."""
     machine = devices.describe_machine()
     return dict(data_source=data.source, split_sizes=data.split_sizes(), machine=machine, finished_at=now())
-
-
-def one_line(error: object) -> str:
-    """An error's message on one line."""
-    return " ".join(str(error).split())
 
 
 def read_history_csv(path: str | os.PathLike[str]) -> dict[str, list[float]]:
@@ -105,12 +100,11 @@ def run_spec(
 ) -> dict[str, Any]:
     """What a run *is*: the settings a resumed run must share with the one it continues.
 
-    The config (architecture and recipe, batch size included), the data (its source
-    sentence, split sizes and a hash of every image), the number of epochs (it sets
-    the learning-rate schedule), the seed, the precision policy and the model
-    builder. :func:`train` stores it in ``run_spec.json`` when a run starts.
+    The config (architecture and recipe, batch size included; its fields name the model
+    family), the data (its source sentence, split sizes and a hash of every image), the
+    number of epochs (it sets the learning-rate schedule), the seed and the precision
+    policy, each once. :func:`train` stores it in ``run_spec.json`` when a run starts.
     """
-    builder = family_of(config).build
     spec = {
         "format": 1,
         "config": config.to_dict(),
@@ -118,24 +112,18 @@ def run_spec(
         "split_sizes": data.split_sizes(),
         "data_digest": data.digest(),
         "epochs": int(epochs if epochs is not None else config.epochs),
-        "batch_size": int(config.batch_size),
         "seed": int(seed),
         "mixed_precision": mixed_precision,
-        "model_builder": f"{getattr(builder, '__module__', '?')}.{getattr(builder, '__qualname__', builder)}",
     }
     return json.loads(json.dumps(spec, default=str))  # as it reads back from the file
 
 
-def spec_differences(saved: dict[str, Any], current: dict[str, Any], config: TrainingRecipe) -> list[str]:
+def spec_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """How a stored run spec differs from ``current``, e.g. ``["epochs (4 -> 6)", "config.lr_max (...)"]``.
 
-    The stored config is read as ``config``'s type writes it today: fields added since take
-    their defaults, which are what the older version did (a ViT recorded before it shared the
-    TrainingRecipe has no ``mixup_alpha``: it did not mix), so a learner's interrupted run
-    still resumes after an update. A config not of this type is compared as it is.
+    Compared as stored: a spec written by an earlier version, whose config lacks a field added
+    since, differs in that field (its run is not resumed or reused; train it afresh).
     """
-    with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
-        saved = {**saved, "config": type(config).from_dict(saved["config"]).to_dict()}
 
     def flat(spec: dict[str, Any]) -> dict[str, Any]:
         fields = spec.get("config") if isinstance(spec.get("config"), dict) else {"": spec.get("config")}
@@ -164,16 +152,8 @@ def read_run_file(folder: str | os.PathLike[str], name: str = RUN_SPEC) -> dict[
             return found
         problem = f"it holds a JSON {type(found).__name__}, not a JSON object"
     except (OSError, ValueError) as error:
-        problem = one_line(error)
+        problem = files.one_line(error)
     raise RunFolderError(f"{escape_name(path)} is unreadable ({problem}); {_AFRESH}")
-
-
-def finished_run(out_dir: Path, config: TrainingRecipe, spec: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``run.json`` record of a finished run in ``out_dir`` with exactly ``spec``, else ``None``."""
-    record, saved = read_run_file(out_dir, RUN_RECORD), read_run_file(out_dir)
-    if record is None or saved is None or spec_differences(saved, spec, config):
-        return None
-    return record
 
 
 # --------------------------------------------------------------------------- claiming the folder
@@ -197,11 +177,9 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
     settings match is checked by :func:`open_run_folder`, which knows them.
     """
     out = check_location(out_dir)
-    for name in (LOCK_FILE, *RUN_FILES):  # a link or a special file where a run writes: refused
-        files.check_own(out / name)
-    if files.check_own(out / BACKUP_DIR, folder=True).is_dir():
-        for path in (out / BACKUP_DIR).iterdir():
-            files.check_own(path)
+    backup = files.check_own(out / BACKUP_DIR, folder=True)  # a missing folder globs to nothing
+    for path in (*(out / name for name in (LOCK_FILE, *RUN_FILES)), *backup.glob("*")):
+        files.check_own(path)  # a link or a special file where a run writes: refused
     if overwrite or not any((out / name).exists() for name in (*RUN_FILES, BACKUP_DIR)):
         return "new"
     if (out / RUN_RECORD).exists():
@@ -217,8 +195,7 @@ def check_run_folder(out_dir: str | os.PathLike[str], *, overwrite: bool = False
     return "resume"
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(NamedTuple):
     """A run folder checked once and locked by this process: what :func:`claim` gives."""
 
     path: Path
@@ -251,14 +228,6 @@ def claim(out_dir: str | os.PathLike[str] | Claim, *, overwrite: bool = False) -
         raise
 
 
-def clear_run(out_dir: str | os.PathLike[str]) -> None:
-    """Remove exactly the files a :func:`train` call writes into ``out_dir`` (nothing else)."""
-    out = Path(out_dir)
-    for name in RUN_FILES:
-        (out / name).unlink(missing_ok=True)
-    remove_backups(out)
-
-
 def remove_backups(out: Path) -> None:
     """Remove the backups :class:`RunBackup` wrote; a damaged one set aside (or a file of yours) is kept."""
     backup = files.check_own(out / BACKUP_DIR, folder=True)
@@ -283,32 +252,31 @@ class RunFolder:
     recovered: list[str] = field(default_factory=list)  # damaged files set aside, one line each
 
 
-def open_run_folder(folder: Claim, spec: dict[str, Any], config: TrainingRecipe) -> RunFolder:
+def open_run_folder(folder: Claim, spec: dict[str, Any]) -> RunFolder:
     """Start a run in the claimed ``folder``, or resume the interrupted run there with the same ``spec``.
 
     Raises :class:`RunFolderError`, before anything is written, for an interrupted run with
-    other settings (naming what differs), or a folder that cannot be written. A damaged
-    ``best.keras`` or backup is set aside by name.
+    other settings (naming what differs). A damaged ``best.keras`` or backup is set aside by
+    name. The claim's lock made the folder and showed it writable; a disk error later (a full
+    disk) is an ``OSError`` naming the file.
     """
     out = folder.path
     for place in (out, out / BACKUP_DIR):  # temporary files of a process killed mid-write (a glob of
         files.remove_abandoned_partials(place)  # a missing folder finds nothing)
-    run = _resume(out, spec, config) if folder.state == "resume" else RunFolder(out, spec)
+    run = _resume(out, spec) if folder.state == "resume" else RunFolder(out, spec)
     if run.resumed_from == 0 and not run.fit_finished:  # a fresh start, or an interrupted run with no backup
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            clear_run(out)
-            run.spec = {**spec, "created_at": now()}
-            write_json(out / RUN_SPEC, run.spec)
-        except OSError as error:
-            raise RunFolderError(f"cannot write the run folder {out} ({error.strerror or error})") from error
+        for name in RUN_FILES:  # exactly the files a run writes: nothing else in the folder
+            (out / name).unlink(missing_ok=True)
+        remove_backups(out)
+        run.spec = {**spec, "created_at": now()}
+        write_json(out / RUN_SPEC, run.spec)
     return run
 
 
-def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolder:
+def _resume(out: Path, spec: dict[str, Any]) -> RunFolder:
     """The interrupted run in ``out`` if it has ``spec``: where it resumes; damaged files set aside."""
     saved = read_run_file(out) or {}
-    differences = spec_differences(saved, spec, config)
+    differences = spec_differences(saved, spec)
     if differences:
         raise RunFolderError(
             f"{out} holds an interrupted run with other settings; it differs in {'; '.join(differences)}. "
@@ -322,11 +290,10 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
     # Unfinished, or finished without a readable best.keras: from the last backup (record.recovered says so).
     if not (run.fit_finished and best.exists()):
         run.resumed_from, run.restore_from = _resume_point(out, run.recovered, int(spec["epochs"]))
-        if run.fit_finished and run.restore_from is None:
-            what = f"is damaged (kept as {BEST_MODEL}.damaged)" if problem else "is missing"
+        if run.fit_finished and run.restore_from is None:  # a damaged best.keras was named above, set aside
             raise RunFolderError(
-                f"{escape_name(out)} says its training finished, but its {BEST_MODEL} {what} and no backup is left to "
-                f"recover from; {_AFRESH}"
+                f"{escape_name(out)} says its training finished, but it has no readable {BEST_MODEL} and no backup "
+                f"is left to recover from; {_AFRESH}"
             )
         run.fit_finished = False
         # Rows of epochs after the last backup would be trained again: drop them, so
@@ -340,19 +307,15 @@ def _resume(out: Path, spec: dict[str, Any], config: TrainingRecipe) -> RunFolde
 
 
 def _keep_history_rows(path: Path, before_epoch: int) -> None:
-    """Drop the rows of epochs >= ``before_epoch`` (they will be trained again) and rows cut short.
+    """Drop the rows of epochs >= ``before_epoch``: they will be trained again.
 
-    :class:`HistoryLog` writes the epoch first and numbers only, so a row is split on commas.
+    :func:`history_log` writes whole rows only (an atomic rewrite), so no row is cut short; a
+    value edited by hand is named by :func:`read_history_csv`, which skips empty lines as this does.
     """
-    header, *rows = files.read_own_text(path).splitlines(keepends=True) or [""]
-    kept = [
-        row
-        for row in rows
-        if row.endswith("\n")
-        and row.count(",") == header.count(",")
-        and (epoch := row.split(",")[0]).isdigit()
-        and int(epoch) < before_epoch
-    ]
+    lines = files.read_own_text(path).splitlines(keepends=True)
+    header, *rows = [line for line in lines if line.strip()] or [""]
+    epochs = read_history_csv(path).get("epoch", [])
+    kept = [row for row, epoch in zip(rows, epochs) if epoch < before_epoch]
     if len(kept) < len(rows):
         files.atomic_write_text(path, header + "".join(kept))
 
@@ -375,7 +338,7 @@ def file_problem(path: Path) -> str | None:
             with h5py.File(path, "r") as handle:
                 handle.visititems(read)
     except Exception as error:  # noqa: BLE001 - a torn file fails in Keras, zipfile or h5py alike
-        return one_line(error) or type(error).__name__
+        return files.one_line(error) or type(error).__name__
     return None
 
 
@@ -392,26 +355,18 @@ def set_aside_damaged(path: Path, problem: str, what_next: str) -> str:
 
 
 def _resume_point(out: Path, damaged: list[str], epochs: int) -> tuple[int, Path | None]:
-    """The last readable backup ``(epochs done, weights)``: the epoch its metadata names, else an earlier one.
+    """The newest readable backup ``(epochs done, weights)`` of at most ``epochs``, or ``(0, None)``.
 
-    Backups are written atomically (:class:`RunBackup`), so a crash never tears one; a file
-    damaged otherwise (a disk error, a copy cut short) is
-    set aside by name (its line appended to ``damaged``) and the run resumes from the one
-    before it; with none left, from epoch 0. A metadata epoch that is no whole number from 1
-    to ``epochs`` (``Infinity``, ``-1``) is not believed: the newest readable backup is used.
+    Backups are written atomically (:class:`RunBackup`), each after its epoch's history row and
+    ``best.keras``, so any backup in place is a state to resume from. A file damaged otherwise
+    (a disk error, a copy cut short) is set aside by name (its line appended to ``damaged``) and
+    the run resumes from the one before it; with none left, from epoch 0.
     """
     backup = files.check_own(out / BACKUP_DIR, folder=True)
-    try:
-        recorded = read_json(files.check_own(backup / BACKUP_METADATA, reading=True))["epoch"]
-    except (OSError, ValueError, KeyError, TypeError):
-        recorded = None
-    if type(recorded) is not int or not 1 <= recorded <= epochs:
-        recorded = epochs  # not believed: the newest readable backup
     saved = {
         int(m.group(1)): path for path in backup.glob("*") if (m := _BACKUP_WEIGHTS.fullmatch(path.name))
     }
-    # A backup past the recorded epoch was written, but its history row may not be: train that epoch again.
-    for epoch in sorted((epoch for epoch in saved if 1 <= epoch <= recorded), reverse=True):
+    for epoch in sorted((epoch for epoch in saved if 1 <= epoch <= epochs), reverse=True):
         if (problem := file_problem(saved[epoch])) is None:
             return epoch, saved[epoch]
         damaged.append(set_aside_damaged(saved[epoch], problem, "the run resumes from the backup before it"))
@@ -422,9 +377,10 @@ class RunBackup(keras.callbacks.Callback):
     """After every epoch, the training state (weights and optimizer) in ``backup/``.
 
     Each epoch's state is a file of its own, ``epoch-<n>.weights.h5``, written through a
-    temporary name and renamed, and only then named in ``training_metadata.json``
-    (written the same way): a crash at any moment leaves the previous state whole. The
-    state before the last is kept too, the fall-back if the last is damaged.
+    temporary name and renamed: a crash at any moment leaves the previous state whole. The
+    state before the last is kept too, the fall-back if the last is damaged. The epoch is
+    also written to ``training_metadata.json`` (Keras' ``BackupAndRestore`` layout), for a
+    reader; the resume goes by the weights files themselves (:func:`_resume_point`).
     """
 
     def __init__(self, folder: Path) -> None:
@@ -439,20 +395,18 @@ class RunBackup(keras.callbacks.Callback):
         (self.backup / f"epoch-{epoch - 1:04d}.weights.h5").unlink(missing_ok=True)  # two states back
 
 
-class HistoryLog(keras.callbacks.Callback):
+def history_log(path: Path) -> keras.callbacks.Callback:
     """``history.csv``: a row per epoch, the epoch first, then the logs by name (Keras' CSVLogger's layout).
 
     Appended by rewriting the file atomically (:func:`~shiftvit_lib.tools.files.append_text`):
     never written through a link, never left half a row.
     """
 
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
-
-    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+    def write_row(epoch: int, logs: dict[str, Any] | None = None) -> None:
         row = {"epoch": epoch, **{key: float(value) for key, value in sorted((logs or {}).items())}}
-        files.append_text(self.path, ",".join(map(str, row.values())) + "\n", header=",".join(row) + "\n")
+        files.append_text(path, ",".join(map(str, row.values())) + "\n", header=",".join(row) + "\n")
+
+    return keras.callbacks.LambdaCallback(on_epoch_end=write_row)
 
 
 # --------------------------------------------------------------------------- the record
@@ -464,7 +418,7 @@ def run_record(
     data and the machine."""
     history = read_history_csv(folder.path / HISTORY_CSV)
     speeds = history.get("images_per_second", [])
-    record = {
+    return {
         "config": folder.spec["config"],
         "epochs_requested": folder.spec["epochs"],
         "epochs_run": len(history.get("epoch", [])),
@@ -479,11 +433,9 @@ def run_record(
         "parameters": int(model.count_params()),
         **session,
         "mixed_precision": folder.spec["mixed_precision"],
+        "recovered": folder.recovered,  # damaged files set aside on the way, one line each
         **provenance(data),
     }
-    if folder.recovered:  # damaged files set aside on the way: the record says so
-        record["recovered"] = folder.recovered
-    return record
 
 
 def mark_fit_finished(folder: RunFolder) -> None:
@@ -528,10 +480,9 @@ def describe_run(record: dict[str, Any]) -> str:
         f"epochs run {record['epochs_run']} of {record['epochs_requested']}; best validation top-1 "
         f"{record['best_val_accuracy']:.2%}",
         f"test top-1 {test['accuracy']:.2%}, top-5 {test['top5']:.2%} on {test['images']:,} test images",
+        f"training time (sum of epochs, validation included) {record['train_seconds'] / 60:.1f} min",
     ]
-    seconds, flipped = record.get("train_seconds"), record.get("test_flip_tta")
-    if seconds is not None:
-        lines.append(f"training time (sum of epochs, validation included) {seconds / 60:.1f} min")
+    flipped = record.get("test_flip_tta")
     if flipped:  # beside the plain figure, never instead of it
         lines.append(f"with flip test-time augmentation: test top-1 {flipped['accuracy']:.2%}")
     lines += [

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import keras
-import numpy as np
 
 from shiftvit_lib import recipe
 from shiftvit_lib.config import TrainingRecipe, check_whole_number, family_of
@@ -33,27 +32,28 @@ class BestModelCheckpoint(keras.callbacks.Callback):
 
     def __init__(self, path: Path, best: float | None = None) -> None:
         super().__init__()
-        self.path, self.best = path, -np.inf if best is None else best
+        self.path, self.best = path, float("-inf") if best is None else best
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         # A missing or NaN accuracy (a diverged epoch) is never better than any.
-        if (value := float((logs or {}).get("val_accuracy", np.nan))) > self.best:
+        if (value := float((logs or {}).get("val_accuracy", float("nan")))) > self.best:
             with files.atomic_output(self.path) as partial:
                 self.model.save(partial)
             self.best = value
 
 
 def run_callbacks(
-    config: TrainingRecipe, folder: rf.RunFolder, images_per_epoch: int
+    config: TrainingRecipe, folder: rf.RunFolder, steps_per_epoch: int
 ) -> dict[str, keras.callbacks.Callback]:
     """The run's callbacks by name, in the order Keras calls them after each epoch.
 
     The history row and ``best.keras`` come before the backup, so a death in between redoes
-    that epoch; early stopping (if the recipe has it) comes after the backup.
+    that epoch; early stopping (if the recipe has it) comes after the backup. Every step is a
+    whole batch (training drops the last, smaller one), so an epoch trains steps x batch images.
     """
     callbacks = {
-        "throughput": recipe.ThroughputMeter(images_per_epoch),
-        "history": rf.HistoryLog(folder.path / rf.HISTORY_CSV),
+        "throughput": recipe.ThroughputMeter(steps_per_epoch * config.batch_size),
+        "history": rf.history_log(folder.path / rf.HISTORY_CSV),
         # After a resume, only an epoch better than any seen before replaces best.keras.
         "best_model": BestModelCheckpoint(folder.path / rf.BEST_MODEL, folder.best_val_accuracy),
         "backup": rf.RunBackup(folder.path),
@@ -78,8 +78,7 @@ def build_for_training(
     and compile it with the recipe."""
     with devices.precision_policy(mixed_precision):
         model = family_of(config).build(config, seed=seed)
-        recipe.compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
-    return model
+        return recipe.compile_for_training(model, config, steps_per_epoch, epochs, jit_compile)
 
 
 @dataclass
@@ -109,24 +108,17 @@ def fit_remaining(
     rf.mark_fit_finished(folder)
 
 
-def reused_run(
-    out_dir: str | os.PathLike[str], config: TrainingRecipe, spec: dict[str, Any]
-) -> TrainingRun | None:
-    """The finished run in ``out`` with exactly ``spec``, read back; else ``None``.
+def reused_run(out_dir: str | os.PathLike[str], spec: dict[str, Any]) -> TrainingRun | None:
+    """The finished run in ``out_dir`` with exactly ``spec``, read back; else ``None``.
 
-    A finished run whose ``best.keras`` cannot be loaded is set aside (kept, reported by path)
-    and its files cleared, so it is trained again.
+    Its ``best.keras`` was written atomically; one damaged since (by the disk, or by hand) is
+    refused in one line naming it (:func:`~shiftvit_lib.tools.inference.load_model`).
     """
     out = Path(out_dir)
-    record = rf.finished_run(out, config, spec)
-    if record is None:
+    record, saved = rf.read_run_file(out, rf.RUN_RECORD), rf.read_run_file(out)
+    if record is None or saved is None or rf.spec_differences(saved, spec):
         return None
-    try:
-        model = load_model(out / rf.BEST_MODEL)
-    except (ValueError, OSError) as error:
-        rf.set_aside_damaged(out / rf.BEST_MODEL, rf.one_line(error), "the run is trained again")
-        rf.clear_run(out)
-        return None
+    model = load_model(out / rf.BEST_MODEL)
     return TrainingRun(model, rf.read_history_csv(out / rf.HISTORY_CSV), out, record, reused=True)
 
 
@@ -165,18 +157,17 @@ def train(
     precision = dict(jit_compile=jit_compile, mixed_precision=mixed_precision)
     spec = rf.run_spec(config, data, epochs=epochs, seed=seed, mixed_precision=mixed_precision)
     if reuse and not overwrite and not isinstance(out_dir, rf.Claim):
-        reused = reused_run(out_dir, config, spec)
+        reused = reused_run(out_dir, spec)
         if reused is not None:
             return reused
     with rf.claim(out_dir, overwrite=overwrite) as claim:  # a second process stops here
-        folder = rf.open_run_folder(claim, spec, config)
+        folder = rf.open_run_folder(claim, spec)
         keras.utils.set_random_seed(seed)
         train_ds, val_ds, steps_per_epoch = recipe.training_datasets(config, data, seed)
         model = build_for_training(config, steps_per_epoch, epochs, seed=seed, **precision)
         started = time.perf_counter()
         if not folder.fit_finished:
-            images_per_epoch = min(steps_per_epoch * config.batch_size, len(data.y_train))
-            callbacks = [*run_callbacks(config, folder, images_per_epoch).values(), *extra_callbacks]
+            callbacks = [*run_callbacks(config, folder, steps_per_epoch).values(), *extra_callbacks]
             fit_remaining(
                 model, folder, train_ds, val_ds, epochs=epochs, callbacks=callbacks, verbose=verbose
             )

@@ -230,6 +230,7 @@ sys.exit(cli.main())
 """
 
 
+@pytest.mark.slow  # a Python process that loads Keras
 def test_a_ctrl_c_says_one_line_however_the_work_it_abandoned_is_freed(tmp_path):
     # CI saw TensorFlow's abandoned tracing context fail as it was freed ("Exception ignored", a traceback).
     done = subprocess.run([sys.executable, "-c", ABANDONED_WORK, str(tmp_path / "run")], capture_output=True,

@@ -13,9 +13,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")  # two JAX CPU devices
+# JAX compiles each model's step anew; two models of one graph (the data-parallel check's two
+# one-device runs) share one compilation through this cache, in a folder removed at exit.
+_compiled = tempfile.TemporaryDirectory()
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _compiled.name)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")
 if BACKEND == "tensorflow":
     # Two logical CPUs stand in for two GPUs; this must happen before TensorFlow starts.
@@ -124,11 +130,17 @@ def _on_two_devices():
         keras.distribution.set_distribution(previous)
 
 
-def _fit_weights(two_devices: bool, images: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
+def _weights(model: keras.Model) -> list[np.ndarray]:
+    return [np.asarray(w, dtype="float64") for w in model.get_weights()]
+
+
+def _fit_weights(two_devices: bool, images: np.ndarray, labels: np.ndarray) -> tuple[list, list, int]:
+    """The weights before and after a ``fit`` on ``images``, and the replica count."""
     with _on_two_devices() if two_devices else contextlib.nullcontext(1) as replicas:
         model = _model(steps=len(labels) // BATCH)
+        start = _weights(model)
         model.fit(images, labels, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
-    return [np.asarray(w, dtype="float64") for w in model.get_weights()], int(replicas)
+    return start, _weights(model), int(replicas)
 
 
 def data_parallel(steps: int = 3) -> dict:
@@ -137,11 +149,9 @@ def data_parallel(steps: int = 3) -> dict:
     Returned as distances, relative to how far one device's weights moved from the start.
     """
     images, labels = _batches(steps)
-    start = [np.asarray(w, dtype="float64") for w in _model().get_weights()]
-    one, _ = _fit_weights(False, images, labels)
-    two, replicas = _fit_weights(True, images, labels)
-    other_images, other_labels = _batches(steps, seed=1)  # the deliberately different run
-    other, _ = _fit_weights(False, other_images, other_labels)
+    start, one, _ = _fit_weights(False, images, labels)
+    _, two, replicas = _fit_weights(True, images, labels)
+    _, other, _ = _fit_weights(False, *_batches(steps, seed=1))  # the deliberately different run
 
     def largest(a, b):
         return max(float(np.abs(x - y).max()) for x, y in zip(a, b))

@@ -46,24 +46,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-# Code lines per layer, and for the whole library. Issue 34 cut the library to core 1,394 / tools
-# 1,384 / notebook 947 / library 4,002 (2026-11-26) under budgets of 1,400 / 1,400 / 950 / 4,050.
-# On 2026-11-28 the data readers moved from core to tools and three rounds of features landed (file
-# safety in run folders, learners' exceptions as hints in the checks, a CLI that speaks in flags):
-# core 1,391 / tools 1,505 / notebook 1,002 / library 4,216 after a cut of 48 lines (4,219 with the
-# CLI's Ctrl-C handling). The i49-lib cut of the same day (no alias, no re-export, no plumbing a
-# config already carries, one reference training step, messages that fit a line) brought them to
-# core 1,391 / tools 1,484 / notebook 988 / library 4,183: the budgets below, so nothing grows
-# further; the issue's 1,400 / 950 / 4,050 are still open. The same day's file-safety round (issue 48:
-# archive error families, the cache's digest, the model cap, backups kept) added 56 lines to tools, unpaid:
-# tools 1,540 / library 4,238; then 4,247 with the CLI's re-delivery of a Ctrl-C that Python dropped.
-# The cut of 2026-11-28's afternoon (no dead branch, one check per file read back, check_shapes from
-# the architecture table) brought them to tools 1,508 / notebook 981 / library 4,201; the cut of the
-# fifth session (check_pad_shift through check_shift, the CLI's --verbose declared once) to tools 1,506 /
-# notebook 969 / facade 312 / library 4,177: the budgets below. The issue's tools 1,400 / notebook 950 /
-# library 4,050 are still open. The sixth session's notebook cut (one class-not-layer guard in try_yours,
-# one blank exception, refusals no lesson can reach) to notebook 945.
-BUDGETS = {"core": 1400, "tools": 1506, "notebook": 945, "library": 4177}
+# Code lines per layer, and for the whole library: issue 34's budgets, which issue 49 keeps. Issue 34 cut
+# the library to core 1,394 / tools 1,384 / notebook 947 / library 4,002 (2026-11-26). Features of
+# 2026-11-28 (the data readers moved from core to tools, file safety in run folders, learners' exceptions
+# as hints, a CLI in flags, Ctrl-C handling) took it to 4,247; five cuts that day brought it back to
+# core 1,390 / tools 1,395 / notebook 945 / facade 310 / library 4,040 (no compatibility code for earlier
+# layouts, no refusal of a state the code cannot reach, one helper where there were two).
+BUDGETS = {"core": 1400, "tools": 1400, "notebook": 950, "library": 4050}
 # Test code lines per library code line (issue 49: tests had grown to 1.86x the library in one round).
 TEST_BUDGET = 1.5
 

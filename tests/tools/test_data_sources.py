@@ -22,7 +22,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from fakes import deflated_zip, finishes_within, one_line, unreadable_zip, write_tar_gz, write_tree, write_zip
+from fakes import deflated_zip, finishes_within, one_line, unreadable_zip, write_tar, write_tree, write_zip
 from PIL import Image
 
 import shiftvit_lib
@@ -78,7 +78,7 @@ def tree(tmp_path: Path) -> Path:
 JUNK = {"README.txt": b"not data", "train/cat/.DS_Store": b"junk", "__MACOSX/train/cat/._0000.png": b"junk"}
 WRITERS = {"directory": lambda path, files: str(write_tree(path, {**files, **JUNK})),  # a str path is accepted
            "cifar.zip": lambda path, files: write_zip(path, {**files, **JUNK}, prefix="cifar10/"),
-           "cifar.tar.gz": write_tar_gz, "cifar.tgz": write_tar_gz}
+           "cifar.tar.gz": write_tar, "cifar.tgz": write_tar}
 
 
 @pytest.mark.parametrize("kind", WRITERS)
@@ -188,7 +188,7 @@ def reads_of(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> list[
 
 
 @pytest.mark.parametrize(("write", "name", "owner", "method"), [
-    (deflated_zip, "x.zip", zipfile.ZipFile, "open"), (write_tar_gz, "x.tar.gz", tarfile.TarFile, "extractfile"),
+    (deflated_zip, "x.zip", zipfile.ZipFile, "open"), (write_tar, "x.tar.gz", tarfile.TarFile, "extractfile"),
 ], ids=["zip", "tar.gz"])
 def test_archive_entries_outside_train_and_test_are_skipped_before_reading(tmp_path, monkeypatch, write, name, owner,
                                                                            method):
@@ -213,7 +213,7 @@ def test_data_over_a_size_cap_is_refused_by_name(tmp_path, monkeypatch, kind, ca
         monkeypatch.setattr(data_sources, name, value)
     files = class_folder_files()
     files["train/cat/0000.png"] = encode(1, "PNG") + b"\0" * 8192  # a valid PNG with trailing bytes
-    source = {"zip": write_zip, "tar.gz": write_tar_gz, "directory": write_tree}[kind](tmp_path / f"big.{kind}", files)
+    source = {"zip": write_zip, "tar.gz": write_tar, "directory": write_tree}[kind](tmp_path / f"big.{kind}", files)
     with pytest.raises(ValueError, match=words):
         load_cifar10(source, limit=3)
 
@@ -346,15 +346,6 @@ def test_reachability_check_reports_a_failure_and_never_hangs(monkeypatch, tmp_p
     available, reason = data_sources.keras_cifar10_available(timeout_s=0.5)
     assert time.monotonic() - start < 2
     assert available == (error is None) and all(word in reason for word in words), reason
-
-
-def write_tar(path: Path, files: dict[str, bytes], mode: str = "w") -> Path:
-    with tarfile.open(path, mode) as archive:
-        for name, content in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            archive.addfile(info, io.BytesIO(content))
-    return path
 
 
 @pytest.mark.parametrize(("name", "damage", "words"), [

@@ -11,7 +11,6 @@ from shiftvit_lib import build_shiftvit, count_macs, preset
 from shiftvit_lib.config import TrainingRecipe
 from shiftvit_lib.tools import experiments as ex
 from shiftvit_lib.tools.experiments import format_table, model_costs, run_comparison, shared_terms
-from shiftvit_lib.tools.run_folder import finished_run, run_spec, spec_differences
 from shiftvit_lib.vit import build_vit, count_vit_macs
 
 
@@ -158,11 +157,6 @@ ONCE_UNCHECKED = {"rand_augment_ops": 2, "random_erasing": 0.25, "mixup_alpha": 
                   "init": "spach"}
 
 
-def config_differences(saved: dict, config) -> list[str]:
-    """How a recorded config differs from ``config``, read in its current form (as resume and reuse read it)."""
-    return spec_differences({"config": saved}, {"config": config.to_dict()}, config)
-
-
 @pytest.mark.parametrize("field", sorted(ONCE_UNCHECKED))
 def test_equal_terms_check_sees_each_field_it_once_missed(field):
     value = ONCE_UNCHECKED[field]
@@ -186,24 +180,10 @@ def test_to_dict_keeps_the_shape_that_run_records_hold():
     assert added == {"stem_channels": 0, "mix_on_device": False, "steps_per_execution": 1}
 
 
-def test_every_recorded_comparison_run_matches_its_current_config():
-    # The configs reuse compares, for every model of the CPU-scale comparison recorded so far.
+def test_every_recorded_comparison_run_has_its_current_config():
+    # The CPU-scale comparison's configs are still what each recorded run trained (fields added since
+    # aside: such a run folder, written by an earlier version, is not resumed or reused).
     configs = ex.comparison_configs("cpu")
-    folders = sorted(folder for folder in CPU_RUNS.iterdir() if (folder / "run.json").is_file())
-    assert {"vit", "shiftvit_official"} <= {folder.name for folder in folders}
-    for folder in folders:
-        spec = folder / "run_spec.json"
-        saved = json.loads((spec if spec.is_file() else folder / "run.json").read_text())["config"]
-        assert config_differences(saved, configs[folder.name]) == [], folder.name
-    # The ViT's was recorded before it shared the whole recipe: read in its current form.
-    vit = configs["vit"]
-    saved = json.loads((CPU_RUNS / "vit" / "run.json").read_text())["config"]
-    assert "mixup_alpha" not in saved
-    assert config_differences(saved, vit.replace(mixup_alpha=0.8)) == ["config.mixup_alpha (0.0 -> 0.8)"]
-    # Not a ViTConfig: compared as it is, every field named.
-    assert "config.bogus_field (1 -> None)" in config_differences({"bogus_field": 1}, vit)
-    # The shipped ViT folders predate run_spec.json: only run.json says what they were, which is
-    # not enough to vouch for the data, so a comparison trains them again (never reuses them).
-    assert not (CPU_RUNS / "vit" / "run_spec.json").exists()
-    assert finished_run(CPU_RUNS / "vit", vit, run_spec(vit, tiny_splits(32, 32, 32), epochs=10)) is None
-
+    for record in sorted(CPU_RUNS.glob("*/run.json")):
+        saved, current = json.loads(record.read_text())["config"], configs[record.parent.name].to_dict()
+        assert {key: json.loads(json.dumps(current.get(key))) for key in saved} == saved, record.parent.name

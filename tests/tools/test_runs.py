@@ -144,7 +144,7 @@ def test_a_finished_folder_is_refused_reused_or_overwritten_and_never_trained_tw
     record = json.loads((out / "run.json").read_text())
     assert not second.reused and record["config"]["batch_size"] == 16 and record["epochs_run"] == 1
     assert rf.read_history_csv(out / "history.csv")["epoch"] == [0] and len(second.history["loss"]) == 1
-    assert json.loads((out / "run_spec.json").read_text())["batch_size"] == 16
+    assert json.loads((out / "run_spec.json").read_text())["config"]["batch_size"] == 16
     assert (out / "notes.txt").read_text() == "mine" and (out / "best.keras").read_bytes()[:2] == b"PK"
     assert first.record["finished_at"] and second.record["resumed_from_epoch"] == 0
 
@@ -321,16 +321,9 @@ def expected_resume(folder: Path) -> tuple[int | None, list[str]]:
     damaged = [rf.BEST_MODEL] if best.exists() and rf.file_problem(best) else []
     if spec.get("fit_finished_at") and best.exists() and not damaged:
         return len(rf.read_history_csv(folder / rf.HISTORY_CSV).get("epoch", [])), damaged
-    backup = folder / rf.BACKUP_DIR
-    try:
-        recorded = int(json.loads((backup / rf.BACKUP_METADATA).read_text())["epoch"])
-    except (OSError, ValueError, KeyError):
-        recorded = None
-    saved = sorted((int(m.group(1)), path) for path in backup.glob("epoch-*.weights.h5")
+    saved = sorted((int(m.group(1)), path) for path in (folder / rf.BACKUP_DIR).glob("epoch-*.weights.h5")
                    if (m := re.fullmatch(r"epoch-(\d+)\.weights\.h5", path.name)))
-    for epoch, path in reversed(saved):
-        if recorded is not None and epoch > recorded:
-            continue  # not yet named by the metadata: that epoch is trained again
+    for epoch, path in reversed(saved):  # the newest readable backup
         if rf.file_problem(path) is None:
             return epoch, damaged
         damaged.append(path.name)
