@@ -131,7 +131,6 @@ GLOSSARY_CASES = [  # (cell type, Korean prose, the ruled-out variant the check 
     ("markdown", "곱셈-누적 연산 수", "곱셈-누적"),
     ("markdown", "측정의 노이즈", "노이즈"),
     ("markdown", "레시피로 모델을 compile하고 학습합니다.", "compile"),
-    ("markdown", "compile된 모델은 옵티마이저를 저장합니다.", "compile"),
     ("markdown", "마지막에 얻는 보상은 학습된 모델입니다.", "보상"),
     ("markdown", "노트북 CPU용 값을 갖습니다.", "노트북 CPU"),
     ("markdown", "노트북 컴퓨터 사진도 레이블을 받습니다.", "노트북 컴퓨터"),
