@@ -8,7 +8,6 @@ import pytest
 from fakes import one_line, tiny_splits
 
 from shiftvit_lib import build_shiftvit, count_macs, preset
-from shiftvit_lib.config import TrainingRecipe
 from shiftvit_lib.tools import experiments as ex
 from shiftvit_lib.tools.experiments import format_table, model_costs, run_comparison, shared_terms
 from shiftvit_lib.vit import build_vit, count_vit_macs
@@ -27,9 +26,17 @@ def equalised(configs, **fields):
     return {name: config.replace(**fields) for name, config in configs.items()}
 
 
-# Configs not on equal terms -> the words of shared_terms' one-line error (the architecture may differ).
+# The recipe fields that the equal-terms check of an earlier version did not compare
+# (the issue that introduced TrainingRecipe names them).
+ONCE_UNCHECKED = {"rand_augment_ops": 2, "random_erasing": 0.25, "mixup_alpha": 0.8, "cutmix_alpha": 1.0,
+                  "init": "spach"}
+# A change to the equalised ViT (None: no configs) -> the words of shared_terms' one-line error. A ViT
+# takes each recipe field (replace refuses an unknown one); the architecture may differ.
 UNEQUAL = {
-    "recipe": ({"lr_max": 1e-3, "batch_size": 32}, r"batch_size \(a=64, b=32\); lr_max \(a=0.002, b=0.001\)"),
+    "two fields": ({"lr_max": 1e-3, "batch_size": 32},
+                   r"batch_size \(vit=32, shift=64\); lr_max \(vit=0.001, shift=0.002\)"),
+    **{field: ({field: value}, f"differ in: {field} \\(vit={value!r}, ")
+       for field, value in ONCE_UNCHECKED.items()},
     "none": (None, "at least one"),
 }
 
@@ -37,7 +44,8 @@ UNEQUAL = {
 @pytest.mark.parametrize("difference", UNEQUAL)
 def test_shared_terms_names_every_difference_in_the_pipeline_or_recipe(difference):
     changes, words = UNEQUAL[difference]
-    configs = {} if changes is None else {"a": preset("quick"), "b": preset("quick", **changes)}
+    configs = equalised({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32)
+    configs = {} if changes is None else {**configs, "vit": configs["vit"].replace(**changes)}
     with pytest.raises(ValueError, match=words) as refused:
         shared_terms(configs)
     one_line(refused.value)
@@ -151,39 +159,16 @@ def test_comparison_configs_are_the_five_models_on_equal_terms(scale):
 CPU_RUNS = Path(__file__).resolve().parents[2] / "results" / "attention_vs_shift_cpu_runs"
 
 
-# The recipe fields that the equal-terms check of an earlier version did not compare
-# (the issue that introduced TrainingRecipe names them).
-ONCE_UNCHECKED = {"rand_augment_ops": 2, "random_erasing": 0.25, "mixup_alpha": 0.8, "cutmix_alpha": 1.0,
-                  "init": "spach"}
-
-
-@pytest.mark.parametrize("field", sorted(ONCE_UNCHECKED))
-def test_equal_terms_check_sees_each_field_it_once_missed(field):
-    value = ONCE_UNCHECKED[field]
-    assert field in ex.SHARED_FIELDS and getattr(preset("vit_quick", **{field: value}), field) == value
-    configs = equalised({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32)
-    assert ex.shared_terms(configs)[field] == getattr(TrainingRecipe(), field)
-    changed = {**configs, "shift": configs["shift"].replace(**{field: value})}
-    with pytest.raises(ValueError, match=f"differ in: {field} "):
-        ex.shared_terms(changed)
-
-
-def test_to_dict_keeps_the_shape_that_run_records_hold():
-    # run_spec.json of a finished comparison run, written before TrainingRecipe existed:
-    # the same keys in the same order, so reuse and resume compare like with like.
-    saved = json.loads((CPU_RUNS / "shiftvit_official" / "run_spec.json").read_text())["config"]
-    current = ex.comparison_configs("cpu")["shiftvit_official"].to_dict()
-    # Fields added since (stem_channels, issue 26; mix_on_device and steps_per_execution, issue 45)
-    # come after them, at their old behaviour.
-    assert [key for key in current if key in saved] == list(saved)
-    added = {key: current[key] for key in set(current) - set(saved)}
-    assert added == {"stem_channels": 0, "mix_on_device": False, "steps_per_execution": 1}
-
-
-def test_every_recorded_comparison_run_has_its_current_config():
-    # The CPU-scale comparison's configs are still what each recorded run trained (fields added since
-    # aside: such a run folder, written by an earlier version, is not resumed or reused).
+def test_every_recorded_comparison_run_has_its_current_config_in_the_same_key_order():
+    # The CPU-scale comparison's configs are still what each recorded run trained, keys in the order the
+    # records hold (fields added since aside: such a run folder, written by an earlier version, is not
+    # resumed or reused). ShiftViT's fields added since (stem_channels, issue 26; mix_on_device and
+    # steps_per_execution, issue 45) come after them, at their old behaviour.
     configs = ex.comparison_configs("cpu")
     for record in sorted(CPU_RUNS.glob("*/run.json")):
         saved, current = json.loads(record.read_text())["config"], configs[record.parent.name].to_dict()
         assert {key: json.loads(json.dumps(current.get(key))) for key in saved} == saved, record.parent.name
+        assert [key for key in current if key in saved] == list(saved), record.parent.name
+        if record.parent.name.startswith("shiftvit"):
+            added = {key: current[key] for key in set(current) - set(saved)}
+            assert added == {"stem_channels": 0, "mix_on_device": False, "steps_per_execution": 1}, added
