@@ -5,6 +5,7 @@ of a chosen compute capability, so the decision is tested for a T4 (7.5), an A10
 an H100 (9.0), through the one device query that everything else reads.
 """
 
+import importlib
 import sys
 from types import SimpleNamespace
 
@@ -71,20 +72,16 @@ def test_a_backend_that_cannot_list_its_devices_means_no_accelerator_and_a_tpu_g
 
 
 def test_the_machine_description_names_the_backends_version():
-    machine = devices.describe_machine()
-    backend = keras.backend.backend()
-    versions = machine["backend_versions"]
-    if backend == "jax":
-        import jax
-        import jaxlib.version
-
-        assert versions == {"jax": jax.__version__, "jaxlib": jaxlib.version.__version__}
-    elif backend == "tensorflow":
+    machine, backend = devices.describe_machine(), keras.backend.backend()
+    modules = {"jax": {"jax": "jax", "jaxlib": "jaxlib.version"}, "tensorflow": {"tensorflow": "tensorflow"},
+               "torch": {"torch": "torch"}}[backend]
+    assert machine["backend_versions"] == {name: importlib.import_module(module).__version__
+                                           for name, module in modules.items()}
+    assert machine["keras"] == keras.__version__
+    # CPU-only machines (CI) are not mistaken for GPU machines: the lessons pick quick or full mode by it.
+    if backend == "tensorflow":
         import tensorflow as tf
 
-        assert versions == {"tensorflow": tf.__version__}
-        # CPU-only machines (CI) are not mistaken for GPU machines: the lessons pick quick or full mode by it.
         accelerators = tf.config.list_physical_devices("GPU") + tf.config.list_physical_devices("TPU")
         assert (devices.accelerator_platform() is not None) == bool(accelerators)
         assert accelerators or devices.recommended_mixed_precision() is None
-    assert machine["keras"] == keras.__version__

@@ -53,18 +53,6 @@ def test_json_that_cannot_be_read_is_one_line_naming_the_file(tmp_path, text, fr
     assert str(path) in one_line(refused.value)
 
 
-# --------------------------------------------------------------------------- atomic writes (case 5)
-def test_a_write_on_a_full_disk_leaves_the_old_file_whole(tmp_path, monkeypatch):
-    # Case 5: a full disk in the middle of a write (`build_korean.py import` left invalid JSON). Every
-    # script writes through files.py (a house test: tests/project/test_import_graph.py).
-    files.write_json(tmp_path / "00_x.json", {"ko": "가"})
-    before = (tmp_path / "00_x.json").read_bytes()
-    monkeypatch.setattr(files.os, "fsync", mock.Mock(side_effect=OSError(28, "No space left on device")))
-    with pytest.raises(OSError, match="No space"):
-        files.write_json(tmp_path / "00_x.json", {"ko": "나" * 10_000})
-    assert (tmp_path / "00_x.json").read_bytes() == before and os.listdir(tmp_path) == ["00_x.json"]
-
-
 # Each way the project writes or reads a file in its own folders, and a refused one.
 OWN_FILE_USES = {
     "write_json": lambda path: files.write_json(path, {"a": 1}),
@@ -98,7 +86,7 @@ def test_append_text_appends_by_an_atomic_rewrite_with_the_header_once(tmp_path)
 
 
 @pytest.mark.parametrize("name", ["model.keras", "r" * 255, "r" * 240 + ".weights.h5", "é" * 127])
-def test_atomic_output_renames_only_a_finished_write_also_to_the_longest_legal_name(tmp_path, name):
+def test_atomic_output_renames_only_a_finished_write_also_to_the_longest_legal_name(tmp_path, monkeypatch, name):
     with files.atomic_output(tmp_path / name) as partial:
         assert len(os.fsencode(partial.name)) <= 255 and partial.name.endswith(Path(name).suffix)
         assert partial.parent == tmp_path
@@ -106,6 +94,11 @@ def test_atomic_output_renames_only_a_finished_write_also_to_the_longest_legal_n
     with pytest.raises(RuntimeError), files.atomic_output(tmp_path / name) as partial:
         partial.write_text("half")
         raise RuntimeError("killed")
+    # Case 5: a full disk at the end of a write (`build_korean.py import` left invalid JSON). Every
+    # script writes through files.py (a house test: tests/project/test_import_graph.py).
+    monkeypatch.setattr(files.os, "fsync", mock.Mock(side_effect=OSError(28, "No space left on device")))
+    with pytest.raises(OSError, match="No space"):
+        files.write_json(tmp_path / name, {"ko": "나" * 10_000})
     assert (tmp_path / name).read_text() == "whole" and os.listdir(tmp_path) == [name]
 
 
