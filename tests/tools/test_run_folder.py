@@ -137,14 +137,34 @@ def make_interrupted_run(run: Path, epochs: int = 3, backups: tuple[int, ...] = 
     return spec
 
 
-@pytest.mark.parametrize(("backups", "resumed", "rows"), [((1, 2), 2, [0, 1]), ((1,), 1, [0]), ((), 0, [])])
-def test_a_resume_starts_at_the_newest_backup_and_drops_the_history_rows_after_it(tmp_path, backups, resumed, rows):
+# An interrupted run's backups (epoch -> "ok", "torn", or "pipe": its data in an outside named pipe,
+# which a read would block on) -> the epoch its resume starts at. History rows after it are dropped;
+# a damaged backup is set aside, kept by the restart and by the record, as a file of yours is.
+RESUMES = [({1: "ok", 2: "ok"}, 2), ({1: "ok"}, 1), ({}, 0), ({1: "torn", 2: "torn"}, 0), ({1: "ok", 2: "pipe"}, 1)]
+
+
+@pytest.mark.parametrize(("backups", "resumed"), RESUMES)
+def test_a_resume_starts_at_the_newest_readable_backup_and_keeps_the_damaged_ones(tmp_path, backups, resumed):
     run = tmp_path / "run"
-    spec = make_interrupted_run(run, backups=backups)
+    spec = make_interrupted_run(run, backups=tuple(backups))
+    for epoch, how in backups.items():
+        if how == "torn":
+            (run / "backup" / f"epoch-{epoch:04d}.weights.h5").write_bytes(b"torn")
+        elif how == "pipe":
+            os.mkfifo(tmp_path / "pipe")
+            with h5py.File(run / "backup" / f"epoch-{epoch:04d}.weights.h5", "w") as handle:
+                handle.create_dataset("weights", (4,), "f8", external=[(str(tmp_path / "pipe"), 0, 32)])
     (run / "backup" / "training_metadata.json").write_text('{"epoch": 1, "batch": 0}')  # not what it goes by
+    (run / "backup" / "notes.txt").write_text("mine")
     (run / "history.csv").write_text("epoch,loss\n0,2.3\n\n1,2.1\n2,2.0\n")  # an empty line, by hand
     folder = rf.open_run_folder(rf.Claim(run, "resume"), spec)
-    assert folder.resumed_from == resumed and rf.read_history_csv(run / "history.csv").get("epoch", []) == rows
+    assert folder.resumed_from == resumed
+    assert rf.read_history_csv(run / "history.csv").get("epoch", []) == list(range(resumed))
+    assert ("outside files" in " ".join(folder.recovered)) == ("pipe" in backups.values())
+    kept = sorted(f"epoch-{epoch:04d}.weights.h5.damaged" for epoch, how in backups.items() if how != "ok")
+    assert set(kept) <= set(os.listdir(run / "backup")) and len(folder.recovered) == len(kept)
+    rf.write_record(folder, {})
+    assert sorted(os.listdir(run / "backup")) == [*kept, "notes.txt"]
 
 
 @pytest.mark.parametrize("how", ["symlink", "hardlink"])
@@ -168,30 +188,6 @@ def test_a_finished_fit_whose_best_model_is_damaged_and_no_backup_left_is_refuse
     assert "has no readable best.keras and no backup" in one_line(refused.value)
     assert f"warning: {run / 'best.keras'} is damaged" in capsys.readouterr().err  # named as it is set aside
     assert "--overwrite" in str(refused.value) and (run / "best.keras.damaged").exists()
-
-
-@pytest.mark.parametrize("end", ["restart", "record"])
-def test_damaged_backups_set_aside_are_kept_by_a_restart_and_by_the_record(tmp_path, end):
-    run = tmp_path / "run"
-    spec = make_interrupted_run(run)
-    for path in (run / "backup").glob("epoch-*"):
-        path.write_bytes(b"torn")  # every backup unreadable: set aside, the run restarts from epoch 0
-    (run / "backup" / "notes.txt").write_text("mine")
-    folder = rf.open_run_folder(rf.Claim(run, "resume"), spec)
-    if end == "record":
-        rf.write_record(folder, {})
-    kept = ["epoch-0001.weights.h5.damaged", "epoch-0002.weights.h5.damaged", "notes.txt"]
-    assert folder.resumed_from == 0 and sorted(p.name for p in (run / "backup").iterdir()) == kept
-
-
-def test_a_backup_whose_data_lives_in_an_outside_pipe_is_set_aside_not_read(tmp_path):
-    run = tmp_path / "run"
-    spec = make_interrupted_run(run, backups=(1,))
-    os.mkfifo(tmp_path / "pipe")
-    with h5py.File(run / "backup" / "epoch-0002.weights.h5", "w") as handle:
-        handle.create_dataset("weights", (4,), "f8", external=[(str(tmp_path / "pipe"), 0, 32)])
-    folder = rf.open_run_folder(rf.Claim(run, "resume"), spec)  # a read would block forever
-    assert folder.resumed_from == 1 and "outside files" in folder.recovered[0]
 
 
 # A hand-edited or damaged file a run reads back -> its name, its text, the reader, the words of its error.
