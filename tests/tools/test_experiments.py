@@ -9,7 +9,7 @@ from fakes import one_line, tiny_splits
 
 from shiftvit_lib import build_shiftvit, count_macs, preset
 from shiftvit_lib.tools import experiments as ex
-from shiftvit_lib.tools.experiments import format_table, model_costs, run_comparison, shared_terms
+from shiftvit_lib.tools.experiments import format_table, model_costs, run_comparison
 from shiftvit_lib.vit import build_vit, count_vit_macs
 
 
@@ -30,9 +30,13 @@ def equalised(configs, **fields):
 # (the issue that introduced TrainingRecipe names them).
 ONCE_UNCHECKED = {"rand_augment_ops": 2, "random_erasing": 0.25, "mixup_alpha": 0.8, "cutmix_alpha": 1.0,
                   "init": "spach"}
-# A change to the equalised ViT (None: no configs) -> the words of shared_terms' one-line error. A ViT
-# takes each recipe field (replace refuses an unknown one); the architecture may differ.
+# A change to the equalised ViT (None: no configs) -> the words of the one-line error with which
+# run_comparison refuses it before training. A ViT takes each recipe field (replace refuses an unknown
+# one); the architecture may differ. The quick ViT preset crops 16 px, the quick ShiftViT 32 px: as shipped
+# they are not on equal terms.
 UNEQUAL = {
+    "as shipped": ({"resize_to": 18, "image_size": 16},
+                   r"differ in: resize_to .*image_size \(vit=16, shift=32\)"),
     "two fields": ({"lr_max": 1e-3, "batch_size": 32},
                    r"batch_size \(vit=32, shift=64\); lr_max \(vit=0.001, shift=0.002\)"),
     **{field: ({field: value}, f"differ in: {field} \\(vit={value!r}, ")
@@ -42,23 +46,13 @@ UNEQUAL = {
 
 
 @pytest.mark.parametrize("difference", UNEQUAL)
-def test_shared_terms_names_every_difference_in_the_pipeline_or_recipe(difference):
+def test_run_comparison_refuses_configs_not_on_equal_terms_naming_every_difference(tmp_path, difference):
     changes, words = UNEQUAL[difference]
     configs = equalised({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32)
     configs = {} if changes is None else {**configs, "vit": configs["vit"].replace(**changes)}
     with pytest.raises(ValueError, match=words) as refused:
-        shared_terms(configs)
+        run_comparison(configs, tiny_splits(), tmp_path)
     one_line(refused.value)
-
-
-def test_the_vit_and_shiftvit_presets_are_compared_only_once_equalised(tmp_path):
-    same = shared_terms({"a": preset("quick"), "b": preset("quick", shift="none", depths=(1, 1))})
-    assert set(same) == set(ex.SHARED_FIELDS) and same["image_size"] == 32
-    # The quick ViT preset crops 16 px, the quick ShiftViT 32 px: not equal terms as shipped, nor trained together.
-    with pytest.raises(ValueError, match=r"not on equal terms; they differ in: resize_to .*image_size \(vit=16, shift=32\)"):
-        run_comparison({"vit": preset("vit_quick"), "shift": preset("quick")}, tiny_splits(), tmp_path)
-    configs = equalised({"vit": preset("vit_quick"), "shift": preset("quick")}, resize_to=36, image_size=32, epochs=2)
-    assert shared_terms(configs)["epochs"] == 2 and configs["vit"].image_size == configs["shift"].image_size == 32
 
 
 def test_model_costs_match_the_builders_and_mac_counters():
