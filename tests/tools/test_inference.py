@@ -7,13 +7,14 @@ import io
 import json
 import os
 from pathlib import Path
+from unittest import mock
 
 import fakes
 import keras
 import numpy as np
 import pytest
 from fakes import deflated_zip, finishes_within, logits_of, one_line, png_bytes, unreadable_zip, write_tree
-from PIL import Image
+from PIL import EpsImagePlugin, Image
 
 import shiftvit_lib
 from shiftvit_lib import build_shiftvit, preset
@@ -98,16 +99,6 @@ IMAGE_MISTAKES = {
 }
 
 
-@pytest.fixture()
-def no_ghostscript(monkeypatch: pytest.MonkeyPatch) -> None:
-    from PIL import EpsImagePlugin
-
-    def ghostscript(*args, **kwargs):
-        raise AssertionError("Ghostscript was started")
-
-    monkeypatch.setattr(EpsImagePlugin, "Ghostscript", ghostscript)
-
-
 @pytest.mark.parametrize("mistake", IMAGE_MISTAKES)
 def test_load_image_refuses_a_file_it_cannot_read(tmp_path, monkeypatch, mistake) -> None:
     name, content, options, error, words = IMAGE_MISTAKES[mistake]
@@ -125,8 +116,10 @@ def test_load_image_refuses_a_file_it_cannot_read(tmp_path, monkeypatch, mistake
 
 
 @pytest.fixture()
-def mixed_folder(tmp_path: Path, no_ghostscript) -> Path:
+def mixed_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Three readable images, seven broken files, plus things that must be skipped."""
+    # A PostScript file named .png is refused, never handed to Ghostscript.
+    monkeypatch.setattr(EpsImagePlugin, "Ghostscript", mock.Mock(side_effect=AssertionError("Ghostscript ran")))
     good_jpeg = save(photo_like(64, 64), "JPEG")
     folder = write_tree(tmp_path / "photos", {
         "a_truncated.jpg": good_jpeg[: len(good_jpeg) // 2], "b_empty.jpg": b"", ".hidden.jpg": b"",

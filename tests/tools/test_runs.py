@@ -382,8 +382,7 @@ FINISHED_RUN = {"run_spec.json": b'{"format": 1}', "run.json": b'{"test": {}}', 
 
 
 @pytest.mark.parametrize(("case", "fragment"), [
-    (dict(seed=2**40), "seed must be a whole number from 0 to 4,294,967,295"),
-    (dict(seed=-1), "seed must be a whole number from 0 to 4,294,967,295"),
+    *[(dict(seed=seed), "seed must be a whole number from 0 to 4,294,967,295") for seed in (2**40, -1)],
     (dict(epochs=0), "epochs"),
     (dict(config=quick(batch_size=10**12)), "batch size 1,000,000,000,000 is more than the 96 training images"),
     (dict(data=tiny_splits(n_val=0)), "no validation images (val_fraction=0?)"),
