@@ -49,8 +49,7 @@ def test_a_claim_checks_once_and_a_held_claim_is_not_checked_again(tmp_path, mon
         assert held == Claim(tmp_path / "run", "new")
         with claim(held) as again:
             assert again is held
-        config, data = preset("quick"), tiny_splits()
-        folder = open_run_folder(held, run_spec(config, data, epochs=1))
+        folder = open_run_folder(held, run_spec(preset("quick"), tiny_splits(), epochs=1))
     assert checked == [tmp_path / "run"] and folder.spec["epochs"] == 1
 
 
@@ -60,15 +59,15 @@ def test_a_spec_written_by_an_earlier_version_differs_in_each_field_added_since(
     assert rf.spec_differences(saved, current) == [f"config.stem_channels (None -> {preset('quick').stem_channels})"]
 
 
-FINISHED = {"run/run_spec.json": "{}", "run/run.json": "{}", "run/history.csv": "epoch\n0\n"}
+FINISHED = {"run/run_spec.json": b"{}", "run/run.json": b"{}", "run/history.csv": b"epoch\n0\n"}
 # What an output folder holds -> check_run_folder's answer, or the words of its refusal.
 FOLDERS = [
     ("run", {}, False, "new"),
-    ("run", {"run/notes.txt": "mine"}, False, "new"),
-    ("run", {"run/run_spec.json": "{}", "run/history.csv": "epoch\n"}, False, "resume"),
-    ("run", {"run/history.csv": "epoch,loss\n0,2.3\n"}, False, "training files without run_spec.json"),
+    ("run", {"run/notes.txt": b"mine"}, False, "new"),
+    ("run", {"run/run_spec.json": b"{}", "run/history.csv": b"epoch\n"}, False, "resume"),
+    ("run", {"run/history.csv": b"epoch,loss\n0,2.3\n"}, False, "training files without run_spec.json"),
     ("run", FINISHED, False, r"already holds a finished run \(its record"), ("run", FINISHED, True, "new"),
-    ("file/below", {"file": "x"}, False, "is a file, not a folder"),
+    ("file/below", {"file": b"x"}, False, "is a file, not a folder"),
     ("r" * 256, {}, False, "more than the 255 a file system allows"),
     ("r" * 255, {}, False, "new"),
 ]
@@ -77,9 +76,7 @@ FOLDERS = [
 @pytest.mark.parametrize(("out", "holds", "overwrite", "expected"), FOLDERS, ids=range(len(FOLDERS)))
 def test_a_folder_is_told_new_or_resumable_or_refused_in_one_line_writing_nothing(tmp_path, out, holds, overwrite,
                                                                                   expected):
-    for name, text in holds.items():
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, holds)
     if expected in ("new", "resume"):
         assert rf.check_run_folder(tmp_path / out, overwrite=overwrite) == expected
     else:
