@@ -16,7 +16,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from fakes import NOTEBOOKS, REPO, cells
+from fakes import NOTEBOOKS, cells
 
 NOTEBOOK = NOTEBOOKS / "02_shift_operation.ipynb"
 GIF_PARAMETERS = {"CHANNELS": 6, "NUM_DIV": 6, "SHIFT_PIXEL": 1, "MAP_SIZE": 5}  # the committed GIF's
@@ -39,19 +39,14 @@ def run_parameter_cell(environ: dict[str, str]) -> dict:
     return namespace
 
 
-def test_the_section_ships_switched_off_with_other_numbers_than_the_gif_and_ci_switches_it_on():
+def test_the_section_ships_off_with_other_numbers_than_the_gif_and_the_environment_switches_it_on():
+    # (what the cell installs and how run.sh sets the switch are their spelling, not pinned here: CI's
+    # nbval run of the section with the switch on shows they work)
     shipped = run_parameter_cell({})
     assert shipped["RENDER_ANIMATION"] is False, "the lesson must run without Manim as shipped"
     assert run_parameter_cell({"SHIFTVIT_RENDER_ANIMATION": "1"})["RENDER_ANIMATION"] is True
     chosen = {name: shipped[name] for name in GIF_PARAMETERS}
     assert chosen != GIF_PARAMETERS, "CI renders non-default parameters"
-    params = cell_source("render-params")
-    assert "manim==" in params and "libpango1.0-dev" in params
-    assert -1 < params.find("apt-get -qq update") < params.find("apt-get -qq install"), "a fresh VM's lists first"
-    run_sh = (REPO / "run.sh").read_text()  # CI switches the render on, where manim is installed
-    tests_function = run_sh[run_sh.index("run_tests() {") :]
-    assert "SHIFTVIT_RENDER_ANIMATION=1" in tests_function[: tests_function.index("\n}")]
-    assert "anim" in run_sh[run_sh.index("EXTRAS=") :].split("\n", 1)[0]
 
 
 def render_last_frame(**parameters) -> tuple[np.ndarray, object]:
