@@ -5,7 +5,8 @@ import pytest
 from fakes import LESSONS, cells, printed
 
 # a switch's values (its first one, as shipped) and the preset each one sets up
-SWITCHES = {"FULL_MODE": {False: "quick", True: "seed"}, "RECIPE": {"quick": "quick", "cpu": "cpu", "seed": "seed"}}
+SWITCHES = {"FULL_MODE": {False: "quick", True: "seed"},
+            "RECIPE": {"quick": "quick", "cpu": "cpu", "seed": "seed"}}
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
