@@ -272,14 +272,6 @@ def test_refresh_moves_korean_comments_onto_reformatted_code():
     assert [t.string for t in build_korean.comments(carried)] == korean_comments
 
 
-# --- one vocabulary (issue 38)
-
-
-def test_the_glossary_names_its_terms_and_rules_out_their_variants():
-    # (each ruled-out variant is named by the check in GLOSSARY_CASES above)
-    assert len(_glossary()) >= 50 and {*KEY_TERMS, "channel group"} <= set(_glossary())
-
-
 def test_a_notebook_with_a_cell_without_id_is_refused_naming_it(tmp_path):
     # (a notebook cut short: files.read_json, tests/tools/test_files.py)
     no_id = tmp_path / "01_no_id.ipynb"
