@@ -7,6 +7,7 @@ these checks run the lessons' own cells against stand-ins (what a learner sees, 
 
 import json
 import re
+import types
 from pathlib import Path
 
 from fakes import NOTEBOOKS, cells, printed
@@ -34,8 +35,6 @@ def test_lesson05_shows_timings_and_an_estimate_before_it_trains_and_says_where_
 def test_lesson07_reads_back_the_comparison_its_full_mode_saves(tmp_path, capsys):
     """Run the cell that saves the comparison (as full mode would, into run_root) and the cell that
     looks for a full-size record: the second finds what the first wrote, next to its runs."""
-    import types
-
     code = _code("07_attention_vs_shift")
     saving = next(source for source in code if "comparison_record(" in source)
     reading = next(source for source in code if "full_record_path" in source)
@@ -77,7 +76,6 @@ def test_lesson05_shares_the_gpu_between_its_tensorflow_and_its_data_parallel_ch
     import os
     import subprocess
     import sys
-    import types
 
     monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false")
     exec(_before_tensorflow_loads("05_training"), {"RECIPE": "quick"})

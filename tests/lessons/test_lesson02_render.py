@@ -17,6 +17,10 @@ from unittest import mock
 import numpy as np
 import pytest
 from fakes import NOTEBOOKS, cells
+from keras import ops
+
+import shiftvit_lib as sv
+from shiftvit_lib.notebook import plots
 
 NOTEBOOK = NOTEBOOKS / "02_shift_operation.ipynb"
 GIF_PARAMETERS = {"CHANNELS": 6, "NUM_DIV": 6, "SHIFT_PIXEL": 1, "MAP_SIZE": 5}  # the committed GIF's
@@ -54,11 +58,6 @@ def render_last_frame(**parameters) -> tuple[np.ndarray, object]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # pydub: no ffmpeg binary (not needed)
         manim = pytest.importorskip("manim", reason='manim is not installed: pip install -e ".[anim]"')
-    from keras import ops
-
-    import shiftvit_lib as sv
-    from shiftvit_lib.notebook import plots
-
     namespace = run_parameter_cell({})
     namespace.update(RENDER_ANIMATION=True, np=np, sv=sv, ops=ops, plots=plots)
     namespace.update(parameters)
@@ -80,9 +79,6 @@ def changed_fraction(a: np.ndarray, b: np.ndarray) -> float:
 
 @pytest.mark.slow
 def test_the_scene_draws_the_librarys_shift_and_each_parameter_changes_the_picture():
-    import shiftvit_lib as sv
-    from shiftvit_lib.notebook.plots import numbered_feature_map
-
     shipped = {name: run_parameter_cell({})[name] for name in GIF_PARAMETERS}
     base, _ = render_last_frame()
     again, _ = render_last_frame()
@@ -94,6 +90,6 @@ def test_the_scene_draws_the_librarys_shift_and_each_parameter_changes_the_pictu
         assert changed.shape == (480, 854, 3) and changed_fraction(base, changed) > 0.005, f"{name}={value}"
         # the scene ends on the library's shift of its parameters
         drawn = {**shipped, name: value}
-        features = numbered_feature_map(drawn["CHANNELS"], drawn["MAP_SIZE"], drawn["MAP_SIZE"])
+        features = plots.numbered_feature_map(drawn["CHANNELS"], drawn["MAP_SIZE"], drawn["MAP_SIZE"])
         expected = np.asarray(sv.shift_channels(features, drawn["NUM_DIV"], drawn["SHIFT_PIXEL"]))
         np.testing.assert_array_equal(scene.shown, expected)
