@@ -96,11 +96,16 @@ def logits_of(model: keras.Model, images) -> np.ndarray:
     return keras.ops.convert_to_numpy(model(images, training=False))
 
 
+def encoded(image: Image.Image, image_format: str) -> bytes:
+    """``image``'s file in ``image_format`` ("PNG", "JPEG", "GIF"...), as bytes."""
+    buffer = io.BytesIO()
+    image.save(buffer, format=image_format)
+    return buffer.getvalue()
+
+
 def png_bytes(value: int, side: int = 32) -> bytes:
     """A PNG of one grey ``value``."""
-    buffer = io.BytesIO()
-    Image.fromarray(np.full((side, side, 3), value, np.uint8)).save(buffer, "PNG")
-    return buffer.getvalue()
+    return encoded(Image.fromarray(np.full((side, side, 3), value, np.uint8)), "PNG")
 
 
 def one_line(error: BaseException | str) -> str:

@@ -17,7 +17,6 @@ from fakes import REPO
 from shiftvit_lib.config import PRESETS, ShiftViTConfig, list_presets, preset
 from shiftvit_lib.vit import VIT_PRESETS, ViTConfig
 
-
 KERAS_IO_SHIFTVIT = dict(  # the keras-io ShiftViT example's hyperparameters, and the stages they give
     resize_to=52, image_size=48, patch_size=4, projected_dim=96, depths=(2, 4, 8, 2), num_div=12, shift_pixel=1,
     mlp_ratio=2.0, mlp_dropout=0.2, drop_path_rate=0.2, weight_decay=1e-4, lr_start=1e-5, lr_max=1e-3,

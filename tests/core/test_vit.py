@@ -384,14 +384,11 @@ def test_module_is_documented_for_the_lesson():
             assert obj.__doc__ and len(obj.__doc__.strip()) > 30, name
 
 
-def _zeros(*shape):
-    return np.zeros(shape, "float32")
-
-
 @pytest.mark.parametrize(("call", "error", "words"), [
-    (lambda: vit.diagonal_shifts(_zeros(8, 8, 3), 1), ValueError, "4-D"),
-    (lambda: vit.diagonal_shifts(_zeros(1, 8, 8, 3), -1), ValueError, "shift"),
-    (lambda: vit.extract_patches(_zeros(1, 10, 10, 3), 4), ValueError, "multiple"),  # the tokenizers' too
+    (lambda: vit.diagonal_shifts(np.zeros((8, 8, 3), "float32"), 1), ValueError, "4-D"),
+    (lambda: vit.diagonal_shifts(np.zeros((1, 8, 8, 3), "float32"), -1), ValueError, "shift"),
+    # the tokenizers' too
+    (lambda: vit.extract_patches(np.zeros((1, 10, 10, 3), "float32"), 4), ValueError, "multiple"),
     (lambda: build_vit(preset("quick")), TypeError, "ViTConfig"),
     (lambda: preset("vit_quick", patch_size=5), ValueError, "multiple of patch_size"),
 ])
