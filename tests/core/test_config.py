@@ -35,8 +35,7 @@ def test_presets_are_data_served_by_the_one_preset_door(family, presets, kind):
     for name in presets:
         cfg = preset(name)
         assert type(cfg) is kind and cfg.name == name and hash(cfg) is not None  # frozen and hashable
-    assert {"seed", "quick", "shiftvit_light_tiny", "vit_cifar", "vit_spt_lsa_cifar", "vit_quick"} <= {
-        *PRESETS, *VIT_PRESETS}
+    # (the presets the lessons name are built by the tests of each family's model)
 
 
 @pytest.mark.parametrize(("name", "changes", "as_stored"), [
