@@ -22,7 +22,6 @@ import pytest  # noqa: E402
 @pytest.fixture(autouse=True)
 def _fixed_seed():
     keras.utils.set_random_seed(1234)
-    yield
 
 
 @pytest.fixture(autouse=True)

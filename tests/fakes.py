@@ -1,5 +1,6 @@
 """Small fakes and checks shared by the tests: data, image files, models, the one-line error, other backends."""
 
+import functools
 import importlib.util
 import io
 import json
@@ -41,21 +42,24 @@ def write_tree(root: Path, files: dict[str, bytes]) -> Path:
     return root
 
 
-def write_zip(path: Path, files: dict[str, bytes], prefix: str = "") -> Path:
+def write_zip(path: Path, files: dict, prefix: str = "", method: int = zipfile.ZIP_STORED) -> Path:
     """The same files give the same bytes: entries carry a fixed timestamp, not the clock's."""
     with zipfile.ZipFile(path, "w") as archive:
         for name, content in files.items():
-            archive.writestr(zipfile.ZipInfo(prefix + name, date_time=(2020, 1, 1, 0, 0, 0)), content)
+            entry = zipfile.ZipInfo(prefix + name, date_time=(2020, 1, 1, 0, 0, 0))
+            archive.writestr(entry, content, compress_type=method)
     return path
+
+
+# A zip whose members are compressed (write_zip stores them): zeros shrink a thousandfold.
+deflated_zip = functools.partial(write_zip, method=zipfile.ZIP_DEFLATED)
 
 
 def unreadable_zip(path: Path, files: dict[str, bytes], damage: str) -> Path:
     """A zip Python lists but cannot unpack: every member marked ``encrypted`` or ``deflate64``
     (method 9, as 7-Zip and Windows write), or ``lzma``-compressed with a flipped byte."""
-    method = zipfile.ZIP_LZMA if damage == "lzma" else zipfile.ZIP_STORED
-    with zipfile.ZipFile(path, "w", method) as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
+    write_zip(path, files, method=zipfile.ZIP_LZMA if damage == "lzma" else zipfile.ZIP_STORED)
+    with zipfile.ZipFile(path) as archive:
         first = archive.infolist()[0]
     data = bytearray(path.read_bytes())
     for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local and central headers
@@ -92,11 +96,16 @@ def logits_of(model: keras.Model, images) -> np.ndarray:
     return keras.ops.convert_to_numpy(model(images, training=False))
 
 
+def encoded(image: Image.Image, image_format: str) -> bytes:
+    """``image``'s file in ``image_format`` ("PNG", "JPEG", "GIF"...), as bytes."""
+    buffer = io.BytesIO()
+    image.save(buffer, format=image_format)
+    return buffer.getvalue()
+
+
 def png_bytes(value: int, side: int = 32) -> bytes:
     """A PNG of one grey ``value``."""
-    buffer = io.BytesIO()
-    Image.fromarray(np.full((side, side, 3), value, np.uint8)).save(buffer, "PNG")
-    return buffer.getvalue()
+    return encoded(Image.fromarray(np.full((side, side, 3), value, np.uint8)), "PNG")
 
 
 def one_line(error: BaseException | str) -> str:
@@ -129,14 +138,6 @@ def finishes_within(seconds: float, function, *args):
         pytest.fail(f"{function.__name__} blocked for {seconds} s (did it open a pipe?)")
     finally:
         pool.close()  # a blocked thread is left behind: it never holds the interpreter
-
-
-def deflated_zip(path: Path, files: dict[str, bytes | str]) -> Path:
-    """A zip whose members are compressed (write_zip stores them): zeros shrink a thousandfold."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
-    return path
 
 
 def plant(path: Path, how: str, outside: Path) -> Path:

@@ -9,17 +9,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from fakes import encoded
 from PIL import Image
 
 from shiftvit_lib.images import MAX_PIXELS, UnsupportedImageError, decode_rgb
 
 POSTSCRIPT = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 32 32\nnewpath 0 0 moveto 32 32 lineto stroke\nshowpage\n"
-
-
-def _encoded(image: Image.Image, fmt: str) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format=fmt)
-    return buffer.getvalue()
 
 
 PIXELS = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
@@ -34,17 +29,17 @@ OTHER_FORMAT = "a {} image: only PNG and JPEG are read; convert it to PNG or JPE
     (Image.fromarray(HIDDEN_RED, "RGBA"), "PNG", np.full((4, 4, 3), 255)),  # transparent pixels become white
 ])
 def test_png_and_jpeg_decode_to_rgb(image, fmt, expected):
-    rgb, found = decode_rgb(_encoded(image, fmt))
+    rgb, found = decode_rgb(encoded(image, fmt))
     assert found == fmt and rgb.mode == "RGB" and np.asarray(rgb).shape == (*image.size[::-1], 3)
     assert expected is None or np.array_equal(np.asarray(rgb), expected)
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    *[(_encoded(Image.new("RGB", (8, 8), (10, 20, 30)), fmt), OTHER_FORMAT.format(name))
+    *[(encoded(Image.new("RGB", (8, 8), (10, 20, 30)), fmt), OTHER_FORMAT.format(name))
       for fmt, name in [("GIF", "GIF"), ("BMP", "BMP"), ("TIFF", "TIFF"), ("WEBP", "WebP")]],
     (POSTSCRIPT, "not a PNG or JPEG image by its content"),  # a PostScript file named .png
     (b"\x89PNG\r\n\x1a\n" + POSTSCRIPT, "corrupt or truncated PNG"),  # a PNG signature on PostScript
-    (_encoded(Image.new("RGB", (32, 32), (1, 2, 3)), "PNG")[:60], "corrupt or truncated PNG"),
+    (encoded(Image.new("RGB", (32, 32), (1, 2, 3)), "PNG")[:60], "corrupt or truncated PNG"),
 ])
 def test_what_is_not_a_whole_png_or_jpeg_is_refused_before_any_decoder_runs_it(data, message, monkeypatch):
     from PIL import EpsImagePlugin
@@ -58,7 +53,7 @@ def test_what_is_not_a_whole_png_or_jpeg_is_refused_before_any_decoder_runs_it(d
 
 
 def test_too_many_pixels_are_refused_before_decoding():
-    data = _encoded(Image.new("L", (300, 200)), "PNG")  # 60,000 pixels, a few hundred bytes
+    data = encoded(Image.new("L", (300, 200)), "PNG")  # 60,000 pixels, a few hundred bytes
     with pytest.raises(UnsupportedImageError, match="300x200 pixels"):
         decode_rgb(data, max_pixels=50_000)
     assert decode_rgb(data, max_pixels=60_000)[0].size == (300, 200)
@@ -69,7 +64,7 @@ def test_fuzzed_images_decode_or_fail_with_the_projects_error():
     """Byte-flipped PNGs and JPEGs: every one decodes or raises UnsupportedImageError, nothing else."""
     rng = random.Random(0)
     pixels = np.random.default_rng(1).integers(0, 256, (32, 32, 3), dtype=np.uint8)
-    originals = [_encoded(Image.fromarray(pixels), fmt) for fmt in ("PNG", "JPEG")]
+    originals = [encoded(Image.fromarray(pixels), fmt) for fmt in ("PNG", "JPEG")]
     outcomes = {"decoded": 0, "refused": 0}
     for trial in range(300):
         data = bytearray(originals[trial % 2])

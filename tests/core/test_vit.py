@@ -60,11 +60,6 @@ def np_layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
     return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps) * gamma + beta
 
 
-def np_softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
 def np_attention(x, w, num_heads, key_dim, temperature=None, mask_diagonal=False):
     """softmax(Q K^T / T) V per head, heads concatenated, then the output projection."""
     b, n, _ = x.shape
@@ -76,7 +71,8 @@ def np_attention(x, w, num_heads, key_dim, temperature=None, mask_diagonal=False
         logits = np.einsum("bid,bjd->bij", q, k) / t
         if mask_diagonal:
             logits = logits + np.where(np.eye(n, dtype=bool), -np.inf, 0.0)
-        all_weights.append(np_softmax(logits))
+        e = np.exp(logits - logits.max(-1, keepdims=True))  # softmax over the keys
+        all_weights.append(e / e.sum(-1, keepdims=True))
         outs.append(all_weights[-1] @ v)
     return np.concatenate(outs, axis=-1) @ w["o"] + w["bo"], np.stack(all_weights, axis=1)
 
@@ -250,8 +246,7 @@ def test_every_layer_round_trips_through_get_config(every_module_imported, make,
     # Through the registry ("shiftvit_lib>Name"), as a .keras file does it.
     clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
     assert type(clone) is type(layer) and clone.get_config() == config
-    if not clone.built:  # the serialized build_config normally rebuilds it already
-        clone.build(shape)
+    assert clone.built  # by the serialized build_config, as a .keras file rebuilds it
     # and the plain from_config path
     assert type(layer).from_config(config).get_config() == config
     clone.set_weights(layer.get_weights())
@@ -271,11 +266,19 @@ SEED_RECIPE = ("input_shape num_classes augment resize_to image_size flip random
 
 
 @pytest.mark.parametrize("name, spt_lsa", [("vit_cifar", False), ("vit_spt_lsa_cifar", True)])
-def test_cifar_presets_follow_keras_io_and_the_shiftvit_seed_recipe(name, spt_lsa):
+def test_cifar_presets_follow_keras_io_and_the_seed_recipe_and_their_models_run(name, spt_lsa):
+    """The CIFAR preset (144 tokens, the keras-io head) runs and counts as the closed form says, built
+    with one of its eight identical blocks: building the functional graph of each block is most of the
+    time, and the closed form's count per block is checked on the quick models."""
     cfg, seed = preset(name), preset("seed")
     assert {field: getattr(cfg, field) for field in KERAS_IO_VIT} == KERAS_IO_VIT
     assert {key: getattr(cfg, key) for key in SEED_RECIPE} == {key: getattr(seed, key) for key in SEED_RECIPE}
     assert (cfg.use_spt, cfg.use_lsa, cfg.model_name) == (spt_lsa, spt_lsa, name.removesuffix("_cifar"))
+    one_block = cfg.replace(depth=1)
+    model = build_vit(one_block)
+    assert model.count_params() == expected_params(one_block)
+    assert logits_of(model, images(2)).shape == (2, 10)
+    assert 20_000_000 < expected_params(cfg) < 23_000_000  # keras-io's ~21.6 M, mostly the head
 
 
 # -------------------------------------------------------------------------------------
@@ -330,18 +333,6 @@ def test_quick_model_trains_one_step_and_its_lsa_temperatures_learn():
     assert all(b.attention.temperature.numpy().item() != t for b, t in zip(blocks, temperatures, strict=True))
 
 
-@pytest.mark.parametrize("name", ["vit_cifar", "vit_spt_lsa_cifar"])
-def test_cifar_model_forward_and_param_count(name):
-    """The CIFAR preset (144 tokens, the keras-io head) runs and counts as the closed form says, built
-    with one of its eight identical blocks: building the functional graph of each block is most of the
-    time, and the closed form's count per block is checked on the quick models."""
-    one_block = preset(name).replace(depth=1)
-    model = build_vit(one_block)
-    assert model.count_params() == expected_params(one_block)
-    assert logits_of(model, images(2)).shape == (2, 10)
-    assert 20_000_000 < expected_params(preset(name)) < 23_000_000  # keras-io's ~21.6 M, mostly the head
-
-
 def test_count_vit_macs():
     macs = vit.count_vit_macs(preset("vit_cifar"))
     # 144 tokens: one block's Q K^T is 4 heads * 144 * 144 * 64.
@@ -392,14 +383,11 @@ def test_module_is_documented_for_the_lesson():
             assert obj.__doc__ and len(obj.__doc__.strip()) > 30, name
 
 
-def _zeros(*shape):
-    return np.zeros(shape, "float32")
-
-
 @pytest.mark.parametrize(("call", "error", "words"), [
-    (lambda: vit.diagonal_shifts(_zeros(8, 8, 3), 1), ValueError, "4-D"),
-    (lambda: vit.diagonal_shifts(_zeros(1, 8, 8, 3), -1), ValueError, "shift"),
-    (lambda: vit.extract_patches(_zeros(1, 10, 10, 3), 4), ValueError, "multiple"),  # the tokenizers' too
+    (lambda: vit.diagonal_shifts(np.zeros((8, 8, 3), "float32"), 1), ValueError, "4-D"),
+    (lambda: vit.diagonal_shifts(np.zeros((1, 8, 8, 3), "float32"), -1), ValueError, "shift"),
+    # the tokenizers' too
+    (lambda: vit.extract_patches(np.zeros((1, 10, 10, 3), "float32"), 4), ValueError, "multiple"),
     (lambda: build_vit(preset("quick")), TypeError, "ViTConfig"),
     (lambda: preset("vit_quick", patch_size=5), ValueError, "multiple of patch_size"),
 ])

@@ -7,6 +7,7 @@ these checks run the lessons' own cells against stand-ins (what a learner sees, 
 
 import json
 import re
+import types
 from pathlib import Path
 
 from fakes import NOTEBOOKS, cells, printed
@@ -31,19 +32,9 @@ def test_lesson05_shows_timings_and_an_estimate_before_it_trains_and_says_where_
     assert shown[training].startswith("runs go to ")
 
 
-def test_time_cards_give_gpu_estimates_with_a_source():
-    for name in ("05_training", "07_attention_vs_shift"):
-        card = "".join(cells(NOTEBOOKS / f"{name}.ipynb")[0]["source"])
-        full_row = next(line for line in card.splitlines() if line.startswith("| Full mode"))
-        # a GPU figure comes from a source: the keras-io example's logs, or the project's H200 record
-        assert "estimate" in full_row and ("keras-io" in full_row or "H200" in full_row) and "hours" not in full_row
-
-
 def test_lesson07_reads_back_the_comparison_its_full_mode_saves(tmp_path, capsys):
     """Run the cell that saves the comparison (as full mode would, into run_root) and the cell that
     looks for a full-size record: the second finds what the first wrote, next to its runs."""
-    import types
-
     code = _code("07_attention_vs_shift")
     saving = next(source for source in code if "comparison_record(" in source)
     reading = next(source for source in code if "full_record_path" in source)
@@ -85,7 +76,6 @@ def test_lesson05_shares_the_gpu_between_its_tensorflow_and_its_data_parallel_ch
     import os
     import subprocess
     import sys
-    import types
 
     monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false")
     exec(_before_tensorflow_loads("05_training"), {"RECIPE": "quick"})

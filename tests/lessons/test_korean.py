@@ -272,29 +272,18 @@ def test_refresh_moves_korean_comments_onto_reformatted_code():
     assert [t.string for t in build_korean.comments(carried)] == korean_comments
 
 
-# --- one vocabulary (issue 38)
-
-
-def test_the_glossary_names_its_terms_and_rules_out_their_variants():
-    # (each ruled-out variant is named by the check in GLOSSARY_CASES above)
-    assert len(_glossary()) >= 50 and {*KEY_TERMS, "channel group"} <= set(_glossary())
-
-
-def test_a_notebook_with_a_cell_without_id_is_refused_naming_it(tmp_path):
-    # (a notebook cut short: files.read_json, tests/tools/test_files.py)
-    no_id = tmp_path / "01_no_id.ipynb"
-    no_id.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": "# T", "metadata": {}}]}))
-    with pytest.raises(ValueError, match="cell 0 has no id") as refused:
-        build_korean.load_notebook(no_id)
-    assert str(no_id) in one_line(refused.value)
-
-
-def test_a_broken_pattern_in_the_glossary_is_one_line_naming_the_row(tmp_path):
-    glossary = tmp_path / "glossary.md"
-    glossary.write_text("## Ruled-out variants\n\n| ruled out | use | concept |\n|---|---|---|\n"
-                        "| `층(` | 레이어 | layer |\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"glossary.md:5: the ruled-out pattern `층\(` is not a regular"):
-        build_korean.glossary_rules(glossary)
+# (a notebook cut short: files.read_json, tests/tools/test_files.py)
+@pytest.mark.parametrize("read, name, text, words", [
+    ("load_notebook", "01_no_id.ipynb", json.dumps({"cells": [{"cell_type": "markdown", "source": "# T"}]}),
+     "01_no_id.ipynb: cell 0 has no id"),
+    ("glossary_rules", "glossary.md", "## Ruled-out variants\n\n| ruled out | use | concept |\n|---|---|---|\n"
+     "| `층(` | 레이어 | layer |\n", r"glossary.md:5: the ruled-out pattern `층\(` is not a regular"),
+])
+def test_a_cell_without_id_or_a_broken_glossary_pattern_is_one_line_naming_where(tmp_path, read, name, text, words):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=words) as refused:
+        getattr(build_korean, read)(tmp_path / name)
+    assert str(tmp_path / name) in one_line(refused.value)
 
 
 # --- the same numbers, the same code (issue 38): a re-imported translation cannot ship old text

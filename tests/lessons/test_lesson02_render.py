@@ -16,7 +16,11 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from fakes import NOTEBOOKS, REPO, cells
+from fakes import NOTEBOOKS, cells
+from keras import ops
+
+import shiftvit_lib as sv
+from shiftvit_lib.notebook import plots
 
 NOTEBOOK = NOTEBOOKS / "02_shift_operation.ipynb"
 GIF_PARAMETERS = {"CHANNELS": 6, "NUM_DIV": 6, "SHIFT_PIXEL": 1, "MAP_SIZE": 5}  # the committed GIF's
@@ -39,19 +43,14 @@ def run_parameter_cell(environ: dict[str, str]) -> dict:
     return namespace
 
 
-def test_the_section_ships_switched_off_with_other_numbers_than_the_gif_and_ci_switches_it_on():
+def test_the_section_ships_off_with_other_numbers_than_the_gif_and_the_environment_switches_it_on():
+    # (what the cell installs and how run.sh sets the switch are their spelling, not pinned here: CI's
+    # nbval run of the section with the switch on shows they work)
     shipped = run_parameter_cell({})
     assert shipped["RENDER_ANIMATION"] is False, "the lesson must run without Manim as shipped"
     assert run_parameter_cell({"SHIFTVIT_RENDER_ANIMATION": "1"})["RENDER_ANIMATION"] is True
     chosen = {name: shipped[name] for name in GIF_PARAMETERS}
     assert chosen != GIF_PARAMETERS, "CI renders non-default parameters"
-    params = cell_source("render-params")
-    assert "manim==" in params and "libpango1.0-dev" in params
-    assert -1 < params.find("apt-get -qq update") < params.find("apt-get -qq install"), "a fresh VM's lists first"
-    run_sh = (REPO / "run.sh").read_text()  # CI switches the render on, where manim is installed
-    tests_function = run_sh[run_sh.index("run_tests() {") :]
-    assert "SHIFTVIT_RENDER_ANIMATION=1" in tests_function[: tests_function.index("\n}")]
-    assert "anim" in run_sh[run_sh.index("EXTRAS=") :].split("\n", 1)[0]
 
 
 def render_last_frame(**parameters) -> tuple[np.ndarray, object]:
@@ -59,11 +58,6 @@ def render_last_frame(**parameters) -> tuple[np.ndarray, object]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # pydub: no ffmpeg binary (not needed)
         manim = pytest.importorskip("manim", reason='manim is not installed: pip install -e ".[anim]"')
-    from keras import ops
-
-    import shiftvit_lib as sv
-    from shiftvit_lib.notebook import plots
-
     namespace = run_parameter_cell({})
     namespace.update(RENDER_ANIMATION=True, np=np, sv=sv, ops=ops, plots=plots)
     namespace.update(parameters)
@@ -85,9 +79,6 @@ def changed_fraction(a: np.ndarray, b: np.ndarray) -> float:
 
 @pytest.mark.slow
 def test_the_scene_draws_the_librarys_shift_and_each_parameter_changes_the_picture():
-    import shiftvit_lib as sv
-    from shiftvit_lib.notebook.plots import numbered_feature_map
-
     shipped = {name: run_parameter_cell({})[name] for name in GIF_PARAMETERS}
     base, _ = render_last_frame()
     again, _ = render_last_frame()
@@ -99,6 +90,6 @@ def test_the_scene_draws_the_librarys_shift_and_each_parameter_changes_the_pictu
         assert changed.shape == (480, 854, 3) and changed_fraction(base, changed) > 0.005, f"{name}={value}"
         # the scene ends on the library's shift of its parameters
         drawn = {**shipped, name: value}
-        features = numbered_feature_map(drawn["CHANNELS"], drawn["MAP_SIZE"], drawn["MAP_SIZE"])
+        features = plots.numbered_feature_map(drawn["CHANNELS"], drawn["MAP_SIZE"], drawn["MAP_SIZE"])
         expected = np.asarray(sv.shift_channels(features, drawn["NUM_DIV"], drawn["SHIFT_PIXEL"]))
         np.testing.assert_array_equal(scene.shown, expected)
