@@ -141,6 +141,8 @@ class TrainingRecipe(InputPipeline):
         for name, value in list(vars(self).items()):
             if isinstance(value, (list, tuple)):
                 object.__setattr__(self, name, tuple(int(item) for item in value))
+            elif isinstance(value, numbers.Number) and hasattr(value, "item"):  # NumPy's: JSON takes Python's
+                object.__setattr__(self, name, value.item())
         self.validate()
 
     def validate(self) -> None:

@@ -118,8 +118,10 @@ def test_an_unknown_preset_or_field_is_named(call, error, words):
         call()
 
 
-def test_numpy_integers_are_whole_numbers():
-    assert preset("quick", num_div=np.int64(8), batch_size=np.int64(8)).num_div == 8
+def test_numpy_numbers_are_taken_as_python_numbers_and_the_config_still_writes_to_json():
+    config = preset("quick", num_div=np.int64(8), batch_size=np.int64(8), mixup_alpha=np.float32(0.5))
+    assert (config.num_div, type(config.num_div), type(config.mixup_alpha)) == (8, int, float)
+    assert json.loads(json.dumps(config.to_dict()))["batch_size"] == 8
 
 
 def test_strong_preset_keeps_the_seed_architecture_and_turns_the_regularisers_on():
