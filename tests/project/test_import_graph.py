@@ -337,6 +337,16 @@ def test_shiftvit_lib_and_its_tests_keep_the_house_rules():
     assert len(python_files(REPO, OUTSIDE)) > 20 and len(python_files(REPO, WRITING)) > 20
 
 
+def test_the_cores_data_module_names_no_data_source():
+    # Data are read in one layer: every source's name and reader live in tools/data_sources.py.
+    from shiftvit_lib.tools.data_sources import SOURCES
+
+    nodes = list(ast.walk(ast.parse((REPO / "shiftvit_lib" / "data.py").read_text())))
+    strings = {node.value for node in nodes if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    names = {getattr(node, "id", getattr(node, "attr", getattr(node, "name", None))) for node in nodes}
+    assert not strings & set(SOURCES) and not names & {"SOURCES", "load_cifar10", "cifar10"}
+
+
 def test_the_tests_within_their_budget():
     # 2026-11-28, sixth session: 6,052 test code lines against 1.5x the library's 4,042 (6,063).
     assert over_budget(REPO, "shiftvit_lib") == []
